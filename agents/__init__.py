@@ -1,0 +1,1 @@
+"""LLM providers and the agent pairing (installed as ``raleval.agents``)."""

@@ -1,0 +1,37 @@
+"""The agent: a workflow paired with a model, resolved from a spec string."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from raleval import registry
+from raleval.model import Model
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """``provider/name``: ``openai/gpt-4o-mini``, ``hf/Qwen/Qwen2.5-0.5B``, ``scripted/oracle``."""
+
+    provider: str
+    name: str
+
+    @classmethod
+    def parse(cls, spec: str) -> ModelSpec:
+        provider, sep, name = spec.partition("/")
+        if not sep or not provider or not name:
+            raise ValueError(
+                f"model spec {spec!r} must look like provider/name "
+                "(e.g. scripted/oracle, openai/gpt-4o-mini, local/qwen2.5-0.5b)"
+            )
+        return cls(provider, name)
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.name}"
+
+
+def resolve_model(spec: str, options: dict[str, Any] | None = None) -> Model:
+    """Instantiate the model a spec string names (imports the provider on first use)."""
+    parsed = ModelSpec.parse(spec)
+    factory = registry.models.get(parsed.provider)
+    return factory(parsed.name, **(options or {}))

@@ -1,0 +1,1 @@
+"""Taxonomy, aggregation, plots and reports over stored trajectories (``raleval.analysis``)."""

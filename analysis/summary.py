@@ -1,0 +1,77 @@
+"""Per-family summary of a run: episodes, mean F1/EM, abstentions and the error-type mix."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from raleval.records import ErrorType, Task, Trajectory
+
+LABELS = [e.value for e in ErrorType]
+
+
+@dataclass
+class SummaryRow:
+    family: str
+    level: str
+    n: int = 0
+    f1: float = 0.0
+    em: float = 0.0
+    missing: float = 0.0
+    wall_s: float = 0.0
+    labels: Counter[str] = field(default_factory=Counter)
+
+
+def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
+    """Rows per task family plus an ``all`` row (unweighted mean over families)."""
+    groups: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        task = tasks.get(t.task_id)
+        groups[task.family if task else "?"].append(t)
+    rows: list[SummaryRow] = []
+    for family in sorted(groups):
+        trajs = groups[family]
+        level = next((tasks[t.task_id].level.value for t in trajs if t.task_id in tasks), "?")
+        n = len(trajs)
+        rows.append(
+            SummaryRow(
+                family=family,
+                level=level,
+                n=n,
+                f1=sum(t.scores.get("f1", 0.0) for t in trajs) / n,
+                em=sum(t.scores.get("em", 0.0) for t in trajs) / n,
+                missing=sum(t.scores.get("missing", 0.0) for t in trajs) / n,
+                wall_s=sum(t.wall_time_s for t in trajs) / n,
+                labels=Counter(t.error_type.value for t in trajs if t.error_type),
+            )
+        )
+    if len(rows) > 1:
+        total = SummaryRow("all", "-", n=sum(r.n for r in rows))
+        for attr in ("f1", "em", "missing", "wall_s"):
+            setattr(total, attr, sum(getattr(r, attr) for r in rows) / len(rows))
+        for r in rows:
+            total.labels.update(r.labels)
+        rows.append(total)
+    return rows
+
+
+def render_table(rows: list[SummaryRow], title: str = "results") -> object:
+    """A rich Table of the summary rows."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("family", "level", "n", "F1", "EM", "missing", "s/episode", *LABELS):
+        table.add_column(col, justify="left" if col in ("family", "level") else "right")
+    for r in rows:
+        table.add_row(
+            r.family,
+            r.level,
+            str(r.n),
+            f"{100 * r.f1:.1f}",
+            f"{100 * r.em:.1f}",
+            f"{100 * r.missing:.1f}",
+            f"{r.wall_s:.2f}",
+            *(str(r.labels.get(lb, 0)) for lb in LABELS),
+        )
+    return table

@@ -1,0 +1,98 @@
+"""R-Eval's error taxonomy, computed from a stored trajectory alone.
+
+- match: answer F1 against the gold aliases >= ``threshold`` (default 0.5; R-Eval's code used
+  0.05, available as :data:`REVAL_THRESHOLD`).
+- useful: a gold alias, normalised, appears as a whole token sequence in an OBSERVATION a tool
+  returned. The model's own thoughts and its Finish line never count (R-Eval's code counted
+  them, which made every correct answer "grounded").
+
+=====  =========================================================================
+EM     match and useful
+AM     match, not useful (answered from memory)
+GE     no match, useful (the evidence was retrieved but the answer is wrong)
+RE     no match, not useful, the episode ended normally
+TE     no match, not useful, interrupted by the agent's improper tool use
+ME     no match, not useful, interrupted by a fault outside the agent's control
+=====  =========================================================================
+
+Every label carries a cause, e.g. ``TE:invalid_format`` or ``ME:llm_error:empty_response``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from raleval.tasks.metrics import f1_score, normalize_answer
+
+from raleval.records import ErrorType, OutcomeKind, Termination, Trajectory
+
+DEFAULT_THRESHOLD = 0.5
+REVAL_THRESHOLD = 0.05
+
+# Terminations caused by the agent's own tool use.
+_TOOL_USE = {
+    Termination.step_limit,
+    Termination.context_limit,
+    Termination.invalid_format,
+    Termination.program_error,
+}
+# Terminations caused by something outside the agent's control.
+_OUTSIDE = {
+    Termination.llm_error,
+    Termination.tool_fault,
+    Termination.timeout,
+    Termination.interrupted,
+    Termination.harness_error,
+}
+
+
+def _contains_tokens(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    if n == 0:
+        return False
+    first = needle[0]
+    return any(tok == first and haystack[i : i + n] == needle for i, tok in enumerate(haystack))
+
+
+def evidence_found(trajectory: Trajectory, golds: Sequence[str]) -> bool:
+    """Whether a gold alias appears, token-aligned, in an observation returned by a tool."""
+    needles = [normalize_answer(g).split() for g in golds]
+    needles = [n for n in needles if n]
+    if not needles:
+        return False
+    for step in trajectory.steps:
+        if step.kind is not OutcomeKind.ok or not step.observation or step.tool in (None, "Finish"):
+            continue
+        tokens = normalize_answer(step.observation).split()
+        if any(_contains_tokens(tokens, n) for n in needles):
+            return True
+    return False
+
+
+def _tool_use_cause(trajectory: Trajectory) -> str:
+    for step in reversed(trajectory.steps):
+        if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error) and step.cause:
+            return step.cause
+    return ""
+
+
+def classify(
+    trajectory: Trajectory, golds: Sequence[str], threshold: float = DEFAULT_THRESHOLD
+) -> tuple[ErrorType, str]:
+    """Label one trajectory; returns ``(error type, cause)``."""
+    match = f1_score(trajectory.answer, golds) >= threshold
+    useful = evidence_found(trajectory, golds)
+    if match:
+        return (ErrorType.EM, "EM:grounded") if useful else (ErrorType.AM, "AM:from_memory")
+    if useful:
+        return ErrorType.GE, "GE:evidence_ignored"
+    term = trajectory.termination
+    if term in _TOOL_USE:
+        detail = _tool_use_cause(trajectory)
+        cause = term.value if not detail or detail == term.value else f"{term.value}:{detail}"
+        return ErrorType.TE, f"TE:{cause}"
+    if term in _OUTSIDE:
+        detail = trajectory.termination_cause
+        cause = f"{term.value}:{detail}" if detail and detail != term.value else term.value
+        return ErrorType.ME, f"ME:{cause}"
+    return ErrorType.RE, "RE:wrong_answer"

@@ -1,0 +1,199 @@
+"""Tool declarations shared by every environment, and how a call is executed and recorded.
+
+One :class:`ToolSpec` per tool: name, description, typed parameters (a pydantic model), return
+shape, matching mode and read-only flag. From it raleval renders the ReAct text signature, a
+Python stub for PAL and a JSON schema for native function calling. :meth:`Environment.call`
+validates arguments, runs the tool, times it and turns every failure into a classified outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from raleval.records import OutcomeKind
+
+
+class ToolFault(Exception):
+    """Raised by a tool backend for a failure outside the agent's control."""
+
+    def __init__(self, message: str, cause: str = "backend_error") -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class ToolMisuse(Exception):
+    """Raised by a tool for arguments that validate by type but make no sense."""
+
+    def __init__(self, message: str, cause: str = "bad_arguments") -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One declared tool."""
+
+    name: str
+    description: str
+    params: type[BaseModel]
+    returns: str
+    func: Callable[..., Any]
+    matching: Literal["fuzzy", "exact", "none"] = "exact"
+    read_only: bool = True
+    # "call": searchPerson(name=..., organization=...); "bracket": Search[entity]
+    text_style: Literal["call", "bracket"] = "call"
+    empty_message: str | None = None
+
+    @property
+    def param_names(self) -> list[str]:
+        return list(self.params.model_fields)
+
+    def react_signature(self) -> str:
+        """How the tool is written in a ReAct action line."""
+        if self.text_style == "bracket":
+            return f"{self.name}[{self.param_names[0]}]"
+        return f"{self.name}({', '.join(f'{p}=...' for p in self.param_names)})"
+
+    def react_call(self, arguments: dict[str, Any]) -> str:
+        """Render a concrete call in ReAct text, e.g. ``searchPerson(name="Ada Lin")``."""
+        if self.text_style == "bracket":
+            return f"{self.name}[{arguments[self.param_names[0]]}]"
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+        return f"{self.name}({inner})"
+
+    def python_stub(self) -> str:
+        """A typed Python function stub (PAL prompts)."""
+        parts = []
+        for pname, f in self.params.model_fields.items():
+            ann = _annotation_text(f.annotation)
+            parts.append(f"{pname}: {ann}" if f.is_required() else f"{pname}: {ann} = None")
+        doc = self.description.replace('"""', "'''")
+        return f'def {self.name}({", ".join(parts)}) -> {self.returns}:\n    """{doc}"""'
+
+    def json_schema(self) -> dict[str, Any]:
+        """OpenAI-style function schema (native function calling)."""
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
+
+
+def _annotation_text(annotation: Any) -> str:
+    if annotation is type(None):
+        return "None"
+    origin = get_origin(annotation)
+    if origin is None:
+        return getattr(annotation, "__name__", repr(annotation))
+    args = get_args(annotation)
+    if origin in (Union, types.UnionType):
+        return " | ".join(_annotation_text(a) for a in args)
+    name = getattr(origin, "__name__", repr(origin))
+    return f"{name}[{', '.join(_annotation_text(a) for a in args)}]"
+
+
+@dataclass
+class ToolResult:
+    """What one tool call produced, already classified."""
+
+    observation: str
+    kind: OutcomeKind
+    cause: str | None = None
+    data: Any = None
+    latency_s: float = 0.0
+    cached: bool = False
+
+
+def render_observation(data: Any, empty_message: str | None = None) -> str:
+    """Compact, deterministic JSON text for a tool result."""
+    empty = data is None or (isinstance(data, (list, dict)) and not data)
+    if empty and empty_message is not None:
+        return empty_message
+    if isinstance(data, str):
+        return data
+    return json.dumps(data, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def _describe_validation_error(tool: ToolSpec, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        problems.append(f"{loc}: {err['msg']}")
+    return (
+        f"Invalid arguments for {tool.name}: {'; '.join(problems)}. Usage: {tool.react_signature()}"
+    )
+
+
+class Environment:
+    """A domain environment: a set of declared tools and one way to call them.
+
+    Stateless environments use this class directly; stateful ones (Wikipedia's current page)
+    override :meth:`session` to return a fresh per-episode environment.
+    """
+
+    name: str = "env"
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self.tools = list(tools)
+        self._by_name = {t.name: t for t in self.tools}
+
+    def session(self, task: Any = None) -> Environment:
+        """The environment one episode talks to."""
+        return self
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return self._by_name.get(name)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        return self.call_sync(name, arguments)
+
+    def call_sync(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        start = time.perf_counter()
+        result = self._dispatch(name, arguments)
+        result.latency_s = time.perf_counter() - start
+        return result
+
+    def _dispatch(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        spec = self._by_name.get(name)
+        if spec is None:
+            valid = ", ".join(t.react_signature() for t in self.tools)
+            return ToolResult(
+                f"Unknown tool {name!r}. Valid tools: {valid}.",
+                OutcomeKind.misuse,
+                "unknown_tool",
+            )
+        if not isinstance(arguments, dict):
+            return ToolResult(
+                f"Arguments for {name} must be named values. Usage: {spec.react_signature()}",
+                OutcomeKind.misuse,
+                "bad_arguments",
+            )
+        try:
+            params = spec.params.model_validate(arguments)
+        except ValidationError as exc:
+            return ToolResult(
+                _describe_validation_error(spec, exc), OutcomeKind.misuse, "bad_arguments"
+            )
+        try:
+            data = spec.func(**params.model_dump())
+        except ToolMisuse as exc:
+            return ToolResult(f"{name}: {exc}", OutcomeKind.misuse, exc.cause)
+        except ToolFault as exc:
+            return ToolResult(f"{name} failed: {exc}", OutcomeKind.tool_fault, exc.cause)
+        except Exception as exc:  # any backend bug is a fault of the tool, not of the agent
+            return ToolResult(
+                f"{name} failed: {type(exc).__name__}: {exc}",
+                OutcomeKind.tool_fault,
+                f"backend_exception:{type(exc).__name__}",
+            )
+        return ToolResult(render_observation(data, spec.empty_message), OutcomeKind.ok, data=data)

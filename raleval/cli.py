@@ -1,0 +1,266 @@
+"""The ``raleval`` command line. Every flag has a ``RALEVAL_*`` environment variable twin."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="raleval",
+    help="Evaluate retrieval-augmented LLMs as tool-using agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+USER_ERROR = 2
+
+
+def _fail(message: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(USER_ERROR)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from raleval.config import ConfigError
+    from raleval.registry import UnknownNameError
+    from raleval.store import RecordFileError
+
+    return (ConfigError, UnknownNameError, RecordFileError, ValueError, FileNotFoundError)
+
+
+@app.command()
+def run(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            envvar="RALEVAL_MODEL",
+            help="provider/name, e.g. scripted/oracle, openai/gpt-4o-mini",
+        ),
+    ] = None,
+    env: Annotated[str | None, typer.Option(envvar="RALEVAL_ENV", help="environment")] = None,
+    workflow: Annotated[
+        str | None, typer.Option("--workflow", "-w", envvar="RALEVAL_WORKFLOW", help="workflow")
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(envvar="RALEVAL_TASKS", help="task set, family id or tasks .jsonl file"),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(envvar="RALEVAL_LIMIT", help="run only the first N tasks")
+    ] = None,
+    tasks_per_family: Annotated[
+        int | None,
+        typer.Option(envvar="RALEVAL_TASKS_PER_FAMILY", help="generated tasks per family"),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(envvar="RALEVAL_SEED")] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(envvar="RALEVAL_MAX_CONNECTIONS", help="episodes in flight at once"),
+    ] = None,
+    max_connections_per_endpoint: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_MAX_CONNECTIONS_PER_ENDPOINT",
+            help="concurrent calls per model endpoint",
+        ),
+    ] = None,
+    log_dir: Annotated[Path | None, typer.Option(envvar="RALEVAL_LOG_DIR")] = None,
+    run_name: Annotated[str | None, typer.Option(envvar="RALEVAL_RUN_NAME")] = None,
+    model_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-M", "--model-option", envvar="RALEVAL_MODEL_OPTIONS", help="model option key=value"
+        ),
+    ] = None,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-E", "--env-option", envvar="RALEVAL_ENV_OPTIONS", help="environment option key=value"
+        ),
+    ] = None,
+    workflow_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-W",
+            "--workflow-option",
+            envvar="RALEVAL_WORKFLOW_OPTIONS",
+            help="workflow option key=value (max_steps=10, react_style=two_call, ...)",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="RALEVAL_CONFIG", help="YAML file; may list workflows x models x tasks"
+        ),
+    ] = None,
+    display: Annotated[
+        str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
+    ] = "rich",
+) -> None:
+    """Run (or resume) an evaluation and print its results table."""
+    from raleval.config import build_config, load_matrix, parse_key_values
+
+    try:
+        overrides: dict[str, Any] = {
+            "model": model,
+            "env": env,
+            "workflow": workflow,
+            "tasks": tasks,
+            "limit": limit,
+            "tasks_per_family": tasks_per_family,
+            "seed": seed,
+            "max_connections": max_connections,
+            "max_connections_per_endpoint": max_connections_per_endpoint,
+            "log_dir": log_dir,
+            "run_name": run_name,
+        }
+        for key, pairs, flag in (
+            ("model_options", model_option, "-M"),
+            ("env_options", env_option, "-E"),
+            ("workflow_options", workflow_option, "-W"),
+        ):
+            if pairs:
+                overrides[key] = parse_key_values(pairs, flag)
+        if config is not None:
+            configs = load_matrix(config, overrides)
+        else:
+            if overrides["model"] is None:
+                _fail("name a model with --model (for example --model scripted/oracle)")
+            configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
+        for cfg in configs:
+            _run_one(cfg, display)
+    except _user_errors() as exc:
+        _fail(str(exc))
+
+
+def _run_one(cfg: Any, display: str) -> None:
+    import asyncio
+
+    from rich.console import Console
+
+    from raleval.analysis.summary import render_table, summarize
+    from raleval.runner import run as run_async
+    from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks
+
+    console = Console()
+    try:
+        summary = asyncio.run(run_async(cfg, display=display))
+    except KeyboardInterrupt:
+        Console(stderr=True).print(
+            f"[yellow]interrupted[/]: finished episodes are saved in {cfg.run_dir}; "
+            "run the same command again to resume"
+        )
+        raise typer.Exit(130) from None
+    tasks = {t.id: t for t in read_tasks(summary.run_dir / TASKS)}
+    rows = summarize(ResultsFile(summary.run_dir / RESULTS), tasks)
+    if display != "none":
+        console.print(render_table(rows, title=cfg.slug()))
+    console.print(
+        f"{summary.ran} episodes run, {summary.skipped} already done; "
+        f"results in {summary.run_dir / RESULTS}",
+        highlight=False,
+    )
+
+
+@app.command()
+def score(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    threshold: Annotated[
+        float,
+        typer.Option(
+            envvar="RALEVAL_THRESHOLD", help="F1 at or above which an answer matches (R-Eval: 0.05)"
+        ),
+    ] = 0.5,
+) -> None:
+    """Recompute scores and error types from stored trajectories (no model or tool calls)."""
+    from rich.console import Console
+
+    from raleval.analysis.summary import render_table, summarize
+    from raleval.runner import score_trajectory
+    from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks, write_atomic
+
+    try:
+        if not (run_dir / RESULTS).exists():
+            _fail(f"{run_dir} has no {RESULTS}; is it a run directory?")
+        tasks = {t.id: t for t in read_tasks(run_dir / TASKS)}
+        results = ResultsFile(run_dir / RESULTS)
+        scored = []
+        for traj in results:
+            task = tasks.get(traj.task_id)
+            if task is None:
+                _fail(f"{traj.task_id} is in {RESULTS} but not in {TASKS}")
+            score_trajectory(traj, task, threshold)
+            scored.append(traj)
+        lines = "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "epoch": t.epoch,
+                    "scores": t.scores,
+                    "error_type": t.error_type.value if t.error_type else None,
+                    "error_cause": t.error_cause,
+                },
+                sort_keys=True,
+            )
+            + "\n"
+            for t in scored
+        )
+        write_atomic(run_dir / "scores.jsonl", lines)
+        Console().print(
+            render_table(summarize(scored, tasks), title=f"{run_dir} (threshold {threshold})")
+        )
+    except _user_errors() as exc:
+        _fail(str(exc))
+
+
+@app.command("list")
+def list_plugins(
+    kind: Annotated[str, typer.Argument(help="envs | workflows | models | tasks | metrics")],
+) -> None:
+    """List registered plugins of one kind."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval import registry
+
+    kinds = {
+        "envs": registry.envs,
+        "workflows": registry.workflows,
+        "models": registry.models,
+        "tasks": registry.task_families,
+        "metrics": registry.metrics,
+    }
+    if kind not in kinds:
+        _fail(f"unknown kind {kind!r}; choose one of {', '.join(kinds)}")
+    table = Table(title=f"raleval {kind}")
+    table.add_column("name")
+    table.add_column("description")
+    for name, obj in kinds[kind].load_all().items():
+        if isinstance(obj, Exception):
+            desc = f"[red]failed to load: {obj}[/]"
+        elif kind == "tasks":
+            desc = f"{obj.level.value} {obj.domain}, metric {obj.metric}: {obj.description}"
+        else:
+            desc = ((obj.__doc__ or "").strip().splitlines() or [""])[0]
+        table.add_row(name, desc)
+    if kind == "tasks":
+        for name in registry.task_sets.names():
+            table.add_row(name, "task set: " + ", ".join(registry.task_sets.get(name)))
+    Console().print(table)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

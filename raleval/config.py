@@ -1,0 +1,128 @@
+"""Run configuration: one pydantic model shared by the CLI, YAML files and the Python API."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; the message says which field and why."""
+
+
+class RunConfig(BaseModel):
+    """Everything that determines one run (one env x workflow x model x task set)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: str = "scholar"
+    env_options: dict[str, Any] = Field(default_factory=dict)
+    workflow: str = "react"
+    workflow_options: dict[str, Any] = Field(default_factory=dict)
+    model: str
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    tasks: str = "scholar-ks"
+    tasks_per_family: int = Field(100, ge=1)
+    limit: int | None = Field(None, ge=1)
+    seed: int = 0
+    max_connections: int = Field(8, ge=1)
+    max_connections_per_endpoint: int | None = Field(None, ge=1)
+    log_dir: Path = Path("runs")
+    run_name: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, v: str) -> str:
+        if "/" not in v:
+            raise ValueError(f"model spec {v!r} must look like provider/name")
+        return v
+
+    def slug(self) -> str:
+        """Directory name of the run: the same command always maps to the same directory."""
+        if self.run_name:
+            return self.run_name
+        model = self.model.replace("/", "_").replace("@", "_at_").replace(":", "_")
+        tasks = Path(self.tasks).stem if self.tasks.endswith(".jsonl") else self.tasks
+        return "__".join([self.env, self.workflow, model, tasks])
+
+    @property
+    def run_dir(self) -> Path:
+        return self.log_dir / self.slug()
+
+    def fingerprint(self) -> str:
+        """Hash of the fields that change results; resuming requires it unchanged."""
+        keep = self.model_dump(
+            mode="json",
+            exclude={
+                "limit",
+                "max_connections",
+                "max_connections_per_endpoint",
+                "log_dir",
+                "run_name",
+            },
+        )
+        return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+_AXES = {"workflow": ("workflows", "workflow"), "model": ("models", "model"), "tasks": ("tasks",)}
+
+
+def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
+    """Expand a YAML file listing ``workflows`` x ``models`` x ``tasks`` into run configs.
+
+    Scalar keys (``env``, ``limit``, ...) apply to every run; list keys ``workflows``,
+    ``models`` and ``tasks`` (or their singular forms) are crossed.
+    """
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of settings")
+    axes: dict[str, list[Any]] = {}
+    for key, spellings in _AXES.items():
+        for spelling in spellings:
+            if spelling in raw:
+                value = raw.pop(spelling)
+                axes[key] = value if isinstance(value, list) else [value]
+                break
+    base = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
+    keys = list(axes)
+    configs = []
+    for combo in itertools.product(*(axes[k] for k in keys)) if keys else [()]:
+        data = {**base, **dict(zip(keys, combo, strict=True))}
+        for k in keys:  # explicit command-line values win over the file's axes
+            if overrides.get(k) is not None:
+                data[k] = overrides[k]
+        configs.append(build_config(data, source=str(path)))
+    return configs
+
+
+def build_config(data: dict[str, Any], source: str = "command line") -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration ({source}): {problems}") from exc
+
+
+def parse_key_values(pairs: list[str], what: str = "-M") -> dict[str, Any]:
+    """``["temperature=0.2", "stop=[a,b]"]`` -> dict, values read as YAML scalars."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{what} expects key=value, got {pair!r}")
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out

@@ -1,0 +1,68 @@
+"""The model protocol every provider implements: one async ``generate``.
+
+Workflows depend only on this module, never on a concrete provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from raleval.records import ToolCall
+
+
+@dataclass(frozen=True)
+class Message:
+    """A chat message. ``tool_calls`` is set on assistant messages of native tool calling."""
+
+    role: str  # system | user | assistant | tool
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    messages: tuple[Message, ...]
+    stop: tuple[str, ...] = ()
+    max_tokens: int = 128
+    temperature: float = 0.0
+    tools: tuple[dict[str, Any], ...] = ()  # JSON schemas, for native function calling
+
+
+@dataclass
+class Generation:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_hit: bool = False
+
+
+class ModelError(Exception):
+    """The model backend failed after retries; ``cause`` is a short machine-readable tag."""
+
+    def __init__(self, message: str, cause: str = "backend_error") -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything with a name and one async ``generate``."""
+
+    name: str
+
+    async def generate(self, request: GenerateRequest) -> Generation: ...
+
+
+def apply_stop(text: str, stop: tuple[str, ...] | list[str]) -> str:
+    """Cut ``text`` at the earliest stop sequence, as servers do."""
+    cut = len(text)
+    for s in stop:
+        if s:
+            i = text.find(s)
+            if i != -1 and i < cut:
+                cut = i
+    return text[:cut]

@@ -1,0 +1,180 @@
+"""Typed, versioned records: tasks, steps, trajectories and run headers.
+
+Every record forbids unknown fields so that a typo in a hand-written task file or a schema drift
+between versions fails loudly instead of silently dropping data.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    """Base of every persisted record."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+
+class Level(str, Enum):
+    """R-Eval's cognitive levels."""
+
+    KS = "KS"  # knowledge seeking
+    KU = "KU"  # knowledge understanding
+    KA = "KA"  # knowledge application
+
+
+class OutcomeKind(str, Enum):
+    """How one step of an episode went."""
+
+    ok = "ok"
+    tool_fault = "tool_fault"  # the tool backend failed (outside the agent's control)
+    misuse = "misuse"  # unknown tool, wrong or missing arguments
+    parse_error = "parse_error"  # the model output could not be parsed into an action
+    llm_error = "llm_error"  # the model backend failed or returned nothing
+
+
+class Termination(str, Enum):
+    """Why an episode ended."""
+
+    finished = "finished"
+    step_limit = "step_limit"
+    context_limit = "context_limit"
+    llm_error = "llm_error"
+    tool_fault = "tool_fault"
+    invalid_format = "invalid_format"
+    program_error = "program_error"  # PAL: the model-written program raised
+    timeout = "timeout"
+    interrupted = "interrupted"  # the run was stopped (Ctrl-C) while the episode ran
+    harness_error = "harness_error"  # a bug in raleval itself; recorded, never swallowed
+
+
+class ErrorType(str, Enum):
+    """R-Eval's error taxonomy (see ``raleval.analysis.taxonomy``)."""
+
+    EM = "EM"
+    AM = "AM"
+    GE = "GE"
+    RE = "RE"
+    TE = "TE"
+    ME = "ME"
+
+
+class ToolCall(Record):
+    """One call of a named tool with keyword arguments."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskTags(Record):
+    question_type: str | None = None
+    popularity: Literal["head", "torso", "tail"] | None = None
+    dynamism: str | None = None
+    answerable: bool = True
+
+
+class Task(Record):
+    """One question for an agent, with its gold answers and (for generated tasks) solution."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    domain: str
+    level: Level
+    family: str
+    question: str
+    answers: list[str] = Field(min_length=1)
+    query_time: datetime | None = None
+    tags: TaskTags = Field(default_factory=TaskTags)
+    solution: list[ToolCall] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentSpec(Record):
+    """The system under test: a workflow driven by a model on an environment."""
+
+    workflow: str
+    model: str
+    env: str
+
+
+class LLMCall(Record):
+    """One model call. ``prompt`` holds only the text added since the previous call of the
+    episode (the full prompt for the first), so growing ReAct scratchpads are stored once."""
+
+    prompt: str
+    prompt_is_delta: bool = False
+    output: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    latency_s: float = 0.0
+    cache_hit: bool = False
+    error: str | None = None
+
+
+class Step(Record):
+    """One agent action and what the environment answered."""
+
+    index: int
+    thought: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    raw_action: str | None = None
+    observation: str | None = None
+    kind: OutcomeKind = OutcomeKind.ok
+    cause: str | None = None
+    latency_s: float = 0.0
+    cached: bool = False
+
+
+class Trajectory(Record):
+    """A finished episode: everything the analysis needs, without re-running anything."""
+
+    schema_version: int = SCHEMA_VERSION
+    task_id: str
+    epoch: int = 0
+    agent: AgentSpec
+    steps: list[Step] = Field(default_factory=list)
+    llm_calls: list[LLMCall] = Field(default_factory=list)
+    answer: str | None = None
+    termination: Termination
+    termination_cause: str | None = None
+    started_at: datetime
+    wall_time_s: float
+    model_time_s: float = 0.0
+    tool_time_s: float = 0.0
+    n_llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    scores: dict[str, float] = Field(default_factory=dict)
+    error_type: ErrorType | None = None
+    error_cause: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+# The issue text calls the persisted episode a "Result"; both names refer to one record.
+Result = Trajectory
+
+
+class RunHeader(Record):
+    """First record of a run directory: what produced the results next to it."""
+
+    schema_version: int = SCHEMA_VERSION
+    raleval_version: str
+    git_revision: str | None = None
+    created_at: datetime
+    config: dict[str, Any]
+    fingerprint: str
+    seeds: dict[str, int] = Field(default_factory=dict)
+    decoding: dict[str, Any] = Field(default_factory=dict)
+    dataset_hash: str
+    n_tasks: int
+    python: str
+    platform: str

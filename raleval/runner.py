@@ -1,0 +1,270 @@
+"""The async runner: tasks x (workflow + model) on an environment, one JSON line per episode.
+
+Re-running the same configuration resumes: finished (task, epoch) pairs are skipped and a torn
+last line is repaired. Every episode ends in a trajectory, whatever happens inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import platform
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from raleval import __version__, registry
+from raleval.config import ConfigError, RunConfig
+from raleval.model import GenerateRequest, Generation, Model
+from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
+from raleval.store import (
+    RESULTS,
+    TASKS,
+    ResultsFile,
+    read_header,
+    read_tasks,
+    write_header,
+    write_tasks,
+)
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    total: int
+    skipped: int
+    ran: int
+    mean_f1: float | None
+    by_termination: dict[str, int] = field(default_factory=dict)
+    by_error_type: dict[str, int] = field(default_factory=dict)
+
+
+class EndpointLimitedModel:
+    """Caps concurrent calls to one endpoint, whatever the global concurrency is."""
+
+    def __init__(self, model: Model, limit: int) -> None:
+        self._model = model
+        self._sem = asyncio.Semaphore(limit)
+        self.name = model.name
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self._model, item)
+
+    def for_episode(self, task: Task, env: Any, workflow: str) -> Any:
+        inner = self._model.for_episode(task, env, workflow)  # type: ignore[attr-defined]
+        wrapped = EndpointLimitedModel.__new__(EndpointLimitedModel)
+        wrapped._model, wrapped._sem, wrapped.name = inner, self._sem, inner.name
+        return wrapped
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        async with self._sem:
+            return await self._model.generate(request)
+
+
+def git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def dataset_hash(tasks: list[Task]) -> str:
+    h = hashlib.sha256()
+    for t in tasks:
+        h.update(t.model_dump_json().encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = None) -> None:
+    """Fill ``scores`` and the error label of ``traj`` in place (no model or tool calls)."""
+    from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, classify
+    from raleval.tasks.metrics import exact_match, f1_score, is_abstention
+
+    traj.scores = {
+        "f1": f1_score(traj.answer, task.answers),
+        "em": exact_match(traj.answer, task.answers),
+        "missing": float(is_abstention(traj.answer)),
+    }
+    label, cause = classify(traj, task.answers, threshold or DEFAULT_THRESHOLD)
+    traj.error_type, traj.error_cause = label, cause
+
+
+async def run_episode(
+    task: Task,
+    model: Any,
+    env: Any,
+    builder: Callable[..., Any],
+    wf_config: Any,
+    agent: AgentSpec,
+    epoch: int = 0,
+) -> Trajectory:
+    """Run one episode; never raises: harness failures are recorded as ``harness_error``."""
+    from raleval.workflows.common import EpisodeRecord
+
+    started_at = datetime.now(timezone.utc)
+    rec = EpisodeRecord()
+    try:
+        session = env.session(task)
+        episode_model = (
+            model.for_episode(task, session, agent.workflow)
+            if hasattr(model, "for_episode")
+            else model
+        )
+        graph = builder(episode_model, session, wf_config)
+        await asyncio.wait_for(
+            graph.ainvoke(
+                {"question": task.question, "rec": rec},
+                {"recursion_limit": wf_config.recursion_limit()},
+            ),
+            # The workflow enforces the budget itself; this is the safety net.
+            timeout=wf_config.time_limit_s + 30,
+        )
+        if rec.termination is None:
+            rec.finish(Termination.harness_error, "workflow_ended_without_termination")
+    except asyncio.TimeoutError:
+        rec.finish(Termination.timeout, "episode_wall_clock")
+    except asyncio.CancelledError:
+        rec.finish(Termination.interrupted, "cancelled")
+        raise
+    except Exception as exc:  # recorded, never swallowed
+        rec.finish(Termination.harness_error, f"{type(exc).__name__}: {exc}")
+    return Trajectory(
+        task_id=task.id,
+        epoch=epoch,
+        agent=agent,
+        steps=rec.steps,
+        llm_calls=rec.llm_calls,
+        answer=rec.answer,
+        termination=rec.termination or Termination.harness_error,
+        termination_cause=rec.termination_cause,
+        started_at=started_at,
+        wall_time_s=rec.elapsed(),
+        model_time_s=rec.model_time_s,
+        tool_time_s=rec.tool_time_s,
+        n_llm_calls=len(rec.llm_calls),
+        prompt_tokens=rec.prompt_tokens,
+        completion_tokens=rec.completion_tokens,
+    )
+
+
+def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
+    from raleval.agents.agent import resolve_model
+    from raleval.tasks.catalog import load_tasks
+    from raleval.workflows.common import WorkflowConfig
+
+    env_factory = registry.envs.get(config.env)
+    builder = registry.workflows.get(config.workflow)
+    try:
+        wf_config = WorkflowConfig(**config.workflow_options)
+    except Exception as exc:
+        raise ConfigError(f"invalid workflow options: {exc}") from exc
+    model = resolve_model(config.model, config.model_options)
+    env = env_factory(**config.env_options)
+    run_dir = config.run_dir
+    if (run_dir / TASKS).exists():
+        tasks = read_tasks(run_dir / TASKS)  # the resumed run uses exactly the same tasks
+    else:
+        tasks = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
+    if not tasks:
+        raise ConfigError(f"task set {config.tasks!r} produced no tasks")
+    return env, tasks, model, builder, wf_config
+
+
+def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: Any) -> Path:
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = config.fingerprint()
+    existing = read_header(run_dir)
+    if existing is not None and existing.fingerprint != fingerprint:
+        raise ConfigError(
+            f"{run_dir} holds a run with a different configuration "
+            f"(fingerprint {existing.fingerprint}, now {fingerprint}); "
+            "pass --run-name to start a new run"
+        )
+    if not (run_dir / TASKS).exists():
+        write_tasks(run_dir / TASKS, tasks)
+    if existing is None:
+        header = RunHeader(
+            raleval_version=__version__,
+            git_revision=git_revision(),
+            created_at=datetime.now(timezone.utc),
+            config=config.model_dump(mode="json"),
+            fingerprint=fingerprint,
+            seeds={"tasks": config.seed},
+            decoding={"temperature": wf_config.temperature, "max_tokens": wf_config.max_tokens},
+            dataset_hash=dataset_hash(tasks),
+            n_tasks=len(tasks),
+            python=sys.version.split()[0],
+            platform=platform.platform(),
+        )
+        write_header(run_dir, header)
+    return run_dir
+
+
+async def run(config: RunConfig, display: str = "rich") -> RunSummary:
+    """Run (or resume) one configuration and return its summary."""
+    from raleval.progress import make_progress
+
+    env, tasks, model, builder, wf_config = _prepare(config)
+    run_dir = _open_run_dir(config, tasks, wf_config)
+    results = ResultsFile(run_dir / RESULTS)
+    results.repair()
+    done = results.finished_keys()
+    selected = tasks[: config.limit] if config.limit else tasks
+    pending = [t for t in selected if (t.id, 0) not in done]
+    if config.max_connections_per_endpoint:
+        model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
+    agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
+
+    queue: asyncio.Queue[Task] = asyncio.Queue()
+    for t in pending:
+        queue.put_nowait(t)
+    f1s: list[float] = []
+    terms: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    progress = make_progress(display, total=len(pending), title=config.slug())
+
+    async def worker() -> None:
+        while True:
+            try:
+                task = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            traj = await run_episode(task, model, env, builder, wf_config, agent)
+            score_trajectory(traj, task)
+            results.append(traj)
+            f1s.append(traj.scores["f1"])
+            terms[traj.termination.value] = terms.get(traj.termination.value, 0) + 1
+            if traj.error_type is not None:
+                labels[traj.error_type.value] = labels.get(traj.error_type.value, 0) + 1
+            progress.advance(sum(f1s) / len(f1s))
+
+    with progress:
+        n_workers = min(config.max_connections, max(1, len(pending)))
+        await asyncio.gather(*(worker() for _ in range(n_workers)))
+    return RunSummary(
+        run_dir=run_dir,
+        total=len(selected),
+        skipped=len(selected) - len(pending),
+        ran=len(f1s),
+        mean_f1=(sum(f1s) / len(f1s)) if f1s else None,
+        by_termination=terms,
+        by_error_type=labels,
+    )
+
+
+def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
+    """Blocking convenience wrapper around :func:`run`."""
+    return asyncio.run(run(config, display=display))

@@ -1,0 +1,133 @@
+"""The run directory on disk: ``header.json``, ``tasks.jsonl``, ``results.jsonl``.
+
+Results are append-only JSON lines, one complete line per finished episode, flushed and fsynced.
+A run killed mid-write leaves at most one torn last line; reopening cuts it off, so a resumed
+run neither loses nor duplicates an episode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from raleval.records import RunHeader, Task, Trajectory
+
+HEADER = "header.json"
+TASKS = "tasks.jsonl"
+RESULTS = "results.jsonl"
+
+
+class RecordFileError(ValueError):
+    """A broken line in a JSON-lines file; names the file, the line and the field at fault."""
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that readers see the old or the new file, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(
+        f"field {'.'.join(str(p) for p in e['loc']) or '(record)'}: {e['msg']}"
+        for e in exc.errors()
+    )
+
+
+def read_tasks(path: Path) -> list[Task]:
+    """Read a tasks JSON-lines file; a broken line fails with its path, line and field."""
+    tasks: list[Task] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordFileError(f"cannot read task file {path}: {exc}") from exc
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(Task.model_validate_json(line))
+        except ValidationError as exc:
+            raise RecordFileError(f"{path}:{lineno}: invalid task: {_describe(exc)}") from exc
+    return tasks
+
+
+def write_tasks(path: Path, tasks: Iterable[Task]) -> None:
+    write_atomic(path, "".join(t.model_dump_json() + "\n" for t in tasks))
+
+
+def write_header(run_dir: Path, header: RunHeader) -> None:
+    write_atomic(run_dir / HEADER, header.model_dump_json(indent=2) + "\n")
+
+
+def read_header(run_dir: Path) -> RunHeader | None:
+    path = run_dir / HEADER
+    if not path.exists():
+        return None
+    try:
+        return RunHeader.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise RecordFileError(f"{path}: invalid run header: {_describe(exc)}") from exc
+
+
+class ResultsFile:
+    """Append-only ``results.jsonl`` with crash-safe reopening."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def repair(self) -> int:
+        """Cut a torn (unterminated or unparsable) last line; return the bytes removed."""
+        if not self.path.exists():
+            return 0
+        with open(self.path, "rb+") as fh:
+            data = fh.read()
+            keep = len(data)
+            if data and not data.endswith(b"\n"):
+                keep = data.rfind(b"\n") + 1
+            # A complete but corrupt last line (a crash inside a filesystem block) is cut too.
+            last_start = data.rfind(b"\n", 0, max(keep - 1, 0)) + 1
+            if keep > last_start:
+                try:
+                    json.loads(data[last_start:keep])
+                except ValueError:
+                    keep = last_start
+            if keep < len(data):
+                fh.truncate(keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+            return len(data) - keep
+
+    def __iter__(self) -> Iterator[Trajectory]:
+        if not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield Trajectory.model_validate_json(line)
+                except ValidationError as exc:
+                    raise RecordFileError(
+                        f"{self.path}:{lineno}: invalid result: {_describe(exc)}"
+                    ) from exc
+
+    def finished_keys(self) -> set[tuple[str, int]]:
+        """(task id, epoch) of every episode already on disk."""
+        return {(t.task_id, t.epoch) for t in self}
+
+    def append(self, trajectory: Trajectory) -> None:
+        line = trajectory.model_dump_json() + "\n"
+        # One write of one complete line, then fsync: a crash leaves the line whole or torn,
+        # and a torn line is cut by repair() on the next start.
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())

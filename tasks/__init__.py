@@ -1,0 +1,1 @@
+"""Task records, catalogs, generators, loaders and answer metrics (``raleval.tasks``)."""

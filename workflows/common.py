@@ -1,0 +1,170 @@
+"""What every workflow shares: its config, budgets, and the per-episode recorder.
+
+The recorder turns each model call and each tool call into records, and keeps the clocks
+(model time, tool time, wall time) that the deployment analysis reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from raleval.envs.spec import ToolResult
+
+from raleval.model import GenerateRequest, Generation, Message, Model, ModelError
+from raleval.records import LLMCall, OutcomeKind, Step, Termination
+
+
+class WorkflowConfig(BaseModel):
+    """Budgets and decoding shared by all workflows (R-Eval defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_steps: int = Field(10, ge=1)
+    max_context_tokens: int | None = Field(None, ge=256)
+    time_limit_s: float = Field(600.0, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(128, ge=1)
+    max_parse_errors: int = Field(3, ge=1)
+    # "single": one call writes Thought and Action (ReAct's notebook; a second call asks for
+    # the Action if it is missing); "two_call": R-Eval's separate Thought and Action calls.
+    react_style: str = Field("single", pattern="^(single|two_call)$")
+    prompt_file: str | None = None
+
+    def recursion_limit(self) -> int:
+        """LangGraph super-steps an episode may need: a few nodes per step plus slack."""
+        return 3 * self.max_steps + 10
+
+
+DEFAULT_CONTEXT_TOKENS = 8192
+
+
+def count_tokens(model: Model, text: str) -> int:
+    """Tokens of ``text`` with the model's own tokenizer where it has one, else ~4 chars/token."""
+    counter = getattr(model, "count_tokens", None)
+    if counter is not None:
+        return int(counter(text))
+    return (len(text) + 3) // 4
+
+
+def load_prompt(workflow: str, env_name: str, override: str | None = None) -> Template:
+    """The prompt template for ``workflow`` on ``env_name`` (falls back to ``default.txt``)."""
+    if override:
+        with open(override, encoding="utf-8") as fh:
+            return Template(fh.read())
+    folder = resources.files("raleval.workflows").joinpath("prompts", workflow)
+    for name in (f"{env_name}.txt", "default.txt"):
+        path = folder.joinpath(name)
+        if path.is_file():
+            return Template(path.read_text(encoding="utf-8"))
+    raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {folder}")
+
+
+@dataclass
+class EpisodeRecord:
+    """Mutable per-episode log; the runner turns it into a :class:`Trajectory`."""
+
+    steps: list[Step] = field(default_factory=list)
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    answer: str | None = None
+    termination: Termination | None = None
+    termination_cause: str | None = None
+    model_time_s: float = 0.0
+    tool_time_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _last_prompt: str = ""
+
+    def finish(self, termination: Termination, cause: str | None = None) -> None:
+        if self.termination is None:
+            self.termination, self.termination_cause = termination, cause
+
+    @property
+    def done(self) -> bool:
+        return self.termination is not None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def add_step(self, result: ToolResult | None = None, **fields: Any) -> Step:
+        if result is not None:
+            fields.setdefault("observation", result.observation)
+            fields.setdefault("kind", result.kind)
+            fields.setdefault("cause", result.cause)
+            fields.setdefault("latency_s", result.latency_s)
+            fields.setdefault("cached", result.cached)
+            self.tool_time_s += result.latency_s
+        step = Step(index=len(self.steps), **fields)
+        self.steps.append(step)
+        return step
+
+    async def generate(
+        self,
+        model: Model,
+        prompt_text: str,
+        messages: tuple[Message, ...],
+        config: WorkflowConfig,
+        stop: tuple[str, ...],
+        tools: tuple[dict[str, Any], ...] = (),
+    ) -> Generation | None:
+        """Call the model within the remaining wall-clock budget and record the call.
+
+        Returns ``None`` (and ends the episode) on a model failure or an empty response.
+        """
+        remaining = config.time_limit_s - self.elapsed()
+        if remaining <= 0:
+            self.finish(Termination.timeout, "wall_clock")
+            return None
+        delta = prompt_text
+        is_delta = bool(self._last_prompt) and prompt_text.startswith(self._last_prompt)
+        if is_delta:
+            delta = prompt_text[len(self._last_prompt) :]
+        request = GenerateRequest(
+            messages=messages,
+            stop=stop,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            tools=tools,
+        )
+        start = time.perf_counter()
+        error: str | None = None
+        gen: Generation | None = None
+        try:
+            gen = await asyncio.wait_for(model.generate(request), timeout=remaining)
+        except asyncio.TimeoutError:
+            error = "timeout"
+            self.finish(Termination.timeout, "model_call")
+        except ModelError as exc:
+            error = f"{exc.cause}: {exc}"
+            self.finish(Termination.llm_error, exc.cause)
+        except Exception as exc:  # a provider bug is still a model failure, and recorded
+            error = f"provider_exception: {type(exc).__name__}: {exc}"
+            self.finish(Termination.llm_error, f"provider_exception:{type(exc).__name__}")
+        latency = time.perf_counter() - start
+        self.model_time_s += latency
+        call = LLMCall(prompt=delta, prompt_is_delta=is_delta, latency_s=latency, error=error)
+        self.llm_calls.append(call)
+        if gen is None:
+            self.add_step(
+                kind=OutcomeKind.llm_error, cause=self.termination_cause, observation=error
+            )
+            return None
+        call.output = gen.text
+        call.tool_calls = list(gen.tool_calls)
+        call.prompt_tokens, call.completion_tokens = gen.prompt_tokens, gen.completion_tokens
+        call.cached_tokens, call.cache_hit = gen.cached_tokens, gen.cache_hit
+        self.prompt_tokens += gen.prompt_tokens or 0
+        self.completion_tokens += gen.completion_tokens or 0
+        self._last_prompt = prompt_text + gen.text
+        if not gen.text.strip() and not gen.tool_calls:
+            call.error = "empty_response"
+            self.finish(Termination.llm_error, "empty_response")
+            self.add_step(kind=OutcomeKind.llm_error, cause="empty_response")
+            return None
+        return gen

@@ -1,0 +1,150 @@
+"""Parse ReAct action text into a tool call, safely (``ast.literal_eval``, never ``eval``).
+
+Accepted, as ReAct implementations tolerate them: ``Search[entity]``, ``searchPerson(name="A",
+organization="B")``, unquoted values (``searchPerson(name=Ada Lin)``), the wrong bracket style
+(``Search(entity)``, ``getCoauthors[abc]``), case differences in the tool name, prose or an
+``Action 3:`` prefix around the call, code fences, and several actions (the first one counts).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from raleval.envs.spec import ToolSpec
+
+FINISH = "Finish"
+_CALL_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*([\[(])")
+_PREFIX = re.compile(r"^\s*(?:action\s*\d*\s*:\s*)", re.IGNORECASE)
+_KWARG = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
+_CLOSE = {"[": "]", "(": ")"}
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """A parsed action: a tool call, or ``Finish`` with ``answer``."""
+
+    tool: str
+    arguments: dict[str, Any]
+    raw: str
+
+    @property
+    def is_finish(self) -> bool:
+        return self.tool == FINISH
+
+    @property
+    def answer(self) -> str:
+        return str(self.arguments.get("answer", ""))
+
+
+class ActionParseError(ValueError):
+    """The text holds no recognisable action."""
+
+
+def _balanced_end(text: str, open_at: int) -> int:
+    """Index of the bracket closing ``text[open_at]``; end of text if it never closes."""
+    opener = text[open_at]
+    closer = _CLOSE[opener]
+    depth = 0
+    quote: str | None = None
+    for i in range(open_at, len(text)):
+        ch = text[i]
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+            continue
+        if ch in "\"'" and opener == "(":
+            quote = ch
+        elif ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(text)
+
+
+def _strip_quotes(value: str) -> str:
+    value = value.strip().rstrip(",").strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _literal(node: ast.AST) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ast.unparse(node)
+
+
+def parse_arguments(inner: str, param_names: Sequence[str]) -> dict[str, Any]:
+    """Turn the text between brackets into keyword arguments for a tool."""
+    inner = inner.strip()
+    if not inner:
+        return {}
+    if len(inner) < 2000:  # bound the parser's work on adversarial input
+        try:
+            tree = ast.parse(f"_f({inner})", mode="eval")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            tree = None
+        if tree is not None and isinstance(tree.body, ast.Call):
+            call = tree.body
+            args: dict[str, Any] = {}
+            for i, node in enumerate(call.args):
+                if isinstance(node, ast.Starred):
+                    break
+                key = param_names[i] if i < len(param_names) else f"arg{i}"
+                args[key] = _literal(node)
+            else:
+                for kw in call.keywords:
+                    if kw.arg is None:
+                        break
+                    args[kw.arg] = _literal(kw.value)
+                else:
+                    return args
+    # Unquoted values: split on "key=" markers (name=Ada Lin, organization=MIT).
+    marks = list(_KWARG.finditer(inner))
+    if marks and marks[0].start() == 0:
+        out: dict[str, Any] = {}
+        for j, m in enumerate(marks):
+            end = marks[j + 1].start() if j + 1 < len(marks) else len(inner)
+            out[m.group(1)] = _strip_quotes(inner[m.end() : end])
+        return out
+    first = param_names[0] if param_names else "arg0"
+    return {first: _strip_quotes(inner)}
+
+
+def parse_action(text: str, tools: Sequence[ToolSpec]) -> ParsedAction:
+    """Find the first action in ``text``; raise :class:`ActionParseError` if there is none.
+
+    A call-shaped action naming an unknown tool is returned as is, so that the environment
+    reports it as misuse (``unknown_tool``) rather than as a format error.
+    """
+    by_lower = {t.name.lower(): t for t in tools}
+    cleaned = text.replace("```python", "").replace("```", "").replace("`", "")
+    unknown: ParsedAction | None = None
+    for line in cleaned.splitlines():
+        line = _PREFIX.sub("", line)
+        for m in _CALL_START.finditer(line):
+            name = m.group(1)
+            open_at = m.end() - 1
+            end = _balanced_end(line, open_at)
+            inner = line[open_at + 1 : end]
+            raw = line[m.start() : end + 1].strip()
+            if name.lower() == "finish":
+                answer = inner.strip()
+                if answer.lower().startswith("answer="):
+                    answer = answer[len("answer=") :]
+                return ParsedAction(FINISH, {"answer": _strip_quotes(answer)}, raw)
+            spec = by_lower.get(name.lower())
+            if spec is not None:
+                return ParsedAction(spec.name, parse_arguments(inner, spec.param_names), raw)
+            if unknown is None and inner.strip() and name[0].isalpha() and m.start() == 0:
+                unknown = ParsedAction(name, parse_arguments(inner, ["arg0"]), raw)
+    if unknown is not None:
+        return unknown
+    raise ActionParseError(f"no action found in {text[:200]!r}")

@@ -1,0 +1,166 @@
+"""ReAct: a text Thought / Action / Observation loop that works with any LLM.
+
+Prompt contract (as ReAct and R-Eval write it): the prompt ends in ``Thought {n}:``; the model
+writes its thought and ``Action {n}: <call>``; the harness appends ``Observation {n}: <text>``.
+Observations are single-line. An unparseable action becomes a recorded ``parse_error`` step
+whose observation the model sees; ``max_parse_errors`` of them in a row end the episode as
+``invalid_format``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from raleval.envs.spec import Environment
+from raleval.workflows.common import (
+    DEFAULT_CONTEXT_TOKENS,
+    EpisodeRecord,
+    WorkflowConfig,
+    count_tokens,
+    load_prompt,
+)
+from raleval.workflows.parsing import ActionParseError, parse_action
+
+from raleval.model import Message, Model
+from raleval.records import OutcomeKind, Termination
+from raleval.registry import register_workflow
+
+_ACTION_SPLIT = re.compile(r"\n?\s*Action\s*\d*\s*:", re.IGNORECASE)
+
+
+class ReActState(TypedDict, total=False):
+    question: str
+    rec: EpisodeRecord
+    scratchpad: str
+    n: int
+    thought: str | None
+    action: str | None
+    parse_errors: int
+
+
+def one_line(text: str) -> str:
+    """Observations and thoughts are kept on one line, as ReAct's ``format_step`` does."""
+    return " ".join(text.split())
+
+
+def render_tool_list(env: Environment) -> str:
+    return "\n".join(
+        f"({i}) {t.react_signature()}: {t.description}" for i, t in enumerate(env.tools, 1)
+    )
+
+
+def invalid_action_message(env: Environment) -> str:
+    valid = " ".join(t.react_signature() for t in env.tools)
+    return f"Invalid Action. Valid Actions are {valid} and Finish[<answer>]."
+
+
+@register_workflow("react")
+def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+    """Compile the ReAct graph for ``model`` on ``env``'s tools."""
+    cfg = config or WorkflowConfig()
+    template = load_prompt("react", env.name, cfg.prompt_file)
+    context_limit = cfg.max_context_tokens or getattr(
+        model, "context_window", DEFAULT_CONTEXT_TOKENS
+    )
+    invalid_msg = invalid_action_message(env)
+
+    def header(question: str) -> str:
+        return template.substitute(
+            tools=render_tool_list(env),
+            finish_index=len(env.tools) + 1,
+            question=question,
+        )
+
+    async def reason(state: ReActState) -> ReActState:
+        rec = state.get("rec") or EpisodeRecord()
+        scratchpad = state.get("scratchpad") or header(state["question"])
+        n = state.get("n", 1)
+        if n > cfg.max_steps:
+            rec.finish(Termination.step_limit)
+            return {"rec": rec}
+        if count_tokens(model, scratchpad) > context_limit:
+            rec.finish(Termination.context_limit)
+            return {"rec": rec}
+        prompt = f"{scratchpad}\nThought {n}:"
+        stop: tuple[str, ...] = ("\nObservation",) if cfg.react_style == "single" else ("\n",)
+        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, stop)
+        if gen is None:
+            return {"rec": rec, "scratchpad": scratchpad, "n": n}
+        parts = _ACTION_SPLIT.split(gen.text, maxsplit=1)
+        thought = one_line(parts[0])
+        action = parts[1].strip() if len(parts) > 1 and cfg.react_style == "single" else None
+        if not action:
+            # Ask for the Action on its own, as ReAct does when the model stops early.
+            prompt2 = f"{prompt} {thought}\nAction {n}:"
+            gen2 = await rec.generate(model, prompt2, (Message("user", prompt2),), cfg, ("\n",))
+            if gen2 is None:
+                return {"rec": rec, "scratchpad": scratchpad, "n": n}
+            action = gen2.text.strip()
+        return {
+            "rec": rec,
+            "scratchpad": scratchpad,
+            "n": n,
+            "thought": thought,
+            "action": action,
+        }
+
+    async def act(state: ReActState) -> ReActState:
+        rec, n = state["rec"], state["n"]
+        thought, action_text = state.get("thought") or "", state.get("action") or ""
+        action_line = one_line(action_text.splitlines()[0] if action_text.strip() else "")
+        try:
+            parsed = parse_action(action_text, env.tools)
+        except ActionParseError:
+            rec.add_step(
+                thought=thought,
+                raw_action=action_text,
+                observation=invalid_msg,
+                kind=OutcomeKind.parse_error,
+                cause="invalid_format",
+            )
+            errors = state.get("parse_errors", 0) + 1
+            if errors >= cfg.max_parse_errors:
+                rec.finish(Termination.invalid_format, f"{errors}_consecutive_parse_errors")
+            pad = (
+                f"{state['scratchpad']}\nThought {n}: {thought}\nAction {n}: {action_line}"
+                f"\nObservation {n}: {invalid_msg}"
+            )
+            return {"scratchpad": pad, "n": n + 1, "parse_errors": errors}
+        if parsed.is_finish:
+            rec.answer = parsed.answer
+            rec.add_step(
+                thought=thought, tool="Finish", arguments=parsed.arguments, raw_action=parsed.raw
+            )
+            rec.finish(Termination.finished)
+            return {}
+        result = await env.call(parsed.tool, parsed.arguments)
+        observation = one_line(result.observation)
+        rec.add_step(
+            result,
+            thought=thought,
+            tool=parsed.tool,
+            arguments=parsed.arguments,
+            raw_action=parsed.raw,
+            observation=observation,
+        )
+        pad = (
+            f"{state['scratchpad']}\nThought {n}: {thought}\nAction {n}: {parsed.raw}"
+            f"\nObservation {n}: {observation}"
+        )
+        return {"scratchpad": pad, "n": n + 1, "parse_errors": 0}
+
+    def after_reason(state: ReActState) -> str:
+        return END if state["rec"].done else "act"
+
+    def after_act(state: ReActState) -> str:
+        return END if state["rec"].done else "reason"
+
+    graph = StateGraph(ReActState)
+    graph.add_node("reason", reason)
+    graph.add_node("act", act)
+    graph.add_edge(START, "reason")
+    graph.add_conditional_edges("reason", after_reason, ["act", END])
+    graph.add_conditional_edges("act", after_act, ["reason", END])
+    return graph.compile()
