@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raleval.tasks.metrics import f1_score, normalize_answer
-
 from raleval.records import ErrorType, OutcomeKind, Termination, Trajectory
+from raleval.tasks.metrics import f1_score, normalize_answer
 
 DEFAULT_THRESHOLD = 0.5
 REVAL_THRESHOLD = 0.05

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from raleval.tasks.family import TaskFamily
-
 from raleval import registry
 from raleval.records import Task
 from raleval.store import read_tasks
+from raleval.tasks.family import TaskFamily
 
 
 def families_for(spec: str) -> list[TaskFamily]:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from raleval.tasks.family import SolutionMismatch, TaskFamily, execute_solution
-
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
+from raleval.tasks.family import SolutionMismatch, TaskFamily, execute_solution
 
 # (question template, answer field of the searchPerson hit)
 _KS_TEMPLATES: list[tuple[str, str]] = [

@@ -14,8 +14,8 @@ from string import Template
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from raleval.envs.spec import ToolResult
 
+from raleval.envs.spec import ToolResult
 from raleval.model import GenerateRequest, Generation, Message, Model, ModelError
 from raleval.records import LLMCall, OutcomeKind, Step, Termination
 

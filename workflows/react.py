@@ -13,7 +13,11 @@ import re
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+
 from raleval.envs.spec import Environment
+from raleval.model import Message, Model
+from raleval.records import OutcomeKind, Termination
+from raleval.registry import register_workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
@@ -22,10 +26,6 @@ from raleval.workflows.common import (
     load_prompt,
 )
 from raleval.workflows.parsing import ActionParseError, parse_action
-
-from raleval.model import Message, Model
-from raleval.records import OutcomeKind, Termination
-from raleval.registry import register_workflow
 
 _ACTION_SPLIT = re.compile(r"\n?\s*Action\s*\d*\s*:", re.IGNORECASE)
 

@@ -7,7 +7,6 @@ from functools import lru_cache
 from raleval.envs.scholar.tools import build_tools
 from raleval.envs.scholar.world import ScholarWorld, generate_world
 from raleval.envs.spec import Environment
-
 from raleval.registry import register_env
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from rapidfuzz import fuzz, process
+
 from raleval.envs.scholar.world import ScholarWorld
 from raleval.envs.spec import ToolSpec
-from rapidfuzz import fuzz, process
 
 MAX_HITS = 10
 NAME_CUTOFF = 80.0

@@ -1,0 +1,5 @@
+"""``python -m raleval`` is the ``raleval`` command."""
+
+from raleval.cli import main
+
+main()

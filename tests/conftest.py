@@ -1,0 +1,36 @@
+"""Shared fixtures: the tiny scholar world and a helper to run configurations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from raleval.config import RunConfig
+from raleval.runner import RunSummary, run_sync
+from raleval.store import RESULTS, ResultsFile
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def scholar_env():
+    from raleval.envs.scholar import make_scholar_env
+
+    return make_scholar_env(size="tiny", seed=0)
+
+
+def run_config(tmp_path: Path, **overrides) -> tuple[RunSummary, list]:
+    data = {
+        "env": "scholar",
+        "env_options": {"size": "tiny"},
+        "workflow": "react",
+        "model": "scripted/oracle",
+        "tasks": "scholar-ks",
+        "tasks_per_family": 12,
+        "log_dir": tmp_path,
+    }
+    data.update(overrides)
+    summary = run_sync(RunConfig(**data))
+    return summary, list(ResultsFile(summary.run_dir / RESULTS))

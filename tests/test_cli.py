@@ -1,0 +1,138 @@
+"""The CLI as a user meets it: exit codes, messages (never tracebacks), env-var twins, YAML."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from raleval.cli import app
+
+runner = CliRunner()
+BASE = [
+    "run",
+    "--model",
+    "scripted/oracle",
+    "-E",
+    "size=tiny",
+    "--tasks-per-family",
+    "6",
+    "--display",
+    "none",
+]
+
+
+def test_run_then_score(tmp_path):
+    res = runner.invoke(app, [*BASE, "--log-dir", str(tmp_path), "--limit", "4"])
+    assert res.exit_code == 0, res.output
+    assert "4 episodes run, 0 already done" in res.output
+    run_dir = tmp_path / "scholar__react__scripted_oracle__scholar-ks"
+    res = runner.invoke(app, ["score", str(run_dir), "--threshold", "0.05"])
+    assert res.exit_code == 0, res.output
+    scores = [json.loads(x) for x in (run_dir / "scores.jsonl").read_text().splitlines()]
+    assert len(scores) == 4 and {s["error_type"] for s in scores} == {"EM"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--model", "scripted/oracel"], "Did you mean 'oracle'"),
+        (["run", "--model", "scripted/oracle", "--env", "scholr"], "Did you mean 'scholar'"),
+        (["run", "--model", "nosuch/x"], "unknown model provider 'nosuch'"),
+        (["run", "--model", "oracle"], "must look like provider/name"),
+        (["run", "--model", "scripted/oracle", "--tasks", "scholar-kz"], "Did you mean"),
+        (["run", "--model", "scripted/oracle", "-W", "max_steps=0"], "max_steps"),
+        (["run", "--model", "scripted/oracle", "-M", "noequals"], "-M expects key=value"),
+        (["run"], "name a model with --model"),
+        (["score", "/nonexistent/run"], "has no results.jsonl"),
+        (["list", "gizmos"], "unknown kind 'gizmos'"),
+    ],
+)
+def test_user_errors_are_messages_not_tracebacks(tmp_path, args, message):
+    res = runner.invoke(app, [*args, "--log-dir", str(tmp_path)] if args[0] == "run" else args)
+    assert res.exit_code == 2, res.output
+    assert message in res.output
+    assert "Traceback" not in res.output
+
+
+def test_broken_task_file_names_path_line_and_field(tmp_path):
+    f = tmp_path / "tasks.jsonl"
+    good = {
+        "id": "a",
+        "domain": "scholar",
+        "level": "KS",
+        "family": "x",
+        "question": "q",
+        "answers": ["1"],
+    }
+    f.write_text(json.dumps(good) + "\n" + json.dumps({**good, "level": "ZZ"}) + "\n")
+    res = runner.invoke(app, [*BASE, "--tasks", str(f), "--log-dir", str(tmp_path)])
+    assert res.exit_code == 2
+    assert f"{f}:2: invalid task: field level" in res.output.replace("\n", "")
+
+
+def test_environment_variable_twins(tmp_path):
+    env = {
+        "RALEVAL_MODEL": "scripted/abstain",
+        "RALEVAL_LIMIT": "2",
+        "RALEVAL_LOG_DIR": str(tmp_path),
+        "RALEVAL_DISPLAY": "none",
+    }
+    res = runner.invoke(app, ["run", "-E", "size=tiny"], env=env)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "scholar__react__scripted_abstain__scholar-ks").is_dir()
+
+
+def test_yaml_matrix_runs_every_combination(tmp_path):
+    cfg = tmp_path / "matrix.yaml"
+    cfg.write_text(
+        "env: scholar\nenv_options: {size: tiny}\nworkflows: [react]\n"
+        "models: [scripted/oracle, scripted/abstain]\ntasks: scholar-ks\nlimit: 2\n"
+        "tasks_per_family: 4\n"
+    )
+    res = runner.invoke(
+        app, ["run", "--config", str(cfg), "--log-dir", str(tmp_path), "--display", "none"]
+    )
+    assert res.exit_code == 0, res.output
+    dirs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert dirs == [
+        "scholar__react__scripted_abstain__scholar-ks",
+        "scholar__react__scripted_oracle__scholar-ks",
+    ]
+
+
+def test_malformed_yaml_is_a_clear_error(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("models: [scripted/oracle\n")
+    res = runner.invoke(app, ["run", "--config", str(cfg)])
+    assert res.exit_code == 2 and "cannot read config file" in res.output
+
+
+@pytest.mark.parametrize("kind", ["envs", "workflows", "models", "tasks", "metrics"])
+def test_list(kind):
+    res = runner.invoke(app, ["list", kind])
+    assert res.exit_code == 0, res.output
+    expected = {
+        "envs": "scholar",
+        "workflows": "react",
+        "models": "scripted",
+        "tasks": "scholar-ks",
+        "metrics": "f1",
+    }[kind]
+    assert expected in res.output
+
+
+def test_help_is_fast_and_loads_no_plugins():
+    code = (
+        "import sys, time; t=time.perf_counter(); from raleval.cli import app; "
+        "print(time.perf_counter()-t, any(m.startswith(('langgraph','transformers',"
+        "'raleval.envs')) for m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
+    )
+    seconds, heavy = out.stdout.split()
+    assert heavy == "False"
+    assert float(seconds) < 1.0

@@ -1,0 +1,129 @@
+"""The runner end to end with scripted models: scores, recorded failures, resume, crash repair."""
+
+import json
+
+import pytest
+
+from raleval.config import ConfigError
+from raleval.records import ErrorType, OutcomeKind, Termination
+from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks
+
+from .conftest import run_config
+
+
+def test_oracle_reaches_f1_one(tmp_path):
+    summary, results = run_config(tmp_path)
+    assert summary.ran == 12 and summary.mean_f1 == 1.0
+    assert all(r.termination is Termination.finished for r in results)
+    assert all(r.error_type is ErrorType.EM for r in results)
+    first = results[0]
+    assert first.steps[0].tool == "searchPerson" and first.steps[0].kind is OutcomeKind.ok
+    assert first.steps[-1].tool == "Finish"
+    assert first.n_llm_calls == len(first.llm_calls) == 2
+    assert first.llm_calls[1].prompt_is_delta
+    assert first.llm_calls[1].prompt.startswith("\nObservation 1: [{")
+    assert first.prompt_tokens > 0 and first.model_time_s >= 0 and first.tool_time_s > 0
+
+
+def test_two_call_style_also_reaches_f1_one(tmp_path):
+    summary, results = run_config(tmp_path, workflow_options={"react_style": "two_call"})
+    assert summary.mean_f1 == 1.0
+    assert results[0].n_llm_calls == 4  # thought + action per step, two steps
+
+
+def test_malformed_actions_are_recorded_not_crashes(tmp_path):
+    summary, results = run_config(tmp_path, model="scripted/malformed", limit=3)
+    assert summary.ran == 3
+    for r in results:
+        assert r.termination is Termination.invalid_format
+        assert [s.kind for s in r.steps] == [OutcomeKind.parse_error] * 3
+        assert r.steps[0].observation.startswith("Invalid Action. Valid Actions are searchPerson(")
+        assert (r.error_type, r.error_cause) == (ErrorType.TE, "TE:invalid_format")
+
+
+def test_unknown_tool_is_misuse_then_step_limit(tmp_path):
+    _, results = run_config(
+        tmp_path, model="scripted/unknown-tool", limit=1, workflow_options={"max_steps": 4}
+    )
+    r = results[0]
+    assert r.termination is Termination.step_limit
+    assert len(r.steps) == 4 and all(s.cause == "unknown_tool" for s in r.steps)
+    assert r.error_cause == "TE:step_limit:unknown_tool"
+
+
+@pytest.mark.parametrize(
+    ("model", "cause"),
+    [("error", "ME:llm_error:backend_error"), ("empty", "ME:llm_error:empty_response")],
+)
+def test_model_failures_are_model_errors(tmp_path, model, cause):
+    _, results = run_config(tmp_path, model=f"scripted/{model}", limit=2)
+    for r in results:
+        assert r.termination is Termination.llm_error
+        assert r.answer is None and r.scores["f1"] == 0.0
+        assert r.steps[-1].kind is OutcomeKind.llm_error
+        assert r.error_cause == cause
+
+
+def test_resume_skips_finished_and_never_duplicates(tmp_path):
+    s1, _ = run_config(tmp_path, limit=5)
+    s2, results = run_config(tmp_path, limit=9)
+    assert (s1.ran, s2.ran, s2.skipped) == (5, 4, 5)
+    s3, results = run_config(tmp_path, limit=9)
+    assert s3.ran == 0
+    ids = [r.task_id for r in results]
+    assert len(ids) == len(set(ids)) == 9
+
+
+def test_torn_last_line_is_repaired_on_resume(tmp_path):
+    s1, _ = run_config(tmp_path, limit=4)
+    path = s1.run_dir / RESULTS
+    data = path.read_bytes()
+    # Simulate a crash in the middle of writing the 4th line.
+    cut = data.rstrip(b"\n").rfind(b"\n") + 1 + 50
+    path.write_bytes(data[:cut])
+    s2, results = run_config(tmp_path, limit=4)
+    assert s2.ran == 1
+    assert sorted(r.task_id for r in results) == sorted(
+        json.loads(x)["task_id"] for x in data.splitlines()
+    )
+
+
+def test_changed_config_refuses_to_mix_into_old_run(tmp_path):
+    run_config(tmp_path, limit=2)
+    with pytest.raises(ConfigError, match="different configuration"):
+        run_config(
+            tmp_path,
+            limit=2,
+            workflow_options={"max_steps": 3},
+            run_name="scholar__react__scripted_oracle__scholar-ks",
+        )
+
+
+def test_run_dir_is_self_contained(tmp_path):
+    summary, _ = run_config(tmp_path, limit=3)
+    header = json.loads((summary.run_dir / "header.json").read_text())
+    assert header["config"]["model"] == "scripted/oracle"
+    assert header["decoding"] == {"temperature": 0.0, "max_tokens": 128}
+    assert len(header["dataset_hash"]) == 64
+    assert len(read_tasks(summary.run_dir / TASKS)) == 12
+
+
+def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
+    from raleval.envs import scholar
+
+    def explode(self, task=None):
+        raise RuntimeError("session setup broke")
+
+    monkeypatch.setattr(scholar.ScholarEnv, "session", explode)
+    summary, results = run_config(tmp_path, limit=2)
+    assert summary.ran == 2
+    assert all(r.termination is Termination.harness_error for r in results)
+    assert results[0].termination_cause == "RuntimeError: session setup broke"
+    assert results[0].error_type is ErrorType.ME
+
+
+def test_results_file_lines_are_complete_json(tmp_path):
+    summary, _ = run_config(tmp_path, limit=3)
+    lines = (summary.run_dir / RESULTS).read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["task_id"] for line in lines)
+    assert len(list(ResultsFile(summary.run_dir / RESULTS))) == 3

@@ -1,0 +1,67 @@
+"""Golden tests of each taxonomy branch on hand-written trajectories."""
+
+from datetime import datetime, timezone
+
+import pytest
+
+from raleval.analysis.taxonomy import REVAL_THRESHOLD, classify, evidence_found
+from raleval.records import AgentSpec, Step, Trajectory
+
+
+def _traj(answer, termination="finished", steps=(), cause=None):
+    return Trajectory(
+        task_id="t",
+        agent=AgentSpec(workflow="react", model="m", env="e"),
+        answer=answer,
+        termination=termination,
+        termination_cause=cause,
+        steps=list(steps),
+        started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        wall_time_s=1.0,
+    )
+
+
+OBS = Step(index=0, tool="searchPerson", observation='[{"name": "Ada Lin", "num_pubs": 17}]')
+FINISH_17 = Step(index=1, tool="Finish", arguments={"answer": "17"}, observation=None)
+THOUGHT_ONLY = Step(
+    index=0, thought="I think it is 17", tool="searchPerson", observation="No person found."
+)
+
+
+@pytest.mark.parametrize(
+    ("traj", "label", "cause"),
+    [
+        (_traj("17", steps=[OBS, FINISH_17]), "EM", "EM:grounded"),
+        (_traj("17", steps=[THOUGHT_ONLY, FINISH_17]), "AM", "AM:from_memory"),
+        (_traj("12", steps=[OBS]), "GE", "GE:evidence_ignored"),
+        (_traj("12", steps=[THOUGHT_ONLY]), "RE", "RE:wrong_answer"),
+        (_traj(None, "step_limit", [THOUGHT_ONLY]), "TE", "TE:step_limit"),
+        (
+            _traj(
+                None, "invalid_format", [Step(index=0, kind="parse_error", cause="invalid_format")]
+            ),
+            "TE",
+            "TE:invalid_format",
+        ),
+        (_traj(None, "llm_error", [], "empty_response"), "ME", "ME:llm_error:empty_response"),
+        (_traj(None, "tool_fault", [], "timeout"), "ME", "ME:tool_fault:timeout"),
+        (_traj(None, "timeout", []), "ME", "ME:timeout"),
+    ],
+)
+def test_every_branch(traj, label, cause):
+    assert classify(traj, ["17"]) == (label, cause)
+
+
+def test_own_finish_line_is_not_evidence():
+    assert not evidence_found(_traj("17", steps=[THOUGHT_ONLY, FINISH_17]), ["17"])
+
+
+def test_short_gold_does_not_match_inside_other_tokens():
+    step = Step(index=0, tool="x", observation="the year 2017 and 170 items")
+    assert not evidence_found(_traj("17", steps=[step]), ["17"])
+
+
+def test_reval_threshold_is_lenient():
+    traj = _traj("Ada Lin of the Qerrin Institute of Technology Labs", steps=[OBS])
+    assert classify(traj, ["Ada"], REVAL_THRESHOLD)[0] == "EM"
+    assert classify(traj, ["Ada"])[0] == "GE"
