@@ -6,6 +6,8 @@
 - ``abstain``: answers "I don't know" at once.
 - ``error``: the backend fails on every call (exercises ``llm_error``).
 - ``empty``: the backend returns empty text.
+- ``replay``: replays the model outputs recorded in a results file (``-M path=results.jsonl``),
+  task by task, so a stored run can be re-executed against the tools without the model.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from typing import Any
 
 from raleval.model import GenerateRequest, Generation, ModelError, apply_stop
-from raleval.records import Task
+from raleval.records import Task, ToolCall
 from raleval.registry import register_model_provider
 
 _STEP_TAIL = re.compile(r"(Thought|Action)\s+(\d+):\s*$")
@@ -35,13 +37,23 @@ class ScriptedModel:
     def respond(self, prompt: str) -> str:
         raise NotImplementedError
 
-    async def generate(self, request: GenerateRequest) -> Generation:
+    def respond_with_tools(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
+        """Native function calling; by default the text reply and no structured call."""
         prompt = request.messages[-1].content if request.messages else ""
-        text = apply_stop(self.respond(prompt), request.stop)
+        return self.respond(prompt), []
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        if request.tools:
+            text, calls = self.respond_with_tools(request)
+        else:
+            prompt = request.messages[-1].content if request.messages else ""
+            text, calls = self.respond(prompt), []
+        text = apply_stop(text, request.stop)
         return Generation(
             text=text,
+            tool_calls=calls,
             prompt_tokens=sum(_estimate_tokens(m.content) for m in request.messages),
-            completion_tokens=_estimate_tokens(text),
+            completion_tokens=_estimate_tokens(text) + 8 * len(calls),
         )
 
 
@@ -75,6 +87,15 @@ class OracleModel(ScriptedModel):
             return f"I need to call {call.tool}.", rendered
         return "I have the answer.", f"Finish[{self.task.answers[0]}]"
 
+    def respond_with_tools(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
+        if self.task is None:
+            raise ModelError("the oracle needs a task: use it through the runner", "no_task")
+        done = sum(1 for m in request.messages if m.role == "tool")
+        solution = self.task.solution or []
+        if done < len(solution):
+            return "", [solution[done]]
+        return "", [ToolCall(tool="Finish", arguments={"answer": self.task.answers[0]})]
+
     def respond(self, prompt: str) -> str:
         slot, n = _tail(prompt)
         thought, action = self._action(n)
@@ -106,6 +127,40 @@ class FailingModel(ScriptedModel):
         raise ModelError("scripted backend failure", "backend_error")
 
 
+class ReplayModel(ScriptedModel):
+    """Replays recorded outputs of each task's trajectory, in order."""
+
+    def __init__(self, path: str, outputs: list[str] | None = None) -> None:
+        super().__init__("replay")
+        self.path = path
+        self._outputs = outputs
+        self._by_task: dict[str, list[str]] | None = None
+
+    def _load(self) -> dict[str, list[str]]:
+        if self._by_task is None:
+            from pathlib import Path
+
+            from raleval.store import ResultsFile
+
+            if not Path(self.path).exists():
+                raise ValueError(f"scripted/replay: no results file at {self.path}")
+            self._by_task = {
+                t.task_id: [c.output for c in t.llm_calls] for t in ResultsFile(Path(self.path))
+            }
+        return self._by_task
+
+    def for_episode(self, task: Task, env: Any, workflow: str) -> ReplayModel:
+        outputs = self._load().get(task.id)
+        if outputs is None:
+            raise ValueError(f"scripted/replay: task {task.id} is not in {self.path}")
+        return ReplayModel(self.path, list(outputs))
+
+    def respond(self, prompt: str) -> str:
+        if not self._outputs:
+            raise ModelError("replay exhausted: the recording has no more outputs", "replay_end")
+        return self._outputs.pop(0)
+
+
 _BUILDERS = {
     "oracle": lambda: OracleModel(),
     "malformed": lambda: _Fixed("malformed", "Let me look this up.", "I will search the person"),
@@ -118,7 +173,11 @@ _BUILDERS = {
 
 @register_model_provider("scripted")
 def make_scripted_model(name: str, **options: Any) -> ScriptedModel:
-    """``scripted/<name>``; see the module docstring for the names."""
+    """``scripted/<name>``: deterministic test models (oracle, replay, failure kinds)."""
+    if name == "replay":
+        if set(options) != {"path"}:
+            raise ValueError("scripted/replay needs exactly one option: -M path=results.jsonl")
+        return ReplayModel(str(options["path"]))
     if options:
         raise ValueError(f"scripted models take no options (got {sorted(options)})")
     if name not in _BUILDERS:
@@ -128,4 +187,4 @@ def make_scripted_model(name: str, **options: Any) -> ScriptedModel:
     return _BUILDERS[name]()
 
 
-SCRIPTED_NAMES = sorted(_BUILDERS)
+SCRIPTED_NAMES = sorted([*_BUILDERS, "replay"])

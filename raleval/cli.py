@@ -228,6 +228,7 @@ def list_plugins(
 ) -> None:
     """List registered plugins of one kind."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from raleval import registry
@@ -246,15 +247,39 @@ def list_plugins(
     table.add_column("description")
     for name, obj in kinds[kind].load_all().items():
         if isinstance(obj, Exception):
-            desc = f"[red]failed to load: {obj}[/]"
+            desc = f"[red]failed to load: {escape(str(obj))}[/]"
         elif kind == "tasks":
             desc = f"{obj.level.value} {obj.domain}, metric {obj.metric}: {obj.description}"
         else:
             desc = ((obj.__doc__ or "").strip().splitlines() or [""])[0]
-        table.add_row(name, desc)
+        table.add_row(name, desc if isinstance(obj, Exception) else escape(desc))
     if kind == "tasks":
         for name in registry.task_sets.names():
             table.add_row(name, "task set: " + ", ".join(registry.task_sets.get(name)))
+    Console().print(table)
+
+
+@app.command()
+def models() -> None:
+    """List the embedded local models and whether their weights are installed."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from raleval.agents.local import LOCAL_MODELS, is_installed
+
+    table = Table(title="local models (local/<name>)")
+    for col in ("name", "installed", "size", "RAM", "description"):
+        table.add_column(col)
+    for name, w in LOCAL_MODELS.items():
+        ok = is_installed(w)
+        table.add_row(
+            name,
+            "yes" if ok else escape(f"no: {w.install_hint()}"),
+            f"{w.size / 1e6:.0f} MB",
+            f"{w.ram_gb:.1f} GB",
+            escape(w.description),
+        )
     Console().print(table)
 
 

@@ -94,10 +94,24 @@ class Registry(Generic[T]):
 
 envs: Registry[Any] = Registry("env", "raleval.envs", {"scholar": "raleval.envs.scholar"})
 workflows: Registry[Any] = Registry(
-    "workflow", "raleval.workflows", {"react": "raleval.workflows.react"}
+    "workflow",
+    "raleval.workflows",
+    {
+        "react": "raleval.workflows.react",
+        "function_calling": "raleval.workflows.function_calling",
+    },
 )
 models: Registry[Any] = Registry(
-    "model provider", "raleval.models", {"scripted": "raleval.agents.scripted"}
+    "model provider",
+    "raleval.models",
+    {
+        "scripted": "raleval.agents.scripted",
+        "openai": "raleval.agents.openai_compat",
+        "openai-compatible": "raleval.agents.openai_compat",
+        "local": "raleval.agents.local",
+        "hf": "raleval.agents.hf",
+        "vllm": "raleval.agents.vllm_engine",
+    },
 )
 task_families: Registry[Any] = Registry(
     "task family", "raleval.task_families", {"1-3": "raleval.tasks.scholar"}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval import __version__, registry
-from raleval.config import ConfigError, RunConfig
+from raleval.config import ConfigError, RunConfig, redact
 from raleval.model import GenerateRequest, Generation, Model
 from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
 from raleval.store import (
@@ -200,7 +200,7 @@ def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: Any) -> Path:
             raleval_version=__version__,
             git_revision=git_revision(),
             created_at=datetime.now(timezone.utc),
-            config=config.model_dump(mode="json"),
+            config=redact(config.model_dump(mode="json")),
             fingerprint=fingerprint,
             seeds={"tasks": config.seed},
             decoding={"temperature": wf_config.temperature, "max_tokens": wf_config.max_tokens},
@@ -253,6 +253,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
 
     with progress:
         n_workers = min(config.max_connections, max(1, len(pending)))
+        # A model may know how many episodes it serves well at once (llama.cpp slots).
+        n_workers = min(n_workers, getattr(model, "max_concurrency", None) or n_workers)
         await asyncio.gather(*(worker() for _ in range(n_workers)))
     return RunSummary(
         run_dir=run_dir,

@@ -34,6 +34,11 @@ class WorkflowConfig(BaseModel):
     # "single": one call writes Thought and Action (ReAct's notebook; a second call asks for
     # the Action if it is missing); "two_call": R-Eval's separate Thought and Action calls.
     react_style: str = Field("single", pattern="^(single|two_call)$")
+    # How the ReAct text reaches a chat model: "user" puts everything in one user message
+    # (any API); "prefill" sends instructions + question as the user turn and the scratchpad as
+    # an assistant turn the model continues (llama.cpp, vLLM); "auto" picks prefill when the
+    # model says it supports it. Chat models given "user" tend to restart at Thought 1.
+    react_layout: str = Field("auto", pattern="^(auto|user|prefill)$")
     prompt_file: str | None = None
 
     def recursion_limit(self) -> int:
@@ -80,6 +85,7 @@ class EpisodeRecord:
     completion_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
     _last_prompt: str = ""
+    _last_output: str = ""
 
     def finish(self, termination: Termination, cause: str | None = None) -> None:
         if self.termination is None:
@@ -121,10 +127,12 @@ class EpisodeRecord:
         if remaining <= 0:
             self.finish(Termination.timeout, "wall_clock")
             return None
-        delta = prompt_text
-        is_delta = bool(self._last_prompt) and prompt_text.startswith(self._last_prompt)
-        if is_delta:
-            delta = prompt_text[len(self._last_prompt) :]
+        delta, is_delta = prompt_text, False
+        # Store only what was added since the last call (with or without its output).
+        for prefix in (self._last_prompt + self._last_output, self._last_prompt):
+            if prefix and prompt_text.startswith(prefix):
+                delta, is_delta = prompt_text[len(prefix) :], True
+                break
         request = GenerateRequest(
             messages=messages,
             stop=stop,
@@ -161,7 +169,7 @@ class EpisodeRecord:
         call.cached_tokens, call.cache_hit = gen.cached_tokens, gen.cache_hit
         self.prompt_tokens += gen.prompt_tokens or 0
         self.completion_tokens += gen.completion_tokens or 0
-        self._last_prompt = prompt_text + gen.text
+        self._last_prompt, self._last_output = prompt_text, gen.text
         if not gen.text.strip() and not gen.tool_calls:
             call.error = "empty_response"
             self.finish(Termination.llm_error, "empty_response")

@@ -28,12 +28,15 @@ from raleval.workflows.common import (
 from raleval.workflows.parsing import ActionParseError, parse_action
 
 _ACTION_SPLIT = re.compile(r"\n?\s*Action\s*\d*\s*:", re.IGNORECASE)
+# Chat models often repeat the label they were prompted with ("Thought 2: ...").
+_THOUGHT_LABEL = re.compile(r"^\s*(?:Thought\s*\d*\s*:\s*)+", re.IGNORECASE)
 
 
 class ReActState(TypedDict, total=False):
     question: str
     rec: EpisodeRecord
-    scratchpad: str
+    header: str  # instructions, tools, example and question; fixed for the episode
+    scratchpad: str  # the Thought / Action / Observation lines so far
     n: int
     thought: str | None
     action: str | None
@@ -71,40 +74,45 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
             tools=render_tool_list(env),
             finish_index=len(env.tools) + 1,
             question=question,
-        )
+        ).rstrip()
+
+    prefill = cfg.react_layout == "prefill" or (
+        cfg.react_layout == "auto" and getattr(model, "supports_prefill", False)
+    )
+
+    def messages_for(head: str, pad: str) -> tuple[Message, ...]:
+        if prefill:
+            return (Message("user", head), Message("assistant", pad.lstrip("\n")))
+        return (Message("user", head + pad),)
 
     async def reason(state: ReActState) -> ReActState:
         rec = state.get("rec") or EpisodeRecord()
-        scratchpad = state.get("scratchpad") or header(state["question"])
+        head = state.get("header") or header(state["question"])
+        scratchpad = state.get("scratchpad", "")
         n = state.get("n", 1)
         if n > cfg.max_steps:
             rec.finish(Termination.step_limit)
             return {"rec": rec}
-        if count_tokens(model, scratchpad) > context_limit:
+        if count_tokens(model, head + scratchpad) > context_limit:
             rec.finish(Termination.context_limit)
             return {"rec": rec}
-        prompt = f"{scratchpad}\nThought {n}:"
+        pad = f"{scratchpad}\nThought {n}:"
         stop: tuple[str, ...] = ("\nObservation",) if cfg.react_style == "single" else ("\n",)
-        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, stop)
+        gen = await rec.generate(model, head + pad, messages_for(head, pad), cfg, stop)
+        base = {"rec": rec, "header": head, "scratchpad": scratchpad, "n": n}
         if gen is None:
-            return {"rec": rec, "scratchpad": scratchpad, "n": n}
+            return base
         parts = _ACTION_SPLIT.split(gen.text, maxsplit=1)
-        thought = one_line(parts[0])
+        thought = one_line(_THOUGHT_LABEL.sub("", parts[0]))
         action = parts[1].strip() if len(parts) > 1 and cfg.react_style == "single" else None
         if not action:
             # Ask for the Action on its own, as ReAct does when the model stops early.
-            prompt2 = f"{prompt} {thought}\nAction {n}:"
-            gen2 = await rec.generate(model, prompt2, (Message("user", prompt2),), cfg, ("\n",))
+            pad2 = f"{pad} {thought}\nAction {n}:"
+            gen2 = await rec.generate(model, head + pad2, messages_for(head, pad2), cfg, ("\n",))
             if gen2 is None:
-                return {"rec": rec, "scratchpad": scratchpad, "n": n}
+                return base
             action = gen2.text.strip()
-        return {
-            "rec": rec,
-            "scratchpad": scratchpad,
-            "n": n,
-            "thought": thought,
-            "action": action,
-        }
+        return {**base, "thought": thought, "action": action}
 
     async def act(state: ReActState) -> ReActState:
         rec, n = state["rec"], state["n"]

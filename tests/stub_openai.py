@@ -1,0 +1,127 @@
+"""A small OpenAI chat-completions server on 127.0.0.1 for provider tests.
+
+The request's ``model`` field picks the behaviour, so one server serves every scenario:
+``ok``, ``tool``, ``content-tool``, ``429-then-ok``, ``429-always``, ``500-then-ok``,
+``500-always``, ``slow``, ``malformed``, ``no-choices``, ``empty``, ``react-oracle``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion(
+    content: str | None, tool_calls: list[dict] | None = None, cached: int = 0
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": 11,
+            "completion_tokens": 3,
+            "total_tokens": 14,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+
+
+class StubServer:
+    def __init__(self, latency_s: float = 0.0) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.counts: dict[str, int] = {}
+        self.latency_s = latency_s
+        self.lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None):
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                req = json.loads(self.rfile.read(length))
+                with stub.lock:
+                    stub.requests.append(req)
+                    n = stub.counts.get(req["model"], 0) + 1
+                    stub.counts[req["model"]] = n
+                stub.respond(self, req, n)
+
+        self.handler = Handler
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def respond(self, h: Any, req: dict[str, Any], n: int) -> None:
+        model = req["model"]
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        ok = json.dumps(completion("Paris", cached=5)).encode()
+        if model == "ok":
+            h._send(200, ok)
+        elif model == "tool":
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "searchPerson", "arguments": '{"name": "Ada"}'},
+            }
+            h._send(200, json.dumps(completion(None, [call])).encode())
+        elif model == "content-tool":
+            text = '```json\n{"name": "getCoauthors", "arguments": {"person_id": "p1"}}\n```'
+            h._send(200, json.dumps(completion(text)).encode())
+        elif model in ("429-then-ok", "500-then-ok"):
+            if n == 1:
+                code = 429 if model.startswith("429") else 500
+                h._send(code, b'{"error": {"message": "try later"}}', {"Retry-After": "0.2"})
+            else:
+                h._send(200, ok)
+        elif model == "429-always":
+            h._send(429, b'{"error": {"message": "slow down"}}', {"Retry-After": "0"})
+        elif model == "500-always":
+            h._send(500, b'{"error": {"message": "boom"}}')
+        elif model == "slow":
+            time.sleep(2.0)
+            h._send(200, ok)
+        elif model == "malformed":
+            h._send(200, b'{"choices": [{"message": {"content": "trunc')
+        elif model == "no-choices":
+            h._send(200, b'{"id": "x", "object": "chat.completion", "choices": []}')
+        elif model == "prefill-echo":
+            last = req["messages"][-1]["content"]
+            h._send(200, json.dumps(completion(last + " Paris")).encode())
+        elif model == "empty":
+            h._send(200, json.dumps(completion("")).encode())
+        else:
+            h._send(404, b'{"error": {"message": "unknown model"}}')
+
+    def __enter__(self) -> StubServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

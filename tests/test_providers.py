@@ -1,0 +1,220 @@
+"""Model providers against a real HTTP server on 127.0.0.1, and the optional-extra errors."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+
+import pytest
+
+from raleval.agents.agent import resolve_model
+from raleval.model import GenerateRequest, Message, ModelError
+
+from .stub_openai import StubServer
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubServer() as server:
+        yield server
+
+
+def _model(stub, name, **options):
+    options.setdefault("backoff_initial_s", 0.01)
+    options.setdefault("backoff_max_s", 0.05)
+    return resolve_model(f"openai-compatible/{name}@{stub.base_url}", options)
+
+
+REQ = GenerateRequest(
+    messages=(Message("user", "Capital of France?"),),
+    stop=("\nObs",),
+    max_tokens=7,
+    temperature=0.0,
+)
+
+
+def gen(model, request=REQ):
+    return asyncio.run(model.generate(request))
+
+
+def test_plain_completion_and_token_accounting(stub):
+    g = gen(_model(stub, "ok"))
+    assert g.text == "Paris"
+    assert (g.prompt_tokens, g.completion_tokens, g.cached_tokens) == (11, 3, 5)
+    sent = [r for r in stub.requests if r["model"] == "ok"][-1]
+    assert sent["stop"] == ["\nObs"] and sent["max_tokens"] == 7 and sent["temperature"] == 0.0
+    assert sent["messages"] == [{"role": "user", "content": "Capital of France?"}]
+
+
+def test_prefilled_assistant_turn_is_not_echoed(stub):
+    req = GenerateRequest(messages=(Message("user", "Q?"), Message("assistant", "Thought 2:")))
+    assert gen(_model(stub, "prefill-echo", prefill=True), req).text == " Paris"
+
+
+def test_native_tool_calls(stub):
+    req = GenerateRequest(
+        messages=REQ.messages,
+        tools=(
+            {
+                "type": "function",
+                "function": {"name": "searchPerson", "parameters": {"type": "object"}},
+            },
+        ),
+    )
+    g = gen(_model(stub, "tool"), req)
+    assert [(c.tool, c.arguments) for c in g.tool_calls] == [("searchPerson", {"name": "Ada"})]
+
+
+def test_tool_call_written_in_content(stub):
+    req = GenerateRequest(
+        messages=REQ.messages,
+        tools=(
+            {
+                "type": "function",
+                "function": {"name": "getCoauthors", "parameters": {"type": "object"}},
+            },
+        ),
+    )
+    g = gen(_model(stub, "content-tool"), req)
+    assert [(c.tool, c.arguments) for c in g.tool_calls] == [("getCoauthors", {"person_id": "p1"})]
+
+
+@pytest.mark.parametrize("name", ["429-then-ok", "500-then-ok"])
+def test_transient_errors_are_retried_honouring_retry_after(stub, name):
+    model = _model(stub, name, backoff_initial_s=5.0, backoff_max_s=5.0)
+    start = time.monotonic()
+    g = gen(model)
+    elapsed = time.monotonic() - start
+    assert g.text == "Paris" and model.retries_used == 1
+    # Retry-After: 0.2 was used instead of the 5 s exponential back-off.
+    assert 0.2 <= elapsed < 3.0
+
+
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        ("429-always", "rate_limited"),
+        ("500-always", "http_500"),
+        ("malformed", "malformed_response"),
+        ("no-choices", "malformed_response"),
+    ],
+)
+def test_persistent_failures_raise_model_error_with_cause(stub, name, cause):
+    model = _model(stub, name, max_retries=2)
+    with pytest.raises(ModelError) as err:
+        gen(model)
+    assert err.value.cause == cause
+    if name.endswith("always"):
+        assert stub.counts[name] == 3 and model.retries_used == 2
+
+
+def test_timeout_is_a_model_error(stub):
+    with pytest.raises(ModelError) as err:
+        gen(_model(stub, "slow", timeout_s=0.3, max_retries=0))
+    assert err.value.cause == "timeout"
+
+
+def test_unreachable_server_is_a_connection_error():
+    model = resolve_model(
+        "openai-compatible/x@http://127.0.0.1:9/v1",
+        {"max_retries": 1, "backoff_initial_s": 0.01, "timeout_s": 2},
+    )
+    with pytest.raises(ModelError) as err:
+        gen(model)
+    assert err.value.cause == "connection_error"
+
+
+def test_failures_become_me_steps_in_a_run(stub, tmp_path):
+    from .conftest import run_config
+
+    _, results = run_config(
+        tmp_path,
+        model=f"openai-compatible/500-always@{stub.base_url}",
+        model_options={"max_retries": 1, "backoff_initial_s": 0.01},
+        limit=2,
+    )
+    for r in results:
+        assert r.termination.value == "llm_error" and r.answer is None
+        assert r.error_cause == "ME:llm_error:http_500"
+        assert r.llm_calls[0].error.startswith("http_500")
+
+
+def test_empty_response_is_recorded(stub, tmp_path):
+    from .conftest import run_config
+
+    _, results = run_config(tmp_path, model=f"openai-compatible/empty@{stub.base_url}", limit=1)
+    assert results[0].error_cause == "ME:llm_error:empty_response"
+
+
+def test_bad_specs_and_missing_keys(monkeypatch):
+    with pytest.raises(ValueError, match="<model>@<base_url>"):
+        resolve_model("openai-compatible/qwen")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        resolve_model("openai/gpt-4o-mini")
+
+
+def test_api_key_is_never_written_to_the_run_header(stub, tmp_path):
+    from .conftest import run_config
+
+    summary, _ = run_config(
+        tmp_path,
+        model=f"openai-compatible/ok@{stub.base_url}",
+        model_options={"api_key": "sk-secret-123"},
+        limit=1,
+    )
+    header = (summary.run_dir / "header.json").read_text()
+    assert "sk-secret-123" not in header and "<redacted>" in header
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
+def test_vllm_without_the_extra_names_it():
+    with pytest.raises(ModelError, match=r"pip install \"raleval\[vllm\]\""):
+        resolve_model("vllm/Qwen/Qwen2.5-0.5B-Instruct")
+
+
+def test_vllm_batcher_batches_concurrent_requests():
+    from raleval.agents.vllm_engine import RequestBatcher
+    from raleval.model import Generation
+
+    calls: list[int] = []
+
+    def run_batch(requests):
+        calls.append(len(requests))
+        return [Generation(text=r.messages[0].content.upper()) for r in requests]
+
+    async def main():
+        batcher = RequestBatcher(run_batch, window_s=0.05)
+        reqs = [GenerateRequest(messages=(Message("user", f"q{i}"),)) for i in range(5)]
+        return await asyncio.gather(*(batcher.submit(r) for r in reqs))
+
+    out = asyncio.run(main())
+    assert [g.text for g in out] == ["Q0", "Q1", "Q2", "Q3", "Q4"]
+    assert calls == [5]
+
+
+def test_hf_without_torch_or_path_is_a_clear_error(tmp_path):
+    if importlib.util.find_spec("torch") is None:
+        with pytest.raises(ModelError, match=r"raleval\[torch\]"):
+            resolve_model(f"hf/{tmp_path}")
+    else:
+        with pytest.raises(ValueError, match="no such local model directory"):
+            resolve_model("hf/definitely/not/here")
+
+
+def test_replay_reproduces_a_recorded_run(tmp_path):
+    from .conftest import run_config
+
+    s1, first = run_config(tmp_path, limit=4)
+    s2, again = run_config(
+        tmp_path,
+        model="scripted/replay",
+        model_options={"path": str(s1.run_dir / "results.jsonl")},
+        limit=4,
+    )
+    assert s2.mean_f1 == 1.0
+    assert [r.answer for r in again] == [r.answer for r in first]
+    assert [[s.observation for s in r.steps] for r in again] == [
+        [s.observation for s in r.steps] for r in first
+    ]

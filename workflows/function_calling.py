@@ -1,0 +1,151 @@
+"""Native function calling: the model is bound to the tools' JSON schemas with LangChain's
+``bind_tools`` and answers with structured tool calls.
+
+The tools node runs every call through the environment, which (like LangGraph's ``ToolNode``
+with ``handle_tool_errors=True``) turns every failure, unknown tools and bad arguments
+included, into an observation the model reads; unlike ``ToolNode`` it also records each call
+as a classified step. The episode ends when the model calls ``Finish(answer)`` or replies
+without a tool call (the reply is then the answer).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import ToolMessage as LCToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from raleval.envs.spec import Environment
+from raleval.model import GenerateRequest, Generation, Model
+from raleval.records import Termination
+from raleval.registry import register_workflow
+from raleval.workflows.common import (
+    DEFAULT_CONTEXT_TOKENS,
+    EpisodeRecord,
+    WorkflowConfig,
+    count_tokens,
+    load_prompt,
+)
+from raleval.workflows.langchain_model import RalevalChatModel, to_raleval_messages
+
+FINISH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Finish",
+        "description": "Give the final answer and end the task.",
+        "parameters": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "the final answer"}},
+            "required": ["answer"],
+        },
+    },
+}
+
+
+class FCState(TypedDict, total=False):
+    question: str
+    rec: EpisodeRecord
+    messages: Annotated[list[BaseMessage], add_messages]
+    turns: int
+
+
+def transcript(messages: tuple[Any, ...]) -> str:
+    """A flat text view of chat messages, for prompt-delta recording and token budgets."""
+    parts = []
+    for m in messages:
+        calls = "".join(f" -> {c.tool}({json.dumps(c.arguments)})" for c in m.tool_calls)
+        parts.append(f"{m.role}: {m.content}{calls}")
+    return "\n".join(parts)
+
+
+@register_workflow("function_calling")
+def build_function_calling_graph(
+    model: Model, env: Environment, config: WorkflowConfig | None = None
+) -> Any:
+    """Compile the native function-calling graph for ``model`` on ``env``'s tools."""
+    cfg = config or WorkflowConfig()
+    system = load_prompt("function_calling", env.name, cfg.prompt_file).substitute()
+    schemas = [t.json_schema() for t in env.tools] + [FINISH_TOOL]
+    context_limit = cfg.max_context_tokens or getattr(
+        model, "context_window", DEFAULT_CONTEXT_TOKENS
+    )
+
+    async def agent(state: FCState) -> FCState:
+        rec = state.get("rec") or EpisodeRecord()
+        new: list[BaseMessage] = []
+        messages = list(state.get("messages") or [])
+        if not messages:
+            new = [SystemMessage(system), HumanMessage(f"Question: {state['question']}")]
+            messages = new
+        turns = state.get("turns", 0) + 1
+        if turns > cfg.max_steps:
+            rec.finish(Termination.step_limit)
+            return {"rec": rec, "messages": new}
+        flat = transcript(to_raleval_messages(messages))
+        if count_tokens(model, flat) > context_limit:
+            rec.finish(Termination.context_limit)
+            return {"rec": rec, "messages": new}
+
+        async def recorded(request: GenerateRequest) -> Generation | None:
+            return await rec.generate(
+                model, flat, request.messages, cfg, request.stop, request.tools
+            )
+
+        chat = RalevalChatModel(
+            generate_fn=recorded, max_tokens=cfg.max_tokens, temperature=cfg.temperature
+        ).bind_tools(schemas)
+        reply: AIMessage = await chat.ainvoke(messages)
+        if reply.response_metadata.get("raleval_failed"):
+            return {"rec": rec, "messages": new, "turns": turns}
+        thought = reply.content if isinstance(reply.content, str) else str(reply.content)
+        finish = next((c for c in reply.tool_calls if c["name"] == "Finish"), None)
+        if finish is not None or not reply.tool_calls:
+            answer = str(finish["args"].get("answer", "")) if finish else thought.strip()
+            rec.answer = answer
+            rec.add_step(
+                thought=thought or None,
+                tool="Finish",
+                arguments={"answer": answer},
+                raw_action=json.dumps(finish["args"]) if finish else None,
+            )
+            rec.finish(Termination.finished)
+        return {"rec": rec, "messages": [*new, reply], "turns": turns}
+
+    async def tools(state: FCState) -> FCState:
+        rec = state["rec"]
+        last = state["messages"][-1]
+        thought = last.content if isinstance(last.content, str) and last.content else None
+        out: list[BaseMessage] = []
+        for call in last.tool_calls:
+            result = await env.call(call["name"], call["args"])
+            rec.add_step(
+                result,
+                thought=thought,
+                tool=call["name"],
+                arguments=call["args"],
+                raw_action=json.dumps({"name": call["name"], "arguments": call["args"]}),
+            )
+            thought = None
+            out.append(
+                LCToolMessage(
+                    content=result.observation,
+                    tool_call_id=call["id"],
+                    name=call["name"],
+                    status="success" if result.kind.value == "ok" else "error",
+                )
+            )
+        return {"messages": out}
+
+    def after_agent(state: FCState) -> str:
+        return END if state["rec"].done else "tools"
+
+    graph = StateGraph(FCState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", tools)
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", after_agent, ["tools", END])
+    graph.add_edge("tools", "agent")
+    return graph.compile()
