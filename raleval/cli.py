@@ -133,8 +133,6 @@ def run(
         if config is not None:
             configs = load_matrix(config, overrides)
         else:
-            if overrides["model"] is None:
-                _fail("name a model with --model (for example --model scripted/oracle)")
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
         for cfg in configs:
             _run_one(cfg, display)

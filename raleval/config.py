@@ -25,7 +25,8 @@ class RunConfig(BaseModel):
     env_options: dict[str, Any] = Field(default_factory=dict)
     workflow: str = "react"
     workflow_options: dict[str, Any] = Field(default_factory=dict)
-    model: str
+    # The embedded local model; scripted test models are never chosen by default.
+    model: str = "local/qwen2.5-0.5b"
     model_options: dict[str, Any] = Field(default_factory=dict)
     tasks: str = "scholar-ks"
     tasks_per_family: int = Field(100, ge=1)

