@@ -140,12 +140,17 @@ class OpenAICompatibleModel:
             self._sems[loop_id] = asyncio.Semaphore(self._limit)
         return self._sems[loop_id]
 
-    async def _create(self, kwargs: dict[str, Any]) -> Any:
+    async def _create(self, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The parsed completion and the raw body's extra fields (llama.cpp's ``timings``)."""
         sem = self._semaphore()
         if sem is None:
-            return await self._client.chat.completions.create(**kwargs)
-        async with sem:
-            return await self._client.chat.completions.create(**kwargs)
+            raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+        else:
+            async with sem:
+                raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+        parsed = raw.parse()
+        body = raw.http_response.json() if b'"timings"' in raw.http_response.content else {}
+        return parsed, body if isinstance(body, dict) else {}
 
     async def generate(self, request: GenerateRequest) -> Generation:
         kwargs: dict[str, Any] = {
@@ -171,14 +176,16 @@ class OpenAICompatibleModel:
                 with attempt:
                     if attempt.retry_state.attempt_number > 1:
                         self.retries_used += 1
-                    response = await self._create(kwargs)
+                    response, body = await self._create(kwargs)
         except openai.OpenAIError as exc:
             raise ModelError(f"{type(exc).__name__}: {exc}", _cause(exc)) from exc
         except ValueError as exc:  # a body that is not JSON at all
             raise ModelError(f"malformed response: {exc}", "malformed_response") from exc
-        return self._generation(response, request)
+        return self._generation(response, request, body.get("timings") or {})
 
-    def _generation(self, response: Any, request: GenerateRequest) -> Generation:
+    def _generation(
+        self, response: Any, request: GenerateRequest, timings: dict[str, Any]
+    ) -> Generation:
         choices = getattr(response, "choices", None)
         if not choices:
             raise ModelError(
@@ -208,7 +215,11 @@ class OpenAICompatibleModel:
             calls = tool_calls_from_content(text)
         usage = getattr(response, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None) if usage else None
+        server_ms = None
+        if "prompt_ms" in timings or "predicted_ms" in timings:
+            server_ms = float(timings.get("prompt_ms", 0)) + float(timings.get("predicted_ms", 0))
         return Generation(
+            server_time_s=server_ms / 1000 if server_ms is not None else None,
             text=text,
             tool_calls=calls,
             prompt_tokens=getattr(usage, "prompt_tokens", None),

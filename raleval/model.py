@@ -38,6 +38,7 @@ class Generation:
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     cache_hit: bool = False
+    server_time_s: float | None = None  # compute time the server reports (llama.cpp timings)
 
 
 class ModelError(Exception):

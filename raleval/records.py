@@ -115,6 +115,7 @@ class LLMCall(Record):
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     latency_s: float = 0.0
+    server_time_s: float | None = None
     cache_hit: bool = False
     error: str | None = None
 

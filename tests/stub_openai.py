@@ -32,6 +32,7 @@ def completion(
             "total_tokens": 14,
             "prompt_tokens_details": {"cached_tokens": cached},
         },
+        "timings": {"prompt_ms": 1.5, "predicted_ms": 2.5},
     }
 
 

@@ -42,6 +42,7 @@ def test_plain_completion_and_token_accounting(stub):
     g = gen(_model(stub, "ok"))
     assert g.text == "Paris"
     assert (g.prompt_tokens, g.completion_tokens, g.cached_tokens) == (11, 3, 5)
+    assert g.server_time_s == pytest.approx(0.004)  # llama.cpp-style timings are kept
     sent = [r for r in stub.requests if r["model"] == "ok"][-1]
     assert sent["stop"] == ["\nObs"] and sent["max_tokens"] == 7 and sent["temperature"] == 0.0
     assert sent["messages"] == [{"role": "user", "content": "Capital of France?"}]

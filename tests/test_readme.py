@@ -15,22 +15,37 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert test_cmd in ci, f"{test_cmd!r} must be a line of .ci/run"
 
 
-def test_readme_main_job_command_runs(tmp_path):
+def _main_job_argv() -> list[str]:
+    main_job = next(b for b in _blocks() if "raleval run" in b and "pip install -e" in b)
+    assert '".[local]"' in main_job, "the main job installs the embedded local model"
+    return main_job.split("raleval run", 1)[1].split()
+
+
+def test_readme_main_job_defaults_to_the_embedded_model():
+    from raleval.config import build_config
+
+    assert "--model" not in _main_job_argv()
+    assert build_config({}).model == "local/qwen2.5-0.5b"
+
+
+def test_readme_main_job_flags_run(tmp_path):
+    """Every flag of the main job works; the model is swapped for the oracle to stay fast
+    (the real local models are exercised by test_local_model.py)."""
     from typer.testing import CliRunner
 
     from raleval.cli import app
 
-    main_job = next(b for b in _blocks() if "raleval run" in b and "pip install -e ." in b)
-    argv = main_job.split("raleval run", 1)[1].split()
     res = CliRunner().invoke(
         app,
         [
             "run",
-            *argv,
+            *_main_job_argv(),
+            "--model",
+            "scripted/oracle",
             "-E",
             "size=tiny",
             "--tasks-per-family",
-            "20",
+            "10",
             "--log-dir",
             str(tmp_path),
             "--display",
@@ -38,4 +53,4 @@ def test_readme_main_job_command_runs(tmp_path):
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "20 episodes run" in res.output
+    assert "10 episodes run" in res.output

@@ -167,6 +167,7 @@ class EpisodeRecord:
         call.tool_calls = list(gen.tool_calls)
         call.prompt_tokens, call.completion_tokens = gen.prompt_tokens, gen.completion_tokens
         call.cached_tokens, call.cache_hit = gen.cached_tokens, gen.cache_hit
+        call.server_time_s = gen.server_time_s
         self.prompt_tokens += gen.prompt_tokens or 0
         self.completion_tokens += gen.completion_tokens or 0
         self._last_prompt, self._last_output = prompt_text, gen.text
