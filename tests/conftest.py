@@ -14,6 +14,14 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Hermetic: no test may see responses or weights cached by an earlier run or by the user.
+    import os
+    import tempfile
+
+    os.environ["RALEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="raleval-test-cache-")
+
+
 @pytest.fixture(scope="session")
 def scholar_env():
     from raleval.envs.scholar import make_scholar_env

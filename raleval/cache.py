@@ -1,0 +1,154 @@
+"""LLM response cache: SQLite, keyed by model, messages, tools, decoding config and epoch.
+
+A repeated run with a deterministic model reproduces its results exactly and makes no model
+call. Only successful, non-empty responses are stored: failures are never replayed from cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from raleval.model import GenerateRequest, Generation
+from raleval.records import ToolCall
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    created REAL NOT NULL,
+    generation TEXT NOT NULL
+)
+"""
+
+
+def cache_dir() -> Path:
+    """raleval's cache folder: ``RALEVAL_CACHE_DIR`` or the platform's user cache directory."""
+    override = os.environ.get("RALEVAL_CACHE_DIR")
+    if override:
+        return Path(override)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("raleval"))
+
+
+def default_cache_path() -> Path:
+    return cache_dir() / "responses.sqlite"
+
+
+def request_key(model: str, request: GenerateRequest, epoch: int = 0) -> str:
+    payload = {
+        "model": model,
+        "messages": [
+            [m.role, m.content, [[c.tool, c.arguments] for c in m.tool_calls], m.tool_call_id]
+            for m in request.messages
+        ],
+        "stop": list(request.stop),
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "tools": list(request.tools),
+        "epoch": epoch,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """A thread-safe SQLite key-value store of generations."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def get(self, key: str) -> Generation | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT generation FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        data = json.loads(row[0])
+        data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls", [])]
+        data["cache_hit"] = True
+        return Generation(**data)
+
+    def put(self, key: str, model: str, gen: Generation) -> None:
+        data = asdict(gen)
+        data["tool_calls"] = [c.model_dump() for c in gen.tool_calls]
+        data.pop("cache_hit", None)
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                (key, model, time.time(), json.dumps(data)),
+            )
+            self._db.commit()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model, COUNT(*) FROM responses GROUP BY model ORDER BY model"
+            ).fetchall()
+        return {
+            "path": str(self.path),
+            "entries": sum(n for _, n in rows),
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            "by_model": dict(rows),
+        }
+
+    def clear(self, model: str | None = None) -> int:
+        with self._lock:
+            if model is None:
+                cur = self._db.execute("DELETE FROM responses")
+            else:
+                cur = self._db.execute("DELETE FROM responses WHERE model = ?", (model,))
+            self._db.commit()
+            self._db.execute("VACUUM")
+            return cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedModel:
+    """Serves a model's responses from the cache when the same request was answered before."""
+
+    def __init__(self, model: Any, cache: ResponseCache, epoch: int = 0) -> None:
+        self._model, self._cache, self.epoch = model, cache, epoch
+        self.name = model.name
+        self.hits = 0
+        self.misses = 0
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self._model, item)
+
+    def for_episode(self, task: Any, env: Any, workflow: str) -> Any:
+        if not hasattr(self._model, "for_episode"):
+            return self
+        inner = self._model.for_episode(task, env, workflow)
+        return CachedModel(inner, self._cache, self.epoch)
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        key = request_key(self.name, request, self.epoch)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        self.misses += 1
+        gen = await self._model.generate(request)
+        if gen.text.strip() or gen.tool_calls:
+            self._cache.put(key, self.name, gen)
+        return gen

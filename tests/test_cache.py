@@ -1,0 +1,93 @@
+"""The LLM response cache: a repeated deterministic run reproduces results with no model call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from typer.testing import CliRunner
+
+from raleval.cache import CachedModel, ResponseCache, request_key
+from raleval.cli import app
+from raleval.model import GenerateRequest, Generation, Message, ModelError
+from raleval.records import ToolCall
+
+from .stub_openai import StubServer
+
+REQ = GenerateRequest(messages=(Message("user", "hi"),), max_tokens=5)
+
+
+class Counting:
+    name = "counting/x"
+
+    def __init__(self, replies):
+        self.replies, self.calls = list(replies), 0
+
+    async def generate(self, request):
+        self.calls += 1
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def test_hits_misses_and_what_is_never_cached(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    inner = Counting(
+        [
+            ModelError("down"),
+            Generation(""),
+            Generation("ok", [ToolCall(tool="t", arguments={"a": 1})], 3, 1),
+        ]
+    )
+    model = CachedModel(inner, cache)
+
+    async def go():
+        for _ in range(2):
+            with contextlib.suppress(ModelError):
+                await model.generate(REQ)
+        first = await model.generate(REQ)
+        again = await model.generate(REQ)
+        return first, again
+
+    first, again = asyncio.run(go())
+    assert inner.calls == 3  # the failure and the empty reply were not cached; "ok" was
+    assert not first.cache_hit and again.cache_hit
+    assert again.text == "ok" and again.tool_calls[0].arguments == {"a": 1}
+    assert (again.prompt_tokens, again.completion_tokens) == (3, 1)
+    assert cache.stats()["by_model"] == {"counting/x": 1}
+
+
+def test_key_depends_on_everything_that_changes_the_answer():
+    base = request_key("m", REQ)
+    assert request_key("m", REQ) == base
+    assert request_key("other", REQ) != base
+    assert request_key("m", REQ, epoch=1) != base
+    assert request_key("m", GenerateRequest(messages=REQ.messages, max_tokens=6)) != base
+    assert (
+        request_key("m", GenerateRequest(messages=REQ.messages, max_tokens=5, temperature=0.7))
+        != base
+    )
+
+
+def test_repeated_run_costs_no_model_calls_and_matches(tmp_path, monkeypatch):
+    from .conftest import run_config
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    with StubServer() as stub:
+        spec = f"openai-compatible/ok@{stub.base_url}"
+        _, first = run_config(tmp_path / "a", model=spec, limit=3)
+        n = stub.counts["ok"]
+        _, again = run_config(tmp_path / "b", model=spec, limit=3)
+        assert stub.counts["ok"] == n  # every request was served from the cache
+        _, uncached = run_config(tmp_path / "c", model=spec, limit=3, cache=False)
+        assert stub.counts["ok"] > n
+    strip = lambda rs: [(r.answer, [s.observation for s in r.steps]) for r in rs]  # noqa: E731
+    assert strip(first) == strip(again) == strip(uncached)
+    assert all(c.cache_hit for r in again for c in r.llm_calls)
+    assert not any(c.cache_hit for r in first for c in r.llm_calls)
+
+    res = CliRunner().invoke(app, ["cache", "stats"])
+    assert res.exit_code == 0 and "responses" in res.output and spec in res.output
+    res = CliRunner().invoke(app, ["cache", "clear"])
+    assert res.exit_code == 0 and "removed" in res.output
