@@ -172,7 +172,11 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
         wf_config = WorkflowConfig(**config.workflow_options)
     except Exception as exc:
         raise ConfigError(f"invalid workflow options: {exc}") from exc
-    model = resolve_model(config.model, config.model_options)
+    options = dict(config.model_options)
+    if config.model.startswith("local/"):
+        # The managed llama.cpp server logs next to the results it produces.
+        options.setdefault("log_dir", str(config.run_dir))
+    model = resolve_model(config.model, options)
     env = env_factory(**config.env_options)
     run_dir = config.run_dir
     if (run_dir / TASKS).exists():
