@@ -77,6 +77,18 @@ class ToolSpec:
         doc = self.description.replace('"""', "'''")
         return f'def {self.name}({", ".join(parts)}) -> {self.returns}:\n    """{doc}"""'
 
+    def langchain_tool(self, env: Environment) -> Any:
+        """A LangChain ``StructuredTool`` that calls this tool through ``env`` (so its failures
+        come back as observations, as everywhere else)."""
+        from langchain_core.tools import StructuredTool
+
+        async def run(**kwargs: Any) -> str:
+            return (await env.call(self.name, kwargs)).observation
+
+        return StructuredTool.from_function(
+            coroutine=run, name=self.name, description=self.description, args_schema=self.params
+        )
+
     def json_schema(self) -> dict[str, Any]:
         """OpenAI-style function schema (native function calling)."""
         schema = self.params.model_json_schema()

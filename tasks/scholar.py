@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from raleval.records import Level, Task, TaskTags, ToolCall
@@ -26,22 +25,20 @@ def _answer_text(value: Any) -> str:
 
 def _generate_ks(env: Any, n: int, seed: int) -> list[Task]:
     """1-3: single-API facts from searchPerson (citation count, paper count, affiliation)."""
-    world = env.world
-    rng = random.Random(f"1-3/{seed}")
-    ids = sorted(world.scholars)
-    rng.shuffle(ids)
+    store = env.store
     tasks: list[Task] = []
-    for sid in ids:
+    candidates = store.sample_person_rowids(max(4 * n, 50), f"1-3/{seed}")
+    people = store.persons_by_rowid(candidates)
+    for rowid in candidates:
         if len(tasks) >= n:
             break
-        s = world.scholars[sid]
+        p = people[rowid]
         template, field = _KS_TEMPLATES[len(tasks) % len(_KS_TEMPLATES)]
-        org = world.orgs[s.org].name
-        interest = s.interests[0]
+        org, interest = p["organization"], p["interests"][0]
         if "{org}" in template:
-            args = {"name": s.name, "organization": org}
+            args = {"name": p["name"], "organization": org}
         else:
-            args = {"name": s.name, "interest": interest}
+            args = {"name": p["name"], "interest": interest}
         solution = [ToolCall(tool="searchPerson", arguments=args)]
         try:
             (hits,) = execute_solution(env, solution)
@@ -49,10 +46,10 @@ def _generate_ks(env: Any, n: int, seed: int) -> list[Task]:
             continue
         # The question must identify exactly this person: skip it if the search ranks
         # someone else first (an unresolvable namesake).
-        if not hits or hits[0]["person_id"] != sid:
+        if not hits or hits[0]["person_id"] != p["id"]:
             continue
         gold = _answer_text(hits[0][field])
-        truth = {"num_citation": s.n_citation, "num_pubs": len(s.pubs), "organization": org}
+        truth = {"num_citation": p["n_citation"], "num_pubs": p["n_pubs"], "organization": org}
         if gold != _answer_text(truth[field]):
             continue
         tasks.append(
@@ -61,11 +58,11 @@ def _generate_ks(env: Any, n: int, seed: int) -> list[Task]:
                 domain="scholar",
                 level=Level.KS,
                 family="1-3",
-                question=template.format(name=s.name, org=org, interest=interest),
+                question=template.format(name=p["name"], org=org, interest=interest),
                 answers=[gold],
-                tags=TaskTags(question_type="simple", popularity=world.popularity(sid)),
+                tags=TaskTags(question_type="simple", popularity=store.popularity(p["n_citation"])),
                 solution=solution,
-                metadata={"template": template, "person_id": sid},
+                metadata={"template": template, "person_id": p["id"]},
             )
         )
     return tasks

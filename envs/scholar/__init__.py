@@ -1,11 +1,11 @@
-"""AMiner-like scholar environment: seven APIs over a generated academic world."""
+"""AMiner-like scholar environment: seven APIs over a generated (or imported) academic world."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from pathlib import Path
 
+from raleval.envs.scholar.store import ScholarStore, load_world
 from raleval.envs.scholar.tools import build_tools
-from raleval.envs.scholar.world import ScholarWorld, generate_world
 from raleval.envs.spec import Environment
 from raleval.registry import register_env
 
@@ -14,20 +14,17 @@ class ScholarEnv(Environment):
     name = "scholar"
     description = "AMiner-like academic search: searchPerson, getCoauthors, getPersonPubs, ..."
 
-    def __init__(self, world: ScholarWorld) -> None:
-        super().__init__(build_tools(world))
-        self.world = world
-
-
-@lru_cache(maxsize=4)
-def _world(size: str, seed: int) -> ScholarWorld:
-    return generate_world(size, seed)
+    def __init__(self, store: ScholarStore) -> None:
+        super().__init__(build_tools(store))
+        self.store = store
 
 
 @register_env("scholar")
-def make_scholar_env(size: str = "small", seed: int = 0) -> ScholarEnv:
-    """The scholar environment over the world ``(size, seed)``."""
-    return ScholarEnv(_world(size, int(seed)))
+def make_scholar_env(size: str = "small", seed: int = 0, path: str | None = None) -> ScholarEnv:
+    """AMiner-like scholar world: ``-E size=tiny|small|large``, ``-E seed=N``, or
+    ``-E path=world.sqlite`` for a world imported from an OAG/AMiner dump."""
+    store = ScholarStore(Path(path)) if path else load_world(size, int(seed))
+    return ScholarEnv(store)
 
 
-__all__ = ["ScholarEnv", "ScholarWorld", "generate_world", "make_scholar_env"]
+__all__ = ["ScholarEnv", "ScholarStore", "load_world", "make_scholar_env"]

@@ -1,13 +1,13 @@
-"""The seven AMiner/SoAy APIs over a :class:`ScholarWorld`, with the fields SoAy exposes."""
+"""The seven AMiner/SoAy APIs over a :class:`ScholarStore`, with the fields SoAy exposes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from rapidfuzz import fuzz, process
 
-from raleval.envs.scholar.world import ScholarWorld
+from raleval.envs.scholar.store import ScholarStore
+from raleval.envs.scholar.world import TOPICS
 from raleval.envs.spec import ToolSpec
 
 MAX_HITS = 10
@@ -37,175 +37,134 @@ class SearchPublicationParams(_Params):
 
 
 class PersonIdParams(_Params):
-    person_id: str = Field(min_length=1)
+    person_id: str = Field(min_length=1, description="a person_id from searchPerson")
 
 
 class PubIdParams(_Params):
-    pub_id: str = Field(min_length=1)
+    pub_id: str = Field(min_length=1, description="a pub_id from searchPublication")
 
 
-class ScholarIndex:
-    """Lookup structures the tools share: unique names, organization names and titles."""
-
-    def __init__(self, world: ScholarWorld) -> None:
-        self.world = world
-        self.ids_by_name: dict[str, list[str]] = {}
-        for s in world.scholars.values():
-            self.ids_by_name.setdefault(s.name, []).append(s.id)
-        self.names = list(self.ids_by_name)
-        self.org_keys: list[str] = []
-        self.org_of_key: list[str] = []
-        for org in world.orgs.values():
-            for key in (org.name, *org.aliases):
-                self.org_keys.append(key)
-                self.org_of_key.append(org.id)
-        self.members: dict[str, list[str]] = {}
-        for s in world.scholars.values():
-            self.members.setdefault(s.org, []).append(s.id)
-        self.pub_ids = list(world.pubs)
-        self.titles = [world.pubs[p].title for p in self.pub_ids]
-
-    def match_orgs(self, query: str) -> dict[str, float]:
-        scores: dict[str, float] = {}
-        for _key, score, i in process.extract(
-            query, self.org_keys, scorer=fuzz.WRatio, score_cutoff=ORG_CUTOFF, limit=None
-        ):
-            oid = self.org_of_key[i]
-            scores[oid] = max(score, scores.get(oid, 0.0))
-        return scores
-
-    def match_names(self, query: str) -> dict[str, float]:
-        scores: dict[str, float] = {}
-        for name, score, _i in process.extract(
-            query, self.names, scorer=fuzz.WRatio, score_cutoff=NAME_CUTOFF, limit=200
-        ):
-            for sid in self.ids_by_name[name]:
-                scores[sid] = score
-        return scores
-
-
-def _person_hit(world: ScholarWorld, sid: str) -> dict[str, Any]:
-    s = world.scholars[sid]
+def _hit(p: dict[str, Any]) -> dict[str, Any]:
     return {
-        "person_id": s.id,
-        "name": s.name,
-        "interests": s.interests[:10],
-        "num_citation": s.n_citation,
-        "num_pubs": len(s.pubs),
-        "organization": world.orgs[s.org].name,
+        "person_id": p["id"],
+        "name": p["name"],
+        "interests": p["interests"][:10],
+        "num_citation": p["n_citation"],
+        "num_pubs": p["n_pubs"],
+        "organization": p["organization"],
     }
 
 
-def build_tools(world: ScholarWorld) -> list[ToolSpec]:
-    """Declare the seven APIs over ``world``."""
-    index = ScholarIndex(world)
+def build_tools(store: ScholarStore) -> list[ToolSpec]:
+    """Declare the seven APIs over ``store``."""
 
     def search_person(
         name: str | None = None, organization: str | None = None, interest: str | None = None
     ) -> list[dict[str, Any]]:
-        parts: list[dict[str, float]] = []
+        orgs = store.match_orgs(organization, ORG_CUTOFF) if organization else None
+        topics = store.match_topics(interest) if interest else None
+        if (orgs is not None and not orgs) or (topics is not None and not topics):
+            return []
         if name:
-            parts.append(index.match_names(name))
-        if organization:
-            orgs = index.match_orgs(organization)
-            parts.append({sid: sc for oid, sc in orgs.items() for sid in index.members[oid]})
-        if interest:
-            pool = parts[0] if parts else world.scholars
-            hits: dict[str, float] = {}
-            for sid in pool:
+            name_scores = {i + 1: s for i, s in store.names.search(name, 200, NAME_CUTOFF)}
+            pool = store.persons_by_rowid(list(name_scores))
+        elif orgs:
+            want = MAX_HITS if topics is None else 2000
+            pool = store.persons_by_rowid([r for o in orgs for r in store.top_members(o, want)])
+            name_scores = {}
+        else:
+            assert topics is not None
+            pool = store.persons_by_rowid(
+                [r for t in topics for r in store.top_by_topic(t, MAX_HITS)]
+            )
+            name_scores = {}
+        scored = []
+        for rowid, p in pool.items():
+            parts = []
+            if name:
+                parts.append(name_scores[rowid])
+            if orgs is not None:
+                if p["org"] not in orgs:
+                    continue
+                parts.append(orgs[p["org"]])
+            if topics is not None:
                 best = max(
-                    (fuzz.WRatio(interest, t) for t in world.scholars[sid].interests), default=0
+                    (s for t, s in topics.items() if TOPICS[t] in p["interests"]), default=None
                 )
-                if best >= NAME_CUTOFF:
-                    hits[sid] = best
-            parts.append(hits)
-        common = set(parts[0]).intersection(*parts[1:])
-        ranked = sorted(
-            common,
-            key=lambda sid: (
-                -round(sum(p[sid] for p in parts) / len(parts), 6),
-                -world.scholars[sid].n_citation,
-                sid,
-            ),
-        )
-        return [_person_hit(world, sid) for sid in ranked[:MAX_HITS]]
+                if best is None:
+                    continue
+                parts.append(best)
+            scored.append((-round(sum(parts) / len(parts), 6), -p["n_citation"], rowid, p))
+        scored.sort(key=lambda x: x[:3])
+        return [_hit(p) for *_, p in scored[:MAX_HITS]]
 
     def search_publication(publication_info: str) -> list[dict[str, Any]]:
-        found = process.extract(
-            publication_info,
-            index.titles,
-            scorer=fuzz.WRatio,
-            score_cutoff=TITLE_CUTOFF,
-            limit=50,
-        )
-        ranked = sorted(
-            found, key=lambda h: (-h[1], -world.pubs[index.pub_ids[h[2]]].n_citation, h[2])
-        )
-        out = []
-        for _t, _score, i in ranked[:MAX_HITS]:
-            p = world.pubs[index.pub_ids[i]]
-            out.append({"pub_id": p.id, "title": p.title, "year": p.year})
-        return out
+        hits = store.titles.search(publication_info, 50, TITLE_CUTOFF)
+        if not hits:
+            return []
+        score = {i + 1: s for i, s in hits}
+        pubs = store.pubs_by_rowid(list(score))
+        pubs.sort(key=lambda p: (-score[p["rowid"]], -p["n_citation"], p["rowid"]))
+        return [
+            {"pub_id": p["id"], "title": p["title"], "year": p["year"]} for p in pubs[:MAX_HITS]
+        ]
 
     def get_coauthors(person_id: str) -> list[dict[str, Any]]:
-        if person_id not in world.scholars:
+        p = store.person(person_id)
+        if p is None:
             return []
-        g = world.coauthors
-        ranked = sorted(
-            g[person_id].items(),
-            key=lambda kv: (-kv[1]["weight"], -world.scholars[kv[0]].n_citation, kv[0]),
-        )
         return [
-            {"person_id": c, "name": world.scholars[c].name, "relation": "coauthor"}
-            for c, _ in ranked
+            {"person_id": cid, "name": cname, "relation": "coauthor"}
+            for cid, cname, _ in store.coauthors(p["rowid"])
         ]
 
     def get_person_interest(person_id: str) -> list[str]:
-        s = world.scholars.get(person_id)
-        return list(s.interests) if s else []
+        p = store.person(person_id)
+        return list(p["interests"]) if p else []
 
     def get_publication(pub_id: str) -> dict[str, Any]:
-        p = world.pubs.get(pub_id)
-        if p is None:
+        pub = store.pub(pub_id)
+        if pub is None:
             return {}
         return {
-            "abstract": p.abstract,
-            "author_list": [{"person_id": a, "name": world.scholars[a].name} for a in p.authors],
-            "num_citation": p.n_citation,
-            "year": p.year,
-            "venue": p.venue,
-            "pdf_link": p.pdf_link,
+            "abstract": pub["abstract"],
+            "author_list": [{"person_id": i, "name": n} for i, n in pub["authors"]],
+            "num_citation": pub["n_citation"],
+            "year": pub["year"],
+            "venue": pub["venue"],
+            "pdf_link": f"https://papers.raleval.invalid/{pub['id']}.pdf",
         }
 
     def get_person_basic_info(person_id: str) -> dict[str, Any]:
-        s = world.scholars.get(person_id)
-        if s is None:
+        p = store.person(person_id)
+        if p is None:
             return {}
         return {
-            "person_id": s.id,
-            "name": s.name,
-            "gender": s.gender,
-            "organization": world.orgs[s.org].name,
-            "position": s.position,
-            "bio": s.bio,
-            "education_experience": s.education,
-            "email": s.email,
+            "person_id": p["id"],
+            "name": p["name"],
+            "gender": p["gender"],
+            "organization": p["organization"],
+            "position": p["position"],
+            "bio": p["bio"],
+            "education_experience": p["education"],
+            "email": p["email"],
         }
 
     def get_person_pubs(person_id: str) -> list[dict[str, Any]]:
-        s = world.scholars.get(person_id)
-        if s is None:
+        p = store.person(person_id)
+        if p is None:
             return []
-        pubs = sorted((world.pubs[p] for p in s.pubs), key=lambda p: (-p.n_citation, p.id))
+        pubs = store.person_pubs(p["rowid"])
+        authors = store.pub_authors([x["rowid"] for x in pubs])
         return [
             {
-                "pub_id": p.id,
-                "title": p.title,
-                "num_citation": p.n_citation,
-                "year": p.year,
-                "authors_name_list": [world.scholars[a].name for a in p.authors],
+                "pub_id": x["id"],
+                "title": x["title"],
+                "num_citation": x["n_citation"],
+                "year": x["year"],
+                "authors_name_list": [n for _, n in authors[x["rowid"]]],
             }
-            for p in pubs
+            for x in pubs
         ]
 
     return [

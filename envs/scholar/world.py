@@ -1,17 +1,31 @@
-"""A seeded, fictional academic world shaped like AMiner.
+"""A seeded, fictional academic world shaped like AMiner, stored in SQLite.
 
-Names are assembled from invented syllables so that no answer can come from a model's memory;
-citations and productivity are heavy-tailed; some scholars share a name (namesakes) at different
-organizations, and organizations have aliases and abbreviations, as on AMiner.
+- Names are assembled from invented syllables, so no answer can come from a model's memory.
+- Productivity is heavy-tailed (Pareto author weights); citations come from real citation edges
+  drawn by preferential attachment (Price's model), so citation counts follow a power law and
+  equal each paper's in-degree.
+- About 4% of scholars share a name with another (namesakes) and 2% have a near-same name (one
+  letter changed), at other organizations, as on AMiner; organizations have aliases and
+  abbreviations.
+- ``generate_world(size, seed, path)`` streams rows into SQLite with bounded Python state; the
+  same ``(size, seed)`` always produces the same rows (see ``content_hash``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
+import os
 import random
-from dataclasses import dataclass, field
-from functools import cached_property
+import sqlite3
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
 
-import networkx as nx
+import numpy as np
+
+GENERATOR_VERSION = 2
 
 SIZES: dict[str, tuple[int, int]] = {
     # scholars, publications
@@ -54,7 +68,7 @@ _VOWELS = ["a", "e", "i", "o", "u", "ai", "ei", "ou", "ia", "y"]
 _CODAS = ["", "n", "r", "l", "s", "th", "nd", "rk", "x", "m", "v", "rt"]
 _SURNAME_ENDS = ["", "berg", "ton", "ski", "ova", "ini", "ard", "holt", "quist", "ez", "ani", "ic"]
 
-_TOPICS = [
+TOPICS = [
     "graph neural networks",
     "knowledge graphs",
     "entity linking",
@@ -109,6 +123,10 @@ _ADJ = [
     "Incremental",
     "Unified",
     "Lightweight",
+    "Federated",
+    "Causal",
+    "Structured",
+    "Multilingual",
 ]
 _METHOD = [
     "Attention",
@@ -123,9 +141,13 @@ _METHOD = [
     "Mixture of Experts",
     "Curriculum Learning",
     "Meta-Learning",
+    "Diffusion Models",
+    "Retrieval",
+    "Program Induction",
+    "Active Learning",
 ]
 _VENUE_WORDS = ["Symposium", "Conference", "Workshop", "Transactions", "Journal"]
-_POSITIONS = [
+POSITIONS = [
     "Professor",
     "Associate Professor",
     "Assistant Professor",
@@ -144,85 +166,41 @@ _ORG_KINDS = [
     "{p} Academy of Sciences",
 ]
 
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE orgs (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+    aliases TEXT NOT NULL
+);
+CREATE TABLE persons (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+    org INTEGER NOT NULL, gender TEXT, position TEXT, interests TEXT NOT NULL, email TEXT,
+    education TEXT, bio TEXT, n_citation INTEGER NOT NULL DEFAULT 0,
+    n_pubs INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE pubs (
+    rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL,
+    year INTEGER, venue TEXT, n_citation INTEGER NOT NULL DEFAULT 0, abstract TEXT
+);
+CREATE TABLE authorship (
+    pub INTEGER NOT NULL, position INTEGER NOT NULL, person INTEGER NOT NULL,
+    PRIMARY KEY (pub, position)
+) WITHOUT ROWID;
+CREATE TABLE citations (src INTEGER NOT NULL, dst INTEGER NOT NULL,
+    PRIMARY KEY (src, dst)) WITHOUT ROWID;
+CREATE TABLE coauthors (a INTEGER NOT NULL, b INTEGER NOT NULL, weight INTEGER NOT NULL,
+    PRIMARY KEY (a, b)) WITHOUT ROWID;
+CREATE TABLE person_topics (topic INTEGER NOT NULL, n_citation INTEGER NOT NULL,
+    person INTEGER NOT NULL, PRIMARY KEY (topic, n_citation, person)) WITHOUT ROWID;
+"""
 
-@dataclass
-class Organization:
-    id: str
-    name: str
-    aliases: list[str]
+INDEXES = """
+CREATE INDEX authorship_person ON authorship (person, pub);
+CREATE INDEX persons_org ON persons (org, n_citation);
+CREATE INDEX persons_citation ON persons (n_citation);
+"""
 
-
-@dataclass
-class Scholar:
-    id: str
-    name: str
-    org: str  # organization id
-    gender: str
-    position: str
-    interests: list[str]
-    email: str
-    education: str
-    bio: str
-    pubs: list[str] = field(default_factory=list)
-    n_citation: int = 0
-
-
-@dataclass
-class Publication:
-    id: str
-    title: str
-    year: int
-    venue: str
-    authors: list[str]
-    n_citation: int
-    abstract: str
-
-    @property
-    def pdf_link(self) -> str:
-        return f"https://papers.raleval.invalid/{self.id}.pdf"
-
-
-class ScholarWorld:
-    """All entities of one generated world plus its coauthor graph."""
-
-    def __init__(
-        self,
-        size: str,
-        seed: int,
-        orgs: dict[str, Organization],
-        scholars: dict[str, Scholar],
-        pubs: dict[str, Publication],
-    ) -> None:
-        self.size, self.seed = size, seed
-        self.orgs, self.scholars, self.pubs = orgs, scholars, pubs
-
-    @cached_property
-    def coauthors(self) -> nx.Graph:
-        """Undirected coauthor graph; edge weight = number of joint publications."""
-        g = nx.Graph()
-        g.add_nodes_from(self.scholars)
-        for pub in self.pubs.values():
-            a = pub.authors
-            for i in range(len(a)):
-                for j in range(i + 1, len(a)):
-                    if g.has_edge(a[i], a[j]):
-                        g[a[i]][a[j]]["weight"] += 1
-                    else:
-                        g.add_edge(a[i], a[j], weight=1)
-        return g
-
-    def popularity(self, scholar_id: str) -> str:
-        """head / torso / tail bucket by citation rank (top 10% / next 30% / rest)."""
-        rank = self._citation_rank[scholar_id]
-        n = len(self.scholars)
-        if rank < 0.1 * n:
-            return "head"
-        return "torso" if rank < 0.4 * n else "tail"
-
-    @cached_property
-    def _citation_rank(self) -> dict[str, int]:
-        ordered = sorted(self.scholars.values(), key=lambda s: (-s.n_citation, s.id))
-        return {s.id: i for i, s in enumerate(ordered)}
+_BATCH = 50_000
 
 
 def _hex_id(rng: random.Random) -> str:
@@ -234,104 +212,271 @@ def _word(rng: random.Random, syllables: int) -> str:
     return ("".join(parts) + rng.choice(_CODAS)).capitalize()
 
 
-def generate_world(size: str = "tiny", seed: int = 0) -> ScholarWorld:
-    """Build a world deterministically from ``(size, seed)``."""
+def _near_name(rng: random.Random, name: str) -> str:
+    """The same name with one letter of the surname changed (a near namesake)."""
+    first, last = name.split(" ", 1)
+    i = rng.randrange(1, len(last)) if len(last) > 1 else 0
+    letter = rng.choice("aeiourstnl".replace(last[i].lower(), ""))
+    return f"{first} {last[:i]}{letter}{last[i + 1 :]}"
+
+
+def _batched(db: sqlite3.Connection, sql: str, rows: Iterator[tuple]) -> None:
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= _BATCH:
+            db.executemany(sql, batch)
+            batch.clear()
+    if batch:
+        db.executemany(sql, batch)
+
+
+def generate_world(size: str, seed: int, path: Path) -> Path:
+    """Generate the world ``(size, seed)`` into a new SQLite file at ``path``."""
     if size not in SIZES:
         raise ValueError(f"unknown world size {size!r}; choose one of {', '.join(SIZES)}")
-    n_scholars, n_pubs = SIZES[size]
-    rng = random.Random(f"scholar-world/{size}/{seed}")
+    n_persons, n_pubs = SIZES[size]
+    rng = random.Random(f"scholar-world/{GENERATOR_VERSION}/{size}/{seed}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    db = sqlite3.connect(tmp)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")
+    db.executescript(SCHEMA)
 
-    first_names = sorted({_word(rng, rng.choice((1, 2))) for _ in range(400)})
-    surnames = sorted({_word(rng, 2) + rng.choice(_SURNAME_ENDS) for _ in range(1500)})
+    # Vocabulary grows with the world so that names stay varied at a million scholars.
+    n_first = max(300, int(n_persons**0.5) * 2)
+    n_last = max(1200, int(n_persons**0.5) * 8)
+    first_names = sorted({_word(rng, rng.choice((1, 2))) for _ in range(n_first)})
+    surnames = sorted({_word(rng, 2) + rng.choice(_SURNAME_ENDS) for _ in range(n_last)})
 
-    n_orgs = max(8, n_scholars // 60)
-    orgs: dict[str, Organization] = {}
-    for _ in range(n_orgs):
+    n_orgs = max(8, n_persons // 60)
+    orgs = []
+    for k in range(n_orgs):
         place = _word(rng, rng.choice((2, 3)))
         name = rng.choice(_ORG_KINDS).format(p=place)
-        abbrev = "".join(w[0] for w in name.replace("of ", "").split() if w[0].isupper())
-        org = Organization(_hex_id(rng), name, [abbrev, name.replace("University of ", "U. ")])
-        orgs[org.id] = org
-    org_ids = list(orgs)
+        abbrev = "".join(w[0] for w in name.replace(" of ", " ").split() if w[0].isupper())
+        aliases = [abbrev, name.replace("University of ", "U. ").replace("Institute of", "Inst.")]
+        orgs.append((k + 1, _hex_id(rng), name, json.dumps(aliases)))
+    db.executemany("INSERT INTO orgs VALUES (?, ?, ?, ?)", orgs)
 
-    scholars: dict[str, Scholar] = {}
-    names: list[str] = []
-    for _ in range(n_scholars):
-        # About 4% of scholars reuse an existing name: AMiner-style namesakes.
-        if names and rng.random() < 0.04:
-            name = rng.choice(names)
-        else:
-            name = f"{rng.choice(first_names)} {rng.choice(surnames)}"
-        names.append(name)
-        sid = _hex_id(rng)
-        org = rng.choice(org_ids)
-        interests = rng.sample(_TOPICS, rng.randint(2, 6))
-        first, last = name.split(" ", 1)
-        gender = rng.choice(("male", "female"))
-        position = rng.choice(_POSITIONS)
-        phd_org = orgs[rng.choice(org_ids)].name
-        phd_year = rng.randint(1985, 2020)
-        education = f"Ph.D., {phd_org}, {phd_year}"
-        pronoun = "He" if gender == "male" else "She"
-        bio = (
-            f"{name} is a {position} at {orgs[org].name}. {pronoun} works on "
-            f"{', '.join(interests[:-1])} and {interests[-1]}, and received a {education}."
-        )
-        email = f"{first[0].lower()}.{last.lower().replace(' ', '')}{rng.randint(1, 99)}@" + (
-            orgs[org].aliases[0].lower() + ".edu.invalid"
-        )
-        scholars[sid] = Scholar(sid, name, org, gender, position, interests, email, education, bio)
+    person_org = array("i", [0]) * (n_persons + 1)
+    person_topics: list[tuple[int, ...]] = [()] * (n_persons + 1)
+    recent: list[str] = []
 
-    sids = list(scholars)
-    by_org: dict[str, list[str]] = {}
-    for sid in sids:
-        by_org.setdefault(scholars[sid].org, []).append(sid)
-    # Productivity is heavy-tailed: a few prolific authors write many papers.
-    cum: list[float] = []
-    total = 0.0
-    for _ in sids:
-        total += rng.paretovariate(1.3)
-        cum.append(total)
-    venues = sorted(
-        {f"{rng.choice(_VENUE_WORDS)} on {t.title()}" for t in _TOPICS}
-        | {f"{_word(rng, 2).upper()[:4]} {rng.choice(_VENUE_WORDS)}" for _ in range(20)}
-    )
-    partners: dict[str, list[str]] = {}
-    pubs: dict[str, Publication] = {}
-    for _ in range(n_pubs):
-        k = min(len(sids), rng.choice((1, 2, 2, 3, 3, 3, 4, 5)))
-        lead = rng.choices(sids, cum_weights=cum, k=1)[0]
-        authors = [lead]
-        for _attempt in range(4 * k):
-            if len(authors) >= k:
-                break
-            # Collaborations repeat and cluster by organization, as in real coauthor graphs.
+    def persons() -> Iterator[tuple]:
+        for pid in range(1, n_persons + 1):
             r = rng.random()
-            if r < 0.5 and partners.get(lead):
-                pick = rng.choice(partners[lead])
-            elif r < 0.8:
-                pick = rng.choice(by_org[scholars[lead].org])
+            if recent and r < 0.04:
+                name = rng.choice(recent)  # a namesake
+            elif recent and r < 0.06:
+                name = _near_name(rng, rng.choice(recent))
             else:
-                pick = rng.choices(sids, cum_weights=cum, k=1)[0]
-            if pick not in authors:
-                authors.append(pick)
-        for a in authors[1:]:
-            partners.setdefault(lead, []).append(a)
-        topic = rng.choice(scholars[lead].interests)
-        title = f"{rng.choice(_ADJ)} {rng.choice(_METHOD)} for {topic.title()}"
-        if rng.random() < 0.5:
-            title += f" with {_word(rng, 2)}"
-        year = rng.randint(1995, 2025)
-        n_cit = int(rng.paretovariate(1.1) * 3) - 3 + rng.randint(0, 3)
-        pid = _hex_id(rng)
-        abstract = (
-            f"We study {topic} and propose {title.split(' for ')[0].lower()}. "
-            f"Experiments on {rng.randint(2, 9)} benchmarks show consistent gains."
-        )
-        venue = rng.choice(venues)
-        pubs[pid] = Publication(pid, title, year, venue, authors, max(0, n_cit), abstract)
-        for a in authors:
-            scholars[a].pubs.append(pid)
-    for s in scholars.values():
-        s.n_citation = sum(pubs[p].n_citation for p in s.pubs)
-    return ScholarWorld(size, seed, orgs, scholars, pubs)
+                name = f"{rng.choice(first_names)} {rng.choice(surnames)}"
+            if len(recent) < 5000:
+                recent.append(name)
+            else:
+                recent[rng.randrange(5000)] = name
+            org = rng.randrange(n_orgs) + 1
+            person_org[pid] = org
+            topics = tuple(rng.sample(range(len(TOPICS)), rng.randint(2, 6)))
+            person_topics[pid] = topics
+            interests = [TOPICS[t] for t in topics]
+            gender = rng.choice(("male", "female"))
+            position = rng.choice(POSITIONS)
+            org_name = orgs[org - 1][2]
+            education = f"Ph.D., {orgs[rng.randrange(n_orgs)][2]}, {rng.randint(1985, 2020)}"
+            pronoun = "He" if gender == "male" else "She"
+            bio = (
+                f"{name} is a {position} at {org_name}. {pronoun} works on "
+                f"{', '.join(interests[:-1])} and {interests[-1]}, and received a "
+                f"{education}."
+            )
+            first, last = name.split(" ", 1)
+            abbrev = json.loads(orgs[org - 1][3])[0].lower()
+            email = f"{first[0].lower()}.{last.lower()}{rng.randint(1, 99)}@{abbrev}.edu.invalid"
+            yield (
+                pid,
+                _hex_id(rng),
+                name,
+                org,
+                gender,
+                position,
+                json.dumps(interests),
+                email,
+                education,
+                bio,
+            )
+
+    _batched(
+        db,
+        "INSERT INTO persons (rowid, id, name, org, gender, position, interests, "
+        "email, education, bio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        persons(),
+    )
+
+    members: dict[int, array] = {}
+    for pid in range(1, n_persons + 1):
+        members.setdefault(person_org[pid], array("i")).append(pid)
+    cum = np.cumsum(np.array([rng.paretovariate(1.3) for _ in range(n_persons)]))
+    lead_draws = iter(
+        np.searchsorted(cum, np.array([rng.random() * cum[-1] for _ in range(n_pubs)])) + 1
+    )
+    venues = sorted(
+        {f"{rng.choice(_VENUE_WORDS)} on {t.title()}" for t in TOPICS}
+        | {f"{_word(rng, 2).upper()[:4]} {rng.choice(_VENUE_WORDS)}" for _ in range(40)}
+    )
+    partners: dict[int, array] = {}
+    auth_pub, auth_person = array("i"), array("i")
+    cite_src, cite_dst = array("i"), array("i")
+    # Preferential attachment: each paper appears once, plus once per citation received.
+    attach = array("i")
+    years = sorted(rng.randint(1995, 2025) for _ in range(n_pubs))
+
+    def pubs() -> Iterator[tuple]:
+        for pub in range(1, n_pubs + 1):
+            k = rng.choice((1, 2, 2, 3, 3, 3, 4, 5))
+            lead = int(next(lead_draws))
+            authors = [lead]
+            for _ in range(4 * k):
+                if len(authors) >= k:
+                    break
+                r = rng.random()
+                if r < 0.5 and lead in partners:
+                    pick = rng.choice(partners[lead])
+                elif r < 0.8:
+                    pick = rng.choice(members[person_org[lead]])
+                else:
+                    pick = int(np.searchsorted(cum, rng.random() * cum[-1])) + 1
+                if pick not in authors:
+                    authors.append(pick)
+            for pos, a in enumerate(authors):
+                auth_pub.append(pub)
+                auth_person.append(a)
+                if pos:
+                    partners.setdefault(lead, array("i")).append(a)
+            refs = set()
+            if attach:
+                for _ in range(rng.randint(0, 8)):
+                    refs.add(attach[rng.randrange(len(attach))])
+            for dst in sorted(refs):
+                cite_src.append(pub)
+                cite_dst.append(dst)
+                attach.append(dst)
+            attach.append(pub)
+            topic = TOPICS[rng.choice(person_topics[lead])]
+            method = rng.choice(_METHOD)
+            title = (
+                f"{rng.choice(_ADJ)} {method} for {topic.title()}: "
+                f"the {_word(rng, 2)} {rng.choice(('Approach', 'Benchmark', 'Framework'))}"
+            )
+            abstract = (
+                f"We study {topic} and propose a {method.lower()} method. "
+                f"Experiments on {rng.randint(2, 9)} benchmarks show consistent gains."
+            )
+            yield (pub, _hex_id(rng), title, years[pub - 1], rng.choice(venues), abstract)
+
+    _batched(
+        db,
+        "INSERT INTO pubs (rowid, id, title, year, venue, abstract) VALUES (?, ?, ?, ?, ?, ?)",
+        pubs(),
+    )
+
+    a_pub = np.frombuffer(auth_pub, dtype=np.int32)
+    a_person = np.frombuffer(auth_person, dtype=np.int32)
+    positions = np.zeros(len(a_pub), dtype=np.int32)
+    starts = np.flatnonzero(np.r_[True, a_pub[1:] != a_pub[:-1]])
+    positions = np.arange(len(a_pub)) - np.repeat(starts, np.diff(np.r_[starts, len(a_pub)]))
+    _batched(
+        db,
+        "INSERT INTO authorship VALUES (?, ?, ?)",
+        zip(a_pub.tolist(), positions.tolist(), a_person.tolist(), strict=True),
+    )
+    c_src = np.frombuffer(cite_src, dtype=np.int32)
+    c_dst = np.frombuffer(cite_dst, dtype=np.int32)
+    _batched(
+        db, "INSERT INTO citations VALUES (?, ?)", zip(c_src.tolist(), c_dst.tolist(), strict=True)
+    )
+
+    pub_cit = np.bincount(c_dst, minlength=n_pubs + 1)
+    db.executemany(
+        "UPDATE pubs SET n_citation = ? WHERE rowid = ?",
+        zip(pub_cit[1:].tolist(), range(1, n_pubs + 1), strict=True),
+    )
+    person_cit = np.bincount(a_person, weights=pub_cit[a_pub], minlength=n_persons + 1)
+    person_pubs = np.bincount(a_person, minlength=n_persons + 1)
+    db.executemany(
+        "UPDATE persons SET n_citation = ?, n_pubs = ? WHERE rowid = ?",
+        zip(
+            person_cit[1:].astype(np.int64).tolist(),
+            person_pubs[1:].tolist(),
+            range(1, n_persons + 1),
+            strict=True,
+        ),
+    )
+    _batched(
+        db,
+        "INSERT INTO person_topics VALUES (?, ?, ?)",
+        ((t, int(person_cit[p]), p) for p in range(1, n_persons + 1) for t in person_topics[p]),
+    )
+
+    # Coauthor edges: every unordered author pair of every paper, counted.
+    lo, hi = array("q"), array("q")
+    bounds = np.r_[starts, len(a_pub)].tolist()
+    persons_list = a_person.tolist()
+    for s, e in itertools.pairwise(bounds):
+        group = persons_list[s:e]
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                x, y = group[i], group[j]
+                lo.append(min(x, y))
+                hi.append(max(x, y))
+    keys = np.frombuffer(lo, dtype=np.int64) * (n_persons + 1) + np.frombuffer(hi, np.int64)
+    uniq, counts = np.unique(keys, return_counts=True)
+    ua, ub = (uniq // (n_persons + 1)).tolist(), (uniq % (n_persons + 1)).tolist()
+    cnt = counts.tolist()
+    _batched(
+        db,
+        "INSERT INTO coauthors VALUES (?, ?, ?)",
+        (row for i in range(len(cnt)) for row in ((ua[i], ub[i], cnt[i]), (ub[i], ua[i], cnt[i]))),
+    )
+
+    db.executescript(INDEXES)
+    cits = np.sort(person_cit[1:])[::-1]
+    meta = {
+        "generator_version": str(GENERATOR_VERSION),
+        "size": size,
+        "seed": str(seed),
+        "n_persons": str(n_persons),
+        "n_pubs": str(n_pubs),
+        # popularity buckets: head = top 10% by citations, torso = next 30%, tail = rest
+        "head_min_citation": str(int(cits[max(0, int(0.1 * n_persons) - 1)])),
+        "torso_min_citation": str(int(cits[max(0, int(0.4 * n_persons) - 1)])),
+    }
+    db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+    db.commit()
+    db.execute("VACUUM")
+    db.close()
+    os.replace(tmp, path)
+    return path
+
+
+def content_hash(path: Path) -> str:
+    """SHA-256 over every table's rows in key order: equal iff the data is identical."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    h = hashlib.sha256()
+    for table, order in (
+        ("meta", "key"),
+        ("orgs", "rowid"),
+        ("persons", "rowid"),
+        ("pubs", "rowid"),
+        ("authorship", "pub, position"),
+        ("citations", "src, dst"),
+        ("coauthors", "a, b"),
+        ("person_topics", "topic, n_citation, person"),
+    ):
+        h.update(table.encode())
+        for row in db.execute(f"SELECT * FROM {table} ORDER BY {order}"):
+            h.update(repr(row).encode())
+    db.close()
+    return h.hexdigest()

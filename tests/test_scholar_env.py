@@ -1,0 +1,236 @@
+"""The scholar environment: golden tests per API on the tiny world, and world properties."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from raleval.envs.scholar.world import content_hash, generate_world
+from raleval.records import OutcomeKind
+
+P1 = "d86aec8faf17cbb4efa43abd"  # person rowid 1 of tiny/seed 0
+
+
+def call(env, tool, **args):
+    return env.call_sync(tool, args)
+
+
+# --- golden observations (tiny world, seed 0; a generator change must bump its version) ---
+
+
+def test_get_person_basic_info_golden(scholar_env):
+    res = call(scholar_env, "getPersonBasicInfo", person_id=P1)
+    assert res.kind is OutcomeKind.ok
+    assert res.observation == (
+        '{"person_id": "d86aec8faf17cbb4efa43abd", "name": "Tith Treijy", "gender": "female", '
+        '"organization": "Lystend Institute of Technology", "position": "Professor", "bio": '
+        '"Tith Treijy is a Professor at Lystend Institute of Technology. She works on quantum '
+        "computing, object detection, formal verification, social network analysis, retrieval "
+        "augmented generation and differential privacy, and received a Ph.D., Giwal State "
+        'University, 1993.", "education_experience": "Ph.D., Giwal State University, 1993", '
+        '"email": "t.treijy69@lit.edu.invalid"}'
+    )
+
+
+def test_get_person_interest_golden(scholar_env):
+    assert call(scholar_env, "getPersonInterest", person_id=P1).data == [
+        "quantum computing",
+        "object detection",
+        "formal verification",
+        "social network analysis",
+        "retrieval augmented generation",
+        "differential privacy",
+    ]
+
+
+def test_namesakes_are_both_returned_most_cited_first(scholar_env):
+    hits = call(scholar_env, "searchPerson", name="Baiwith Nokrevski").data
+    assert [(h["name"], h["organization"], h["num_citation"]) for h in hits[:2]] == [
+        ("Baiwith Nokrevski", "Lystend Institute of Technology", 54),
+        ("Baiwith Nokrevski", "Druputim Institute of Technology", 7),
+    ]
+    # the organization tells them apart, by full name or by abbreviation
+    for org in ("Druputim Institute of Technology", "DIT"):
+        only = call(scholar_env, "searchPerson", name="Baiwith Nokrevski", organization=org).data
+        assert [h["num_citation"] for h in only] == [7]
+
+
+def test_search_person_tolerates_typos_and_case(scholar_env):
+    hits = call(scholar_env, "searchPerson", name="tith treijy").data
+    assert hits[0]["person_id"] == P1
+    hits = call(scholar_env, "searchPerson", name="Tith Triejy").data
+    assert hits[0]["person_id"] == P1
+
+
+def test_search_by_organization_alias_and_interest(scholar_env):
+    by_alias = call(scholar_env, "searchPerson", organization="SAS").data
+    assert by_alias and {h["organization"] for h in by_alias} == {"Shythum Academy of Sciences"}
+    cits = [h["num_citation"] for h in by_alias]
+    assert cits == sorted(cits, reverse=True)
+    by_interest = call(scholar_env, "searchPerson", interest="knowledge graph").data
+    assert len(by_interest) == 10
+    assert all("knowledge graphs" in h["interests"] for h in by_interest)
+    both = call(scholar_env, "searchPerson", organization="SAS", interest="compilers").data
+    assert all(
+        h["organization"] == "Shythum Academy of Sciences" and "compilers" in h["interests"]
+        for h in both
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "observation"),
+    [
+        ("searchPerson", {"name": "Zzyzx Qqqq"}, "No person found."),
+        ("searchPerson", {"organization": "Nowhere Polytechnic of Xq"}, "No person found."),
+        ("searchPublication", {"publication_info": "zzzz qqqq"}, "No publication found."),
+        ("getCoauthors", {"person_id": "000000000000000000000000"}, "No coauthors found."),
+        ("getPersonInterest", {"person_id": "nope"}, "No interests found."),
+        ("getPublication", {"pub_id": "nope"}, "No publication found."),
+        ("getPersonBasicInfo", {"person_id": "nope"}, "No person found."),
+        ("getPersonPubs", {"person_id": "nope"}, "No publication found."),
+    ],
+)
+def test_unknown_ids_and_empty_results(scholar_env, tool, args, observation):
+    res = scholar_env.call_sync(tool, args)
+    assert (res.kind, res.observation) == (OutcomeKind.ok, observation)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("searchPerson", {}, "give at least one of name, organization, interest"),
+        ("searchPerson", {"name": 3}, "name: Input should be a valid string"),
+        ("searchPerson", {"nam": "x"}, "nam: Extra inputs are not permitted"),
+        ("getCoauthors", {}, "person_id: Field required"),
+        ("getCoauthors", {"person_id": ""}, "person_id: String should have at least 1"),
+        ("getPublication", {"pub_id": ["a"]}, "pub_id: Input should be a valid string"),
+        ("searchPublication", {"publication_info": None}, "publication_info: Input should be"),
+    ],
+)
+def test_bad_arguments_are_misuse(scholar_env, tool, args, message):
+    res = scholar_env.call_sync(tool, args)
+    assert res.kind is OutcomeKind.misuse and res.cause == "bad_arguments"
+    assert message in res.observation
+    assert res.observation.endswith(f"Usage: {scholar_env.tool(tool).react_signature()}")
+
+
+def test_publication_round_trip(scholar_env):
+    pubs = call(scholar_env, "getPersonPubs", person_id=P1).data
+    assert len(pubs) == 9  # num_pubs of this person
+    cits = [p["num_citation"] for p in pubs]
+    assert cits == sorted(cits, reverse=True)
+    top = pubs[0]
+    found = call(scholar_env, "searchPublication", publication_info=top["title"]).data
+    assert found[0] == {"pub_id": top["pub_id"], "title": top["title"], "year": top["year"]}
+    detail = call(scholar_env, "getPublication", pub_id=top["pub_id"]).data
+    assert [a["name"] for a in detail["author_list"]] == top["authors_name_list"]
+    assert P1 in [a["person_id"] for a in detail["author_list"]]
+    assert detail["num_citation"] == top["num_citation"]
+    assert detail["pdf_link"].endswith(f"{top['pub_id']}.pdf")
+
+
+def test_coauthors_are_ordered_by_joint_papers(scholar_env):
+    store = scholar_env.store
+    rows = store.coauthors(1)
+    weights = [w for _, _, w in rows]
+    assert weights == sorted(weights, reverse=True)
+    listed = [c["person_id"] for c in call(scholar_env, "getCoauthors", person_id=P1).data]
+    assert listed == [cid for cid, _, _ in rows]
+
+
+# --- properties -------------------------------------------------------------------------------
+
+person_rowids = st.integers(min_value=1, max_value=120)
+PROPERTY = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rowid=person_rowids, field=st.sampled_from(["name", "organization", "interest"]))
+def test_search_results_resolve_in_the_getters(scholar_env, rowid, field):
+    p = scholar_env.store.persons_by_rowid([rowid])[rowid]
+    query = {"name": p["name"], "organization": p["organization"], "interest": p["interests"][0]}[
+        field
+    ]
+    hits = call(scholar_env, "searchPerson", **{field: query}).data
+    assert hits
+    for h in hits:
+        info = call(scholar_env, "getPersonBasicInfo", person_id=h["person_id"]).data
+        assert (info["name"], info["organization"]) == (h["name"], h["organization"])
+        pubs = call(scholar_env, "getPersonPubs", person_id=h["person_id"]).data
+        assert len(pubs) == h["num_pubs"]  # counts agree with the lists
+        assert sum(x["num_citation"] for x in pubs) == h["num_citation"]
+        for x in pubs[:3]:
+            assert call(scholar_env, "getPublication", pub_id=x["pub_id"]).data["year"] == x["year"]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rowid=person_rowids)
+def test_coauthor_relation_is_symmetric(scholar_env, rowid):
+    p = scholar_env.store.persons_by_rowid([rowid])[rowid]
+    for c in call(scholar_env, "getCoauthors", person_id=p["id"]).data:
+        back = [
+            x["person_id"] for x in call(scholar_env, "getCoauthors", person_id=c["person_id"]).data
+        ]
+        assert p["id"] in back
+
+
+def test_citation_counts_are_in_degrees(scholar_env):
+    store = scholar_env.store
+    mismatched = store.query(
+        "SELECT COUNT(*) FROM pubs p WHERE p.n_citation != "
+        "(SELECT COUNT(*) FROM citations c WHERE c.dst = p.rowid)"
+    )
+    assert mismatched == [(0,)]
+    backwards = store.query(
+        "SELECT COUNT(*) FROM citations c JOIN pubs s ON s.rowid = c.src "
+        "JOIN pubs d ON d.rowid = c.dst WHERE d.year > s.year"
+    )
+    assert backwards == [(0,)]  # papers only cite papers that already exist
+
+
+def test_same_seed_gives_byte_identical_worlds(tmp_path):
+    a = generate_world("tiny", 3, tmp_path / "a.sqlite")
+    b = generate_world("tiny", 3, tmp_path / "b.sqlite")
+    c = generate_world("tiny", 4, tmp_path / "c.sqlite")
+    assert a.read_bytes() == b.read_bytes()
+    assert content_hash(a) == content_hash(b) != content_hash(c)
+
+
+def test_small_world_has_skew_namesakes_and_popularity_buckets():
+    from raleval.envs.scholar import make_scholar_env
+
+    store = make_scholar_env("small").store
+    cits = sorted((r[0] for r in store.query("SELECT n_citation FROM persons")), reverse=True)
+    top_share = sum(cits[: len(cits) // 10]) / max(1, sum(cits))
+    assert top_share > 0.4  # the top 10% hold a large share of citations (heavy tail)
+    dup = store.query(
+        "SELECT COUNT(*) FROM (SELECT name FROM persons GROUP BY name "
+        "HAVING COUNT(DISTINCT org) > 1)"
+    )[0][0]
+    assert dup >= 100  # namesakes at different organizations
+    buckets = [store.popularity(c) for c in cits]
+    assert buckets.count("head") >= len(cits) // 10 - 5
+    assert {"head", "torso", "tail"} == set(buckets)
+
+
+def test_world_file_is_reused(tmp_path, monkeypatch):
+    from raleval.envs.scholar import store as store_mod
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(store_mod, "_open_stores", {})
+    first = store_mod.load_world("tiny", 7)
+    mtime = Path(first.path).stat().st_mtime_ns
+    monkeypatch.setattr(store_mod, "_open_stores", {})
+    again = store_mod.load_world("tiny", 7)
+    assert again.path == first.path and Path(again.path).stat().st_mtime_ns == mtime
+    assert json.loads(json.dumps(again.meta))["seed"] == "7"
