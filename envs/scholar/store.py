@@ -12,7 +12,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from raleval.envs.fuzzy import FuzzyIndex
-from raleval.envs.scholar.world import GENERATOR_VERSION, TOPICS, generate_world
+from raleval.envs.scholar.world import GENERATOR_VERSION, generate_world
 
 TOPIC_CUTOFF = 80.0
 
@@ -73,14 +73,15 @@ class ScholarStore:
             found[owners[i]] = max(score, found.get(owners[i], 0.0))
         return found
 
-    @staticmethod
-    def match_topics(query: str, cutoff: float = TOPIC_CUTOFF) -> dict[int, float]:
-        return {
-            i: s
-            for _, s, i in process.extract(
-                query, TOPICS, scorer=fuzz.WRatio, score_cutoff=cutoff, limit=None
-            )
-        }
+    @cached_property
+    def topics(self) -> dict[int, str]:
+        """Research-interest vocabulary: topic rowid -> name."""
+        return dict(self.query("SELECT rowid, name FROM topics ORDER BY rowid"))
+
+    def match_topics(self, query: str, cutoff: float = TOPIC_CUTOFF) -> dict[int, float]:
+        ids, names = list(self.topics), list(self.topics.values())
+        hits = process.extract(query, names, scorer=fuzz.WRatio, score_cutoff=cutoff, limit=50)
+        return {ids[i]: score for _, score, i in hits}
 
     # --- rows ----------------------------------------------------------------------------------
     _PERSON = (

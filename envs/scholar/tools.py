@@ -7,7 +7,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raleval.envs.scholar.store import ScholarStore
-from raleval.envs.scholar.world import TOPICS
 from raleval.envs.spec import ToolSpec
 
 MAX_HITS = 10
@@ -89,7 +88,8 @@ def build_tools(store: ScholarStore) -> list[ToolSpec]:
                 parts.append(orgs[p["org"]])
             if topics is not None:
                 best = max(
-                    (s for t, s in topics.items() if TOPICS[t] in p["interests"]), default=None
+                    (s for t, s in topics.items() if store.topics[t] in p["interests"]),
+                    default=None,
                 )
                 if best is None:
                     continue

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 
 SIZES: dict[str, tuple[int, int]] = {
     # scholars, publications
@@ -190,6 +190,7 @@ CREATE TABLE citations (src INTEGER NOT NULL, dst INTEGER NOT NULL,
     PRIMARY KEY (src, dst)) WITHOUT ROWID;
 CREATE TABLE coauthors (a INTEGER NOT NULL, b INTEGER NOT NULL, weight INTEGER NOT NULL,
     PRIMARY KEY (a, b)) WITHOUT ROWID;
+CREATE TABLE topics (rowid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE person_topics (topic INTEGER NOT NULL, n_citation INTEGER NOT NULL,
     person INTEGER NOT NULL, PRIMARY KEY (topic, n_citation, person)) WITHOUT ROWID;
 """
@@ -236,13 +237,15 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     if size not in SIZES:
         raise ValueError(f"unknown world size {size!r}; choose one of {', '.join(SIZES)}")
     n_persons, n_pubs = SIZES[size]
-    rng = random.Random(f"scholar-world/{GENERATOR_VERSION}/{size}/{seed}")
+    # The seed string names only (size, seed): a schema change must not reshuffle the world.
+    rng = random.Random(f"scholar-world/2/{size}/{seed}")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     db = sqlite3.connect(tmp)
     db.execute("PRAGMA journal_mode=OFF")
     db.execute("PRAGMA synchronous=OFF")
     db.executescript(SCHEMA)
+    db.executemany("INSERT INTO topics VALUES (?, ?)", list(enumerate(TOPICS)))
 
     # Vocabulary grows with the world so that names stay varied at a million scholars.
     n_first = max(300, int(n_persons**0.5) * 2)
