@@ -34,23 +34,30 @@ class FuzzyIndex:
             for tok in set(tokens(s)):
                 postings.setdefault(tok, []).append(i)
         self.vocab = sorted(postings)
+        # Postings are built in id order, so every array is sorted (binary search below).
         self._postings = {t: np.asarray(postings[t], dtype=np.int32) for t in self.vocab}
-        self._lengths = {t: len(p) for t, p in self._postings.items()}
+        # Out-of-vocabulary tokens (typos) are matched within a (first letter, length) bucket,
+        # not against the whole vocabulary, which has hundreds of thousands of tokens.
+        self._buckets: dict[tuple[str, int], list[str]] = {}
+        for t in self.vocab:
+            self._buckets.setdefault((t[0], len(t)), []).append(t)
 
     def __len__(self) -> int:
         return len(self.strings)
 
     def _expand(self, tok: str) -> list[str]:
-        """Vocabulary tokens close to ``tok`` (itself first if present)."""
-        if tok in self._postings and len(tok) <= 2:
+        """Vocabulary tokens standing for ``tok``: itself if known, else its near spellings."""
+        if tok in self._postings:
             return [tok]
+        if len(tok) <= 2:
+            return []
+        pool: list[str] = []
+        for n in range(len(tok) - 2, len(tok) + 3):
+            pool.extend(self._buckets.get((tok[0], n), ()))
         close = process.extract(
-            tok, self.vocab, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
+            tok, pool, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
         )
-        found = [c for c, _, _ in close]
-        if tok in self._postings and tok not in found:
-            found.insert(0, tok)
-        return found
+        return [c for c, _, _ in close]
 
     def candidates(self, query: str) -> np.ndarray:
         groups: list[np.ndarray] = []
@@ -63,15 +70,18 @@ class FuzzyIndex:
         if not groups:
             return np.empty(0, dtype=np.int32)
         groups.sort(key=len)
-        # Intersect the rarest groups while that leaves something; otherwise unite them.
+        # Narrow the rarest group by the others while something is left; membership is a
+        # binary search, so common words ("for", "the") cost O(candidates), not O(postings).
         result = groups[0]
         for g in groups[1:]:
-            both = np.intersect1d(result, g, assume_unique=True)
+            if len(result) <= 64:
+                break
+            pos = np.searchsorted(g, result)
+            pos[pos == len(g)] = 0
+            both = result[g[pos] == result]
             if len(both) == 0:
                 break
             result = both
-            if len(result) <= 64:
-                break
         if len(result) > MAX_CANDIDATES:
             result = result[:MAX_CANDIDATES]
         return result
