@@ -68,12 +68,22 @@ def _tail(prompt: str) -> tuple[str, int]:
 class OracleModel(ScriptedModel):
     """Replays a task's gold solution as ReAct text, then finishes with the gold answer."""
 
-    def __init__(self, task: Task | None = None, env: Any = None) -> None:
+    def __init__(self, task: Task | None = None, env: Any = None, workflow: str = "") -> None:
         super().__init__("oracle")
-        self.task, self.env = task, env
+        self.task, self.env, self.workflow = task, env, workflow
 
     def for_episode(self, task: Task, env: Any, workflow: str) -> OracleModel:
-        return OracleModel(task, env)
+        return OracleModel(task, env, workflow)
+
+    def _program(self) -> str:
+        """PAL: the gold calls as a program, then the gold answer."""
+        assert self.task is not None
+        lines = ["```python"]
+        for i, call in enumerate(self.task.solution or []):
+            args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+            lines.append(f"r{i} = {call.tool}({args})")
+        lines += [f"final_result = {self.task.answers[0]!r}", "```"]
+        return "\n".join(lines)
 
     def _action(self, n: int) -> tuple[str, str]:
         if self.task is None:
@@ -97,6 +107,10 @@ class OracleModel(ScriptedModel):
         return "", [ToolCall(tool="Finish", arguments={"answer": self.task.answers[0]})]
 
     def respond(self, prompt: str) -> str:
+        if self.workflow == "pal":
+            if self.task is None:
+                raise ModelError("the oracle needs a task: use it through the runner", "no_task")
+            return self._program()
         slot, n = _tail(prompt)
         thought, action = self._action(n)
         if slot == "Action":

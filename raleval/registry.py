@@ -99,6 +99,7 @@ workflows: Registry[Any] = Registry(
     {
         "react": "raleval.workflows.react",
         "function_calling": "raleval.workflows.function_calling",
+        "pal": "raleval.workflows.pal",
     },
 )
 models: Registry[Any] = Registry(

@@ -176,6 +176,12 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
     if config.model.startswith("local/"):
         # The managed llama.cpp server logs next to the results it produces.
         options.setdefault("log_dir", str(config.run_dir))
+    preflight = getattr(builder, "preflight", None)
+    if preflight is not None:  # e.g. PAL refuses to run where it cannot sandbox code
+        try:
+            preflight(wf_config)
+        except RuntimeError as exc:
+            raise ConfigError(str(exc)) from exc
     model = resolve_model(config.model, options)
     env = env_factory(**config.env_options)
     run_dir = config.run_dir

@@ -40,6 +40,13 @@ class WorkflowConfig(BaseModel):
     # model says it supports it. Chat models given "user" tend to restart at Thought 1.
     react_layout: str = Field("auto", pattern="^(auto|user|prefill)$")
     prompt_file: str | None = None
+    # PAL: the program may need more than 128 tokens; it runs in an OS sandbox with limits.
+    pal_max_tokens: int = Field(512, ge=16)
+    pal_phrase_answer: bool = False
+    pal_unsafe: bool = False  # run without Landlock/seccomp where the machine has neither
+    pal_cpu_s: int = Field(10, ge=1)
+    pal_wall_s: float = Field(30.0, gt=0)
+    pal_memory_mb: int = Field(512, ge=64)
 
     def recursion_limit(self) -> int:
         """LangGraph super-steps an episode may need: a few nodes per step plus slack."""

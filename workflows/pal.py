@@ -1,0 +1,168 @@
+"""PAL: the model writes one Python program against the tools; it runs once, sandboxed.
+
+The program must set ``final_result``. An exception ends the episode as a tool-using error
+(``program_error``), which is PAL's defining weakness in R-Eval and is kept on purpose. Tool
+calls made by the program are recorded as steps like any other workflow's. Optionally a last
+model call phrases the result as an answer (``pal_phrase_answer``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from raleval.envs.spec import Environment
+from raleval.model import Message, Model
+from raleval.records import OutcomeKind, Termination
+from raleval.registry import register_workflow
+from raleval.workflows.common import EpisodeRecord, WorkflowConfig, load_prompt
+from raleval.workflows.sandbox import (
+    SandboxLimits,
+    SandboxUnavailable,
+    check_isolation,
+    run_program,
+)
+
+_FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)(?:```|$)", re.S)
+
+
+class PALState(TypedDict, total=False):
+    question: str
+    rec: EpisodeRecord
+    program: str
+    prompt: str
+
+
+def extract_program(text: str) -> str:
+    """The code of the first fenced block, or the whole reply if there is no fence."""
+    m = _FENCE.search(text)
+    return (m.group(1) if m else text).strip("\n")
+
+
+def answer_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(answer_text(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def preflight(config: WorkflowConfig) -> None:
+    """Refuse to run model-written code where the machine cannot sandbox it."""
+    if config.pal_unsafe:
+        return
+    reason = check_isolation()
+    if reason:
+        raise SandboxUnavailable(
+            f"{reason}. PAL will not run model-written code unsandboxed; pass "
+            "-W pal_unsafe=true to run it anyway in a plain subprocess with rlimits only."
+        )
+
+
+@register_workflow("pal")
+def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+    """Compile the PAL graph: write one program, run it once in the sandbox, answer."""
+    cfg = config or WorkflowConfig()
+    template = load_prompt("pal", env.name, cfg.prompt_file)
+    stubs = "\n".join(t.python_stub() for t in env.tools)
+    limits = SandboxLimits(cpu_s=cfg.pal_cpu_s, wall_s=cfg.pal_wall_s, memory_mb=cfg.pal_memory_mb)
+    code_cfg = cfg.model_copy(update={"max_tokens": max(cfg.max_tokens, cfg.pal_max_tokens)})
+
+    async def write(state: PALState) -> PALState:
+        rec = state.get("rec") or EpisodeRecord()
+        prompt = template.substitute(stubs=stubs, question=state["question"]).rstrip()
+        gen = await rec.generate(model, prompt, (Message("user", prompt),), code_cfg, ())
+        if gen is None:
+            return {"rec": rec}
+        return {"rec": rec, "program": extract_program(gen.text), "prompt": prompt}
+
+    async def execute(state: PALState) -> PALState:
+        rec = state["rec"]
+        program = state["program"]
+        faults: list[str] = []
+
+        async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
+            result = await env.call(name, arguments)
+            rec.add_step(result, tool=name, arguments=arguments, raw_action=None)
+            if result.kind is OutcomeKind.tool_fault:
+                faults.append(result.cause or "tool_fault")
+            if result.kind is not OutcomeKind.ok:
+                raise RuntimeError(result.observation)
+            return result.data
+
+        try:
+            outcome = await run_program(
+                program, [t.name for t in env.tools], call_tool, limits, enforce=not cfg.pal_unsafe
+            )
+        except SandboxUnavailable as exc:
+            rec.add_step(
+                thought=program,
+                kind=OutcomeKind.misuse,
+                cause="sandbox_unavailable",
+                observation=str(exc),
+            )
+            rec.finish(Termination.harness_error, "sandbox_unavailable")
+            return {}
+        if outcome.ok:
+            rec.answer = answer_text(outcome.result)
+            rec.add_step(thought=program, tool="Finish", arguments={"answer": rec.answer})
+            rec.finish(Termination.finished)
+            return {}
+        observation = f"{outcome.error}"
+        if outcome.traceback:
+            observation += f"\n{outcome.traceback}"
+        if faults:  # the program died because a tool backend failed: not the agent's fault
+            rec.add_step(
+                thought=program,
+                kind=OutcomeKind.tool_fault,
+                cause=faults[-1],
+                observation=observation,
+            )
+            rec.finish(Termination.tool_fault, faults[-1])
+        else:
+            detail = outcome.cause or "unknown"
+            if detail == "program_error":  # name the exception: program_error:KeyError
+                detail = (outcome.error or "Exception").split(":", 1)[0]
+            rec.add_step(
+                thought=program,
+                kind=OutcomeKind.misuse,
+                cause=f"program_error:{detail}",
+                observation=observation,
+            )
+            rec.finish(Termination.program_error, detail)
+        return {}
+
+    async def phrase(state: PALState) -> PALState:
+        rec = state["rec"]
+        prompt = (
+            f"{state['prompt']}\n```python\n{state['program']}\n```\n"
+            f"The program computed: {rec.answer}\nAnswer the question briefly.\nAnswer:"
+        )
+        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ("\n",))
+        if gen is not None and gen.text.strip():
+            rec.answer = gen.text.strip()
+        return {}
+
+    def after_write(state: PALState) -> str:
+        return END if state["rec"].done else "execute"
+
+    def after_execute(state: PALState) -> str:
+        rec = state["rec"]
+        return (
+            "phrase" if cfg.pal_phrase_answer and rec.termination is Termination.finished else END
+        )
+
+    graph = StateGraph(PALState)
+    graph.add_node("write", write)
+    graph.add_node("execute", execute)
+    graph.add_node("phrase", phrase)
+    graph.add_edge(START, "write")
+    graph.add_conditional_edges("write", after_write, ["execute", END])
+    graph.add_conditional_edges("execute", after_execute, ["phrase", END])
+    graph.add_edge("phrase", END)
+    return graph.compile()
+
+
+build_pal_graph.preflight = preflight  # type: ignore[attr-defined]
