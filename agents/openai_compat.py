@@ -23,10 +23,10 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from raleval.agents.toolcalls import tool_calls_from_content
 from raleval.model import GenerateRequest, Generation, Message, ModelError
 from raleval.records import ToolCall
 from raleval.registry import register_model_provider
+from raleval.toolcalls import tool_calls_from_content
 
 MAX_RETRY_AFTER_S = 60.0
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -104,13 +105,22 @@ class OracleModel(ScriptedModel):
         solution = self.task.solution or []
         if done < len(solution):
             return "", [solution[done]]
-        return "", [ToolCall(tool="Finish", arguments={"answer": self.task.answers[0]})]
+        if self.workflow == "dfsdt":
+            args = {"return_type": "give_answer", "final_answer": self.task.answers[0]}
+        else:
+            args = {"answer": self.task.answers[0]}
+        return "", [ToolCall(tool="Finish", arguments=args)]
 
     def respond(self, prompt: str) -> str:
+        if self.workflow in ("pal", "direct", "planned") and self.task is None:
+            raise ModelError("the oracle needs a task: use it through the runner", "no_task")
         if self.workflow == "pal":
-            if self.task is None:
-                raise ModelError("the oracle needs a task: use it through the runner", "no_task")
             return self._program()
+        if self.workflow in ("direct", "planned"):
+            if prompt.rstrip().endswith("Calls:"):
+                calls = [c.model_dump() for c in self.task.solution or []]
+                return json.dumps(calls)
+            return f" {self.task.answers[0]}"
         slot, n = _tail(prompt)
         thought, action = self._action(n)
         if slot == "Action":

@@ -26,7 +26,7 @@ def tokens(text: str) -> list[str]:
 class FuzzyIndex:
     """Maps strings to integer ids and answers fuzzy queries in milliseconds."""
 
-    def __init__(self, strings: Sequence[str], token_cutoff: float = 80.0) -> None:
+    def __init__(self, strings: Sequence[str], token_cutoff: float = 70.0) -> None:
         self.strings = list(strings)
         self.token_cutoff = token_cutoff
         postings: dict[str, list[int]] = {}
@@ -70,18 +70,22 @@ class FuzzyIndex:
         if not groups:
             return np.empty(0, dtype=np.int32)
         groups.sort(key=len)
-        # Narrow the rarest group by the others while something is left; membership is a
-        # binary search, so common words ("for", "the") cost O(candidates), not O(postings).
-        result = groups[0]
+        # Narrow the rarest group by each other group it agrees with; membership is a binary
+        # search, so common words ("for", "the") cost O(candidates), not O(postings).
+        result, disagreed = groups[0], False
         for g in groups[1:]:
-            if len(result) <= 64:
-                break
             pos = np.searchsorted(g, result)
             pos[pos == len(g)] = 0
             both = result[g[pos] == result]
-            if len(both) == 0:
-                break
-            result = both
+            if len(both):
+                result = both
+            else:
+                disagreed = True
+        if disagreed:
+            # Some token shares no string with the others (a typo expanded to the wrong words):
+            # add the small groups back, so the string the user meant stays a candidate.
+            small = [result, *(g for g in groups if len(g) <= MAX_CANDIDATES)]
+            result = np.unique(np.concatenate(small))
         if len(result) > MAX_CANDIDATES:
             result = result[:MAX_CANDIDATES]
         return result

@@ -100,6 +100,9 @@ workflows: Registry[Any] = Registry(
         "react": "raleval.workflows.react",
         "function_calling": "raleval.workflows.function_calling",
         "pal": "raleval.workflows.pal",
+        "dfsdt": "raleval.workflows.dfsdt",
+        "direct": "raleval.workflows.baselines",
+        "planned": "raleval.workflows.baselines",
     },
 )
 models: Registry[Any] = Registry(

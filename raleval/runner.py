@@ -158,6 +158,7 @@ async def run_episode(
         n_llm_calls=len(rec.llm_calls),
         prompt_tokens=rec.prompt_tokens,
         completion_tokens=rec.completion_tokens,
+        extra=rec.extra,
     )
 
 

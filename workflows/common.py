@@ -47,10 +47,15 @@ class WorkflowConfig(BaseModel):
     pal_cpu_s: int = Field(10, ge=1)
     pal_wall_s: float = Field(30.0, gt=0)
     pal_memory_mb: int = Field(512, ge=64)
+    # DFSDT (ToolBench's DFS_woFilter_w2): tree width, depth in Thought/Action/Input levels,
+    # and the number of model calls the whole search may make.
+    dfsdt_width: int = Field(2, ge=1)
+    dfsdt_max_depth: int = Field(12, ge=2)
+    dfsdt_query_budget: int = Field(60, ge=1)
 
     def recursion_limit(self) -> int:
         """LangGraph super-steps an episode may need: a few nodes per step plus slack."""
-        return 3 * self.max_steps + 10
+        return max(3 * self.max_steps, 2 * self.dfsdt_query_budget) + 10
 
 
 DEFAULT_CONTEXT_TOKENS = 8192
@@ -91,6 +96,7 @@ class EpisodeRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     started: float = field(default_factory=time.monotonic)
+    extra: dict[str, Any] = field(default_factory=dict)  # workflow-specific records
     _last_prompt: str = ""
     _last_output: str = ""
 

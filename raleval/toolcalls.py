@@ -32,7 +32,7 @@ def tool_calls_from_content(text: str) -> list[ToolCall]:
         if not isinstance(obj, dict):
             continue
         fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj
-        name = fn.get("name")
+        name = fn.get("name", fn.get("tool"))
         args = fn.get("arguments", fn.get("parameters", {}))
         if isinstance(args, str):
             try:

@@ -1,0 +1,117 @@
+"""Two baselines that bracket the agent workflows.
+
+- ``direct``: the model answers from what it knows, with no tools. On raleval's fictional
+  worlds this should be near zero; anything it gets right is answer-from-memory (AM).
+- ``planned``: CRAG-style planned retrieval. One call writes the lookups as JSON (entities and
+  aspects of the question), the harness runs them, one call answers from the results. No
+  interleaving: later lookups cannot use earlier results.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from string import Template
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from raleval.envs.spec import Environment
+from raleval.model import Message, Model
+from raleval.records import OutcomeKind, Termination
+from raleval.registry import register_workflow
+from raleval.toolcalls import tool_calls_from_content
+from raleval.workflows.common import EpisodeRecord, WorkflowConfig, load_prompt
+
+
+class BaselineState(TypedDict, total=False):
+    question: str
+    rec: EpisodeRecord
+    results: list[str]
+
+
+@register_workflow("direct")
+def build_direct_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+    """One model call, no tools."""
+    cfg = config or WorkflowConfig()
+    template = load_prompt("direct", env.name, cfg.prompt_file)
+
+    async def answer(state: BaselineState) -> BaselineState:
+        rec = state.get("rec") or EpisodeRecord()
+        prompt = template.substitute(question=state["question"]).rstrip()
+        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ("\n",))
+        if gen is not None:
+            rec.answer = gen.text.strip()
+            rec.add_step(tool="Finish", arguments={"answer": rec.answer})
+            rec.finish(Termination.finished)
+        return {"rec": rec}
+
+    graph = StateGraph(BaselineState)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "answer")
+    graph.add_edge("answer", END)
+    return graph.compile()
+
+
+def _answer_template() -> Template:
+    path = resources.files("raleval.workflows").joinpath("prompts", "planned", "answer.txt")
+    return Template(path.read_text(encoding="utf-8"))
+
+
+@register_workflow("planned")
+def build_planned_graph(
+    model: Model, env: Environment, config: WorkflowConfig | None = None
+) -> Any:
+    """Plan the lookups as JSON, run them, answer from the results."""
+    cfg = config or WorkflowConfig()
+    plan_template = load_prompt("planned", env.name, cfg.prompt_file)
+    answer_template = _answer_template()
+    tool_list = "\n".join(f"- {t.react_signature()}: {t.description}" for t in env.tools)
+
+    async def plan(state: BaselineState) -> BaselineState:
+        rec = state.get("rec") or EpisodeRecord()
+        prompt = plan_template.substitute(tools=tool_list, question=state["question"]).rstrip()
+        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ())
+        if gen is None:
+            return {"rec": rec}
+        calls = tool_calls_from_content(gen.text)
+        if not calls:
+            rec.add_step(
+                thought=gen.text,
+                kind=OutcomeKind.parse_error,
+                cause="invalid_plan",
+                observation="The plan held no function call.",
+            )
+        results = []
+        for call in calls[: cfg.max_steps]:
+            result = await env.call(call.tool, call.arguments)
+            rec.add_step(
+                result,
+                tool=call.tool,
+                arguments=call.arguments,
+                raw_action=json.dumps({"tool": call.tool, "arguments": call.arguments}),
+            )
+            results.append(f"{call.tool}({json.dumps(call.arguments)}): {result.observation}")
+        return {"rec": rec, "results": results}
+
+    async def answer(state: BaselineState) -> BaselineState:
+        rec = state["rec"]
+        results = "\n".join(state.get("results") or []) or "(nothing)"
+        prompt = answer_template.substitute(question=state["question"], results=results).rstrip()
+        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ("\n",))
+        if gen is not None:
+            rec.answer = gen.text.strip()
+            rec.add_step(tool="Finish", arguments={"answer": rec.answer})
+            rec.finish(Termination.finished)
+        return {}
+
+    def after_plan(state: BaselineState) -> str:
+        return END if state["rec"].done else "answer"
+
+    graph = StateGraph(BaselineState)
+    graph.add_node("plan", plan)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "plan")
+    graph.add_conditional_edges("plan", after_plan, ["answer", END])
+    graph.add_edge("answer", END)
+    return graph.compile()

@@ -1,0 +1,221 @@
+"""DFSDT: ToolBench's depth-first search decision tree over function calls (``DFS_woFilter``).
+
+- Each assistant message adds up to three tree levels (Thought if it has text, Action, Action
+  Input), so the default depth limit of 12 allows about four tool calls along one path.
+- At each state up to ``dfsdt_width`` (2) children are generated one after the other; the
+  second and later get a diversity message listing the earlier children's actions.
+- ``Finish(return_type="give_answer", final_answer=...)`` ends the search with the answer.
+- ``Finish(return_type="give_up_and_restart")`` abandons the state that chose it: the search
+  backtracks one step earlier, whose next child is generated.
+- A child at the depth limit is pruned and its parent tries a sibling.
+- A query budget (model calls) bounds the whole search.
+
+The search runs as an explicit stack inside a LangGraph loop; every node of the tree is kept in
+the trajectory (``extra["tree"]``), abandoned branches included.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from raleval.envs.spec import Environment
+from raleval.model import Message, Model
+from raleval.records import OutcomeKind, Termination
+from raleval.registry import register_workflow
+from raleval.workflows.common import EpisodeRecord, WorkflowConfig, load_prompt
+
+FINISH_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Finish",
+        "description": "Give the final answer, or give up on this path and restart.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "return_type": {"type": "string", "enum": ["give_answer", "give_up_and_restart"]},
+                "final_answer": {"type": "string", "description": "the answer (give_answer)"},
+            },
+            "required": ["return_type"],
+        },
+    },
+}
+
+
+@dataclass
+class TreeNode:
+    id: int
+    parent: int | None
+    depth: int
+    thought: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    observation: str | None = None
+    status: str = "open"  # open | answer | give_up | pruned | exhausted | invalid
+    messages: list[Message] = field(default_factory=list, repr=False)
+    children: list[int] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("messages")
+        return d
+
+
+class DFSState(TypedDict, total=False):
+    question: str
+    rec: EpisodeRecord
+    stack: list[int]
+    tree: list[TreeNode]
+    queries: int
+
+
+def diversity_message(previous: list[TreeNode]) -> Message:
+    tried = [
+        {"name": n.tool, "arguments": n.arguments, "function_output": n.observation}
+        for n in previous
+    ]
+    return Message(
+        "user",
+        "You have tried this step before and those tries did not lead to an answer. Your "
+        f"earlier actions from this state were: {json.dumps(tried, ensure_ascii=False)}. "
+        "Choose an action different from all of them.",
+    )
+
+
+@register_workflow("dfsdt")
+def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+    """Compile the DFSDT graph for ``model`` on ``env``'s tools."""
+    cfg = config or WorkflowConfig()
+    system = load_prompt("dfsdt", env.name, cfg.prompt_file).substitute()
+    schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
+
+    async def step(state: DFSState) -> DFSState:
+        rec = state.get("rec") or EpisodeRecord()
+        tree = state.get("tree")
+        if tree is None:
+            root = TreeNode(
+                0,
+                None,
+                0,
+                status="root",
+                messages=[
+                    Message("system", system),
+                    Message("user", f"Question: {state['question']}"),
+                ],
+            )
+            tree, stack = [root], [0]
+        else:
+            stack = list(state["stack"])
+        queries = state.get("queries", 0)
+        if not stack:
+            rec.finish(Termination.finished, "tree_exhausted")  # every path gave up
+            return {"rec": rec, "tree": tree, "stack": stack}
+        if queries >= cfg.dfsdt_query_budget:
+            rec.finish(Termination.step_limit, "query_budget")
+            return {"rec": rec, "tree": tree, "stack": stack}
+        node = tree[stack[-1]]
+        if len(node.children) >= cfg.dfsdt_width:
+            node.status = "exhausted" if node.status == "open" else node.status
+            stack.pop()  # all children tried: back to the parent, which tries its next child
+            return {"rec": rec, "tree": tree, "stack": stack}
+        messages = list(node.messages)
+        if node.children:
+            messages.append(diversity_message([tree[c] for c in node.children]))
+        flat = "\n".join(f"{m.role}: {m.content}" for m in messages)
+        gen = await rec.generate(model, flat, tuple(messages), cfg, (), schemas)
+        queries += 1
+        if gen is None:
+            return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
+        thought = gen.text.strip() or None
+        call = gen.tool_calls[0] if gen.tool_calls else None
+        depth = node.depth + (1 if thought else 0) + (2 if call else 0)
+        child = TreeNode(
+            len(tree),
+            node.id,
+            depth,
+            thought=thought,
+            tool=call.tool if call else None,
+            arguments=call.arguments if call else None,
+        )
+        tree.append(child)
+        node.children.append(child.id)
+        assistant = Message("assistant", gen.text, (call,) if call else ())
+        if call is None:
+            child.status = "invalid"
+            rec.add_step(
+                thought=thought,
+                kind=OutcomeKind.parse_error,
+                cause="no_function_call",
+                observation="No function was called.",
+            )
+            child.messages = [
+                *node.messages,
+                assistant,
+                Message("user", "Call one of the functions."),
+            ]
+        elif call.tool == "Finish":
+            kind = str(call.arguments.get("return_type", ""))
+            if kind == "give_answer" and "final_answer" in call.arguments:
+                child.status = "answer"
+                rec.answer = str(call.arguments["final_answer"])
+                rec.add_step(thought=thought, tool="Finish", arguments=call.arguments)
+                rec.finish(Termination.finished)
+                return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
+            if kind == "give_up_and_restart":
+                child.status = "give_up"
+                rec.add_step(
+                    thought=thought,
+                    tool="Finish",
+                    arguments=call.arguments,
+                    observation="Gave up on this path; restarting from an earlier step.",
+                )
+                stack.pop()  # abandon the state that gave up: its parent tries a sibling
+                return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
+            child.status = "invalid"
+            child.observation = (
+                'Finish needs return_type "give_answer" with final_answer, or '
+                '"give_up_and_restart".'
+            )
+            rec.add_step(
+                thought=thought,
+                tool="Finish",
+                arguments=call.arguments,
+                observation=child.observation,
+                kind=OutcomeKind.misuse,
+                cause="bad_arguments",
+            )
+            child.messages = [
+                *node.messages,
+                assistant,
+                Message("tool", child.observation, tool_call_id="call_0"),
+            ]
+        else:
+            result = await env.call(call.tool, call.arguments)
+            child.observation = result.observation
+            rec.add_step(result, thought=thought, tool=call.tool, arguments=call.arguments)
+            child.messages = [
+                *node.messages,
+                assistant,
+                Message("tool", result.observation, tool_call_id="call_0"),
+            ]
+        if child.depth >= cfg.dfsdt_max_depth:
+            child.status = "pruned"  # too deep: the parent tries its next child
+        else:
+            stack.append(child.id)
+        return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
+
+    def after(state: DFSState) -> str:
+        rec = state["rec"]
+        if rec.done:
+            rec.extra["tree"] = [n.summary() for n in state["tree"]]
+            return END
+        return "step"
+
+    graph = StateGraph(DFSState)
+    graph.add_node("step", step)
+    graph.add_edge(START, "step")
+    graph.add_conditional_edges("step", after, ["step", END])
+    return graph.compile()
