@@ -203,6 +203,23 @@ class ScholarStore:
             for r in rows
         ]
 
+    def person_pubs_with_authors(self, person_id: str) -> list[tuple] | None:
+        """(pub id, title, citations, year, author names joined by \x1f) of a person's papers,
+        most cited first, in one query; ``None`` for an unknown person."""
+        rows = self.query(
+            "SELECT p.rowid IS NULL, p.id, p.title, p.n_citation, p.year, "
+            "(SELECT group_concat(name, char(31)) FROM (SELECT pe.name FROM authorship a2 "
+            " JOIN persons pe ON pe.rowid = a2.person WHERE a2.pub = p.rowid "
+            " ORDER BY a2.position)) "
+            "FROM persons me LEFT JOIN authorship a ON a.person = me.rowid "
+            "LEFT JOIN pubs p ON p.rowid = a.pub WHERE me.id = ? "
+            "ORDER BY p.n_citation DESC, p.id",
+            (person_id,),
+        )
+        if not rows:
+            return None
+        return [r[1:] for r in rows if not r[0]]
+
     def coauthors(self, person_rowid: int) -> list[tuple[str, str, int]]:
         """(person id, name, joint papers), most frequent first, then most cited."""
         return [

@@ -151,20 +151,16 @@ def build_tools(store: ScholarStore) -> list[ToolSpec]:
         }
 
     def get_person_pubs(person_id: str) -> list[dict[str, Any]]:
-        p = store.person(person_id)
-        if p is None:
-            return []
-        pubs = store.person_pubs(p["rowid"])
-        authors = store.pub_authors([x["rowid"] for x in pubs])
+        rows = store.person_pubs_with_authors(person_id)
         return [
             {
-                "pub_id": x["id"],
-                "title": x["title"],
-                "num_citation": x["n_citation"],
-                "year": x["year"],
-                "authors_name_list": [n for _, n in authors[x["rowid"]]],
+                "pub_id": pid,
+                "title": title,
+                "num_citation": cit,
+                "year": year,
+                "authors_name_list": names.split("\x1f") if names else [],
             }
-            for x in pubs
+            for pid, title, cit, year, names in rows or []
         ]
 
     return [
