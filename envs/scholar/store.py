@@ -33,6 +33,10 @@ class ScholarStore:
         self._db = sqlite3.connect(
             f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False
         )
+        # Reads go through a memory map (no read() syscall per page) and a 256 MB page cache:
+        # getters touch random pages of a multi-gigabyte file.
+        self._db.execute("PRAGMA mmap_size = 17179869184")
+        self._db.execute("PRAGMA cache_size = -262144")
         self._lock = threading.Lock()
         self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.n_persons = int(self.meta["n_persons"])
