@@ -111,8 +111,12 @@ async def run_episode(
     wf_config: Any,
     agent: AgentSpec,
     epoch: int = 0,
+    graph: Any = None,
 ) -> Trajectory:
-    """Run one episode; never raises: harness failures are recorded as ``harness_error``."""
+    """Run one episode; never raises: harness failures are recorded as ``harness_error``.
+
+    ``graph`` is the workflow compiled once for the run; without it one is compiled here.
+    """
     from raleval.workflows.common import EpisodeRecord
 
     started_at = datetime.now(timezone.utc)
@@ -124,11 +128,15 @@ async def run_episode(
             if hasattr(model, "for_episode")
             else model
         )
-        graph = builder(episode_model, session, wf_config)
+        if graph is None:
+            graph = builder(episode_model, session, wf_config)
         await asyncio.wait_for(
             graph.ainvoke(
                 {"question": task.question, "rec": rec},
-                {"recursion_limit": wf_config.recursion_limit()},
+                {
+                    "recursion_limit": wf_config.recursion_limit(),
+                    "configurable": {"model": episode_model, "env": session},
+                },
             ),
             # The workflow enforces the budget itself; this is the safety net.
             timeout=wf_config.time_limit_s + 30,
@@ -247,6 +255,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         cache = ResponseCache(config.cache_path or default_cache_path())
         model = CachedModel(model, cache)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
+    graph = builder(model, env, wf_config)  # compiled once; episodes differ in `configurable`
 
     queue: asyncio.Queue[Task] = asyncio.Queue()
     for t in pending:
@@ -262,7 +271,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
                 task = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            traj = await run_episode(task, model, env, builder, wf_config, agent)
+            traj = await run_episode(task, model, env, builder, wf_config, agent, graph=graph)
             score_trajectory(traj, task)
             results.append(traj)
             f1s.append(traj.scores["f1"])

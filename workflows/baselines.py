@@ -14,6 +14,7 @@ from importlib import resources
 from string import Template
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from raleval.envs.spec import Environment
@@ -21,7 +22,13 @@ from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
 from raleval.toolcalls import tool_calls_from_content
-from raleval.workflows.common import EpisodeRecord, WorkflowConfig, load_prompt
+from raleval.workflows.common import (
+    EpisodeRecord,
+    WorkflowConfig,
+    episode_env,
+    episode_model,
+    load_prompt,
+)
 
 
 class BaselineState(TypedDict, total=False):
@@ -36,10 +43,11 @@ def build_direct_graph(model: Model, env: Environment, config: WorkflowConfig | 
     cfg = config or WorkflowConfig()
     template = load_prompt("direct", env.name, cfg.prompt_file)
 
-    async def answer(state: BaselineState) -> BaselineState:
+    async def answer(state: BaselineState, config: RunnableConfig) -> BaselineState:
+        ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
         prompt = template.substitute(question=state["question"]).rstrip()
-        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ("\n",))
+        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ("\n",))
         if gen is not None:
             rec.answer = gen.text.strip()
             rec.add_step(tool="Finish", arguments={"answer": rec.answer})
@@ -68,10 +76,11 @@ def build_planned_graph(
     answer_template = _answer_template()
     tool_list = "\n".join(f"- {t.react_signature()}: {t.description}" for t in env.tools)
 
-    async def plan(state: BaselineState) -> BaselineState:
+    async def plan(state: BaselineState, config: RunnableConfig) -> BaselineState:
+        ep_model, ep_env = episode_model(config, model), episode_env(config, env)
         rec = state.get("rec") or EpisodeRecord()
         prompt = plan_template.substitute(tools=tool_list, question=state["question"]).rstrip()
-        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ())
+        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ())
         if gen is None:
             return {"rec": rec}
         calls = tool_calls_from_content(gen.text)
@@ -84,7 +93,7 @@ def build_planned_graph(
             )
         results = []
         for call in calls[: cfg.max_steps]:
-            result = await env.call(call.tool, call.arguments)
+            result = await ep_env.call(call.tool, call.arguments)
             rec.add_step(
                 result,
                 tool=call.tool,
@@ -94,11 +103,12 @@ def build_planned_graph(
             results.append(f"{call.tool}({json.dumps(call.arguments)}): {result.observation}")
         return {"rec": rec, "results": results}
 
-    async def answer(state: BaselineState) -> BaselineState:
+    async def answer(state: BaselineState, config: RunnableConfig) -> BaselineState:
+        ep_model = episode_model(config, model)
         rec = state["rec"]
         results = "\n".join(state.get("results") or []) or "(nothing)"
         prompt = answer_template.substitute(question=state["question"], results=results).rstrip()
-        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ("\n",))
+        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ("\n",))
         if gen is not None:
             rec.answer = gen.text.strip()
             rec.add_step(tool="Finish", arguments={"answer": rec.answer})

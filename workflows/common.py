@@ -61,6 +61,21 @@ class WorkflowConfig(BaseModel):
 DEFAULT_CONTEXT_TOKENS = 8192
 
 
+# A graph is compiled once per run (compiling costs milliseconds); what differs per episode (a
+# scripted model bound to its task, a stateful environment session) arrives in LangGraph's
+# runtime ``configurable``, and the builder's arguments are the defaults.
+
+
+def episode_model(config: Any, default: Any) -> Any:
+    """The model of this episode."""
+    return ((config or {}).get("configurable") or {}).get("model", default)
+
+
+def episode_env(config: Any, default: Any) -> Any:
+    """The environment session of this episode."""
+    return ((config or {}).get("configurable") or {}).get("env", default)
+
+
 def count_tokens(model: Model, text: str) -> int:
     """Tokens of ``text`` with the model's own tokenizer where it has one, else ~4 chars/token."""
     counter = getattr(model, "count_tokens", None)

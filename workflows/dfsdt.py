@@ -20,13 +20,20 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from raleval.envs.spec import Environment
 from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
-from raleval.workflows.common import EpisodeRecord, WorkflowConfig, load_prompt
+from raleval.workflows.common import (
+    EpisodeRecord,
+    WorkflowConfig,
+    episode_env,
+    episode_model,
+    load_prompt,
+)
 
 FINISH_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -92,7 +99,8 @@ def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | N
     system = load_prompt("dfsdt", env.name, cfg.prompt_file).substitute()
     schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
 
-    async def step(state: DFSState) -> DFSState:
+    async def step(state: DFSState, config: RunnableConfig) -> DFSState:
+        ep_model, ep_env = episode_model(config, model), episode_env(config, env)
         rec = state.get("rec") or EpisodeRecord()
         tree = state.get("tree")
         if tree is None:
@@ -125,7 +133,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | N
         if node.children:
             messages.append(diversity_message([tree[c] for c in node.children]))
         flat = "\n".join(f"{m.role}: {m.content}" for m in messages)
-        gen = await rec.generate(model, flat, tuple(messages), cfg, (), schemas)
+        gen = await rec.generate(ep_model, flat, tuple(messages), cfg, (), schemas)
         queries += 1
         if gen is None:
             return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
@@ -193,7 +201,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | N
                 Message("tool", child.observation, tool_call_id="call_0"),
             ]
         else:
-            result = await env.call(call.tool, call.arguments)
+            result = await ep_env.call(call.tool, call.arguments)
             child.observation = result.observation
             rec.add_step(result, thought=thought, tool=call.tool, arguments=call.arguments)
             child.messages = [

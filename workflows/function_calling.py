@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages import ToolMessage as LCToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
@@ -27,6 +28,8 @@ from raleval.workflows.common import (
     EpisodeRecord,
     WorkflowConfig,
     count_tokens,
+    episode_env,
+    episode_model,
     load_prompt,
 )
 from raleval.workflows.langchain_model import RalevalChatModel, to_raleval_messages
@@ -73,7 +76,8 @@ def build_function_calling_graph(
         model, "context_window", DEFAULT_CONTEXT_TOKENS
     )
 
-    async def agent(state: FCState) -> FCState:
+    async def agent(state: FCState, config: RunnableConfig) -> FCState:
+        ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
         new: list[BaseMessage] = []
         messages = list(state.get("messages") or [])
@@ -85,13 +89,13 @@ def build_function_calling_graph(
             rec.finish(Termination.step_limit)
             return {"rec": rec, "messages": new}
         flat = transcript(to_raleval_messages(messages))
-        if count_tokens(model, flat) > context_limit:
+        if count_tokens(ep_model, flat) > context_limit:
             rec.finish(Termination.context_limit)
             return {"rec": rec, "messages": new}
 
         async def recorded(request: GenerateRequest) -> Generation | None:
             return await rec.generate(
-                model, flat, request.messages, cfg, request.stop, request.tools
+                ep_model, flat, request.messages, cfg, request.stop, request.tools
             )
 
         chat = RalevalChatModel(
@@ -114,13 +118,14 @@ def build_function_calling_graph(
             rec.finish(Termination.finished)
         return {"rec": rec, "messages": [*new, reply], "turns": turns}
 
-    async def tools(state: FCState) -> FCState:
+    async def tools(state: FCState, config: RunnableConfig) -> FCState:
+        ep_env = episode_env(config, env)
         rec = state["rec"]
         last = state["messages"][-1]
         thought = last.content if isinstance(last.content, str) and last.content else None
         out: list[BaseMessage] = []
         for call in last.tool_calls:
-            result = await env.call(call["name"], call["args"])
+            result = await ep_env.call(call["name"], call["args"])
             rec.add_step(
                 result,
                 thought=thought,

@@ -11,13 +11,20 @@ from __future__ import annotations
 import re
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from raleval.envs.spec import Environment
 from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
-from raleval.workflows.common import EpisodeRecord, WorkflowConfig, load_prompt
+from raleval.workflows.common import (
+    EpisodeRecord,
+    WorkflowConfig,
+    episode_env,
+    episode_model,
+    load_prompt,
+)
 from raleval.workflows.sandbox import (
     SandboxLimits,
     SandboxUnavailable,
@@ -70,21 +77,23 @@ def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | Non
     limits = SandboxLimits(cpu_s=cfg.pal_cpu_s, wall_s=cfg.pal_wall_s, memory_mb=cfg.pal_memory_mb)
     code_cfg = cfg.model_copy(update={"max_tokens": max(cfg.max_tokens, cfg.pal_max_tokens)})
 
-    async def write(state: PALState) -> PALState:
+    async def write(state: PALState, config: RunnableConfig) -> PALState:
+        ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
         prompt = template.substitute(stubs=stubs, question=state["question"]).rstrip()
-        gen = await rec.generate(model, prompt, (Message("user", prompt),), code_cfg, ())
+        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), code_cfg, ())
         if gen is None:
             return {"rec": rec}
         return {"rec": rec, "program": extract_program(gen.text), "prompt": prompt}
 
-    async def execute(state: PALState) -> PALState:
+    async def execute(state: PALState, config: RunnableConfig) -> PALState:
+        ep_env = episode_env(config, env)
         rec = state["rec"]
         program = state["program"]
         faults: list[str] = []
 
         async def call_tool(name: str, arguments: dict[str, Any]) -> Any:
-            result = await env.call(name, arguments)
+            result = await ep_env.call(name, arguments)
             rec.add_step(result, tool=name, arguments=arguments, raw_action=None)
             if result.kind is OutcomeKind.tool_fault:
                 faults.append(result.cause or "tool_fault")
@@ -134,13 +143,14 @@ def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | Non
             rec.finish(Termination.program_error, detail)
         return {}
 
-    async def phrase(state: PALState) -> PALState:
+    async def phrase(state: PALState, config: RunnableConfig) -> PALState:
+        ep_model = episode_model(config, model)
         rec = state["rec"]
         prompt = (
             f"{state['prompt']}\n```python\n{state['program']}\n```\n"
             f"The program computed: {rec.answer}\nAnswer the question briefly.\nAnswer:"
         )
-        gen = await rec.generate(model, prompt, (Message("user", prompt),), cfg, ("\n",))
+        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ("\n",))
         if gen is not None and gen.text.strip():
             rec.answer = gen.text.strip()
         return {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from raleval.envs.spec import Environment
@@ -23,6 +24,8 @@ from raleval.workflows.common import (
     EpisodeRecord,
     WorkflowConfig,
     count_tokens,
+    episode_env,
+    episode_model,
     load_prompt,
 )
 from raleval.workflows.parsing import ActionParseError, parse_action
@@ -85,7 +88,8 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
             return (Message("user", head), Message("assistant", pad.lstrip("\n")))
         return (Message("user", head + pad),)
 
-    async def reason(state: ReActState) -> ReActState:
+    async def reason(state: ReActState, config: RunnableConfig) -> ReActState:
+        ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
         head = state.get("header") or header(state["question"])
         scratchpad = state.get("scratchpad", "")
@@ -93,12 +97,12 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
         if n > cfg.max_steps:
             rec.finish(Termination.step_limit)
             return {"rec": rec}
-        if count_tokens(model, head + scratchpad) > context_limit:
+        if count_tokens(ep_model, head + scratchpad) > context_limit:
             rec.finish(Termination.context_limit)
             return {"rec": rec}
         pad = f"{scratchpad}\nThought {n}:"
         stop: tuple[str, ...] = ("\nObservation",) if cfg.react_style == "single" else ("\n",)
-        gen = await rec.generate(model, head + pad, messages_for(head, pad), cfg, stop)
+        gen = await rec.generate(ep_model, head + pad, messages_for(head, pad), cfg, stop)
         base = {"rec": rec, "header": head, "scratchpad": scratchpad, "n": n}
         if gen is None:
             return base
@@ -108,13 +112,14 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
         if not action:
             # Ask for the Action on its own, as ReAct does when the model stops early.
             pad2 = f"{pad} {thought}\nAction {n}:"
-            gen2 = await rec.generate(model, head + pad2, messages_for(head, pad2), cfg, ("\n",))
+            gen2 = await rec.generate(ep_model, head + pad2, messages_for(head, pad2), cfg, ("\n",))
             if gen2 is None:
                 return base
             action = gen2.text.strip()
         return {**base, "thought": thought, "action": action}
 
-    async def act(state: ReActState) -> ReActState:
+    async def act(state: ReActState, config: RunnableConfig) -> ReActState:
+        ep_env = episode_env(config, env)
         rec, n = state["rec"], state["n"]
         thought, action_text = state.get("thought") or "", state.get("action") or ""
         action_line = one_line(action_text.splitlines()[0] if action_text.strip() else "")
@@ -143,7 +148,7 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
             )
             rec.finish(Termination.finished)
             return {}
-        result = await env.call(parsed.tool, parsed.arguments)
+        result = await ep_env.call(parsed.tool, parsed.arguments)
         observation = one_line(result.observation)
         rec.add_step(
             result,
