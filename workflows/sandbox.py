@@ -19,11 +19,13 @@ refuses to run unless explicitly allowed to run unsandboxed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import json
 import os
 import platform
 import resource
+import shutil
 import sys
 import sysconfig
 import tempfile
@@ -323,6 +325,12 @@ async def run_program(
     except (BrokenPipeError, ConnectionResetError):
         result.cause, result.error = "killed", "the program's process closed the proxy"
     finally:
+        if proc.returncode is None and result.cause == "killed":
+            # The proxy closed because the process is exiting: let asyncio's watcher collect
+            # its status. Killing it now would make Popen.poll() reap it first, and the watcher
+            # would then report 255 instead of the signal that ended it.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), timeout=2.0)
         if proc.returncode is None:
             proc.kill()
         await proc.wait()
@@ -332,7 +340,5 @@ async def run_program(
             result.error = f"the program was killed by signal {-proc.returncode}"
             if -proc.returncode in (9, 24):  # SIGKILL from RLIMIT_CPU hard limit, SIGXCPU
                 result.cause = "resource_limit"
-        import shutil
-
         shutil.rmtree(workdir, ignore_errors=True)
     return result
