@@ -83,7 +83,8 @@ class OracleModel(ScriptedModel):
         for i, call in enumerate(self.task.solution or []):
             args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
             lines.append(f"r{i} = {call.tool}({args})")
-        lines += [f"final_result = {self.task.answers[0]!r}", "```"]
+        expr = self.task.metadata.get("answer_expr") or repr(self.task.answers[0])
+        lines += [f"final_result = {expr}", "```"]
         return "\n".join(lines)
 
     def _action(self, n: int) -> tuple[str, str]:

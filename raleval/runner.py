@@ -200,7 +200,44 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
         tasks = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
+    if wf_config.shots > 1:
+        examples = k_shot_examples(config, env, tasks, builder, wf_config.shots - 1)
+        wf_config = wf_config.model_copy(update={"examples": examples})
     return env, tasks, model, builder, wf_config
+
+
+POOL_SEED_OFFSET = 7919  # the example pool is generated with a different seed
+
+
+def k_shot_examples(
+    config: RunConfig, env: Any, tasks: list[Task], builder: Any, n: int
+) -> list[str]:
+    """``n`` solved examples from a pool disjoint from ``tasks``, in the workflow's format.
+
+    Pool tasks come from the same task set with another seed; their gold solutions are run
+    against the environment, so the examples show real observations. Families take turns.
+    """
+    from raleval.tasks.catalog import load_tasks
+
+    render = getattr(builder, "render_example", None)
+    if render is None:
+        raise ConfigError(f"workflow {config.workflow!r} does not take k-shot examples")
+    if config.tasks.endswith(".jsonl"):
+        raise ConfigError("k-shot examples are drawn from a generated task set, not a file")
+    pool = load_tasks(config.tasks, env, config.env, max(3 * n, 10), config.seed + POOL_SEED_OFFSET)
+    taken = {t.question for t in tasks}
+    by_family: dict[str, list[Task]] = {}
+    for t in pool:
+        if t.solution and t.question not in taken:
+            by_family.setdefault(t.family, []).append(t)
+    ordered = [t for group in zip(*by_family.values(), strict=False) for t in group]
+    if len(ordered) < n:
+        raise ConfigError(f"the example pool has {len(ordered)} tasks; {n} are needed")
+    examples = []
+    for t in ordered[:n]:
+        calls = [(c, env.call_sync(c.tool, c.arguments).observation) for c in t.solution or []]
+        examples.append(render(t.question, calls, t.answers[0], t.metadata.get("answer_expr"), env))
+    return examples
 
 
 def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: Any) -> Path:

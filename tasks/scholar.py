@@ -62,7 +62,13 @@ def _generate_ks(env: Any, n: int, seed: int) -> list[Task]:
                 answers=[gold],
                 tags=TaskTags(question_type="simple", popularity=store.popularity(p["n_citation"])),
                 solution=solution,
-                metadata={"template": template, "person_id": p["id"]},
+                # How the answer follows from the solution's results (r0, r1, ...): used to
+                # render k-shot PAL examples that compute their answer.
+                metadata={
+                    "template": template,
+                    "person_id": p["id"],
+                    "answer_expr": f"r0[0][{field!r}]",
+                },
             )
         )
     return tasks

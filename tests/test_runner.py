@@ -178,3 +178,25 @@ def test_results_file_lines_are_complete_json(tmp_path):
     lines = (summary.run_dir / RESULTS).read_text().splitlines()
     assert len(lines) == 3 and all(json.loads(line)["task_id"] for line in lines)
     assert len(list(ResultsFile(summary.run_dir / RESULTS))) == 3
+
+
+@pytest.mark.parametrize("workflow", ["react", "function_calling", "pal", "dfsdt"])
+def test_k_shot_examples_come_from_a_disjoint_pool(tmp_path, workflow):
+    from raleval.workflows.sandbox import check_isolation
+
+    if workflow == "pal" and check_isolation() is not None:
+        pytest.skip("no sandbox here")
+    summary, results = run_config(
+        tmp_path, workflow=workflow, limit=3, workflow_options={"shots": 3}
+    )
+    assert summary.mean_f1 == 1.0
+    first = results[0].llm_calls[0].prompt
+    assert first.count("Here is another example.") == 2
+    assert first.count("Ilsa Maroundberg") >= 2  # the built-in example is still there
+    tasks = {t.question for t in read_tasks(summary.run_dir / TASKS)}
+    examples = [chunk.split("\n", 2)[1] for chunk in first.split("Here is another example.")[1:]]
+    assert all(q.startswith("Question: ") and q[len("Question: ") :] not in tasks for q in examples)
+    if workflow == "pal":
+        assert "final_result = r0[0][" in first  # examples compute their answer
+    elif workflow == "react":
+        assert "\nObservation 1: [{" in first.split("Here is another example.")[1]

@@ -40,6 +40,10 @@ class WorkflowConfig(BaseModel):
     # model says it supports it. Chat models given "user" tend to restart at Thought 1.
     react_layout: str = Field("auto", pattern="^(auto|user|prefill)$")
     prompt_file: str | None = None
+    # k-shot: the template's example plus shots - 1 from a disjoint pool of generated tasks,
+    # rendered by the runner in this workflow's own format (see ``examples_text``).
+    shots: int = Field(1, ge=1, le=16)
+    examples: list[str] = Field(default_factory=list)
     # PAL: the program may need more than 128 tokens; it runs in an OS sandbox with limits.
     pal_max_tokens: int = Field(512, ge=16)
     pal_phrase_answer: bool = False
@@ -95,6 +99,13 @@ def load_prompt(workflow: str, env_name: str, override: str | None = None) -> Te
         if path.is_file():
             return Template(path.read_text(encoding="utf-8"))
     raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {folder}")
+
+
+def examples_text(config: WorkflowConfig) -> str:
+    """The extra examples block for a prompt template's ``$examples`` (empty for one-shot)."""
+    return "".join(
+        f"Here is another example.\n{example}\n(End of example)\n" for example in config.examples
+    )
 
 
 @dataclass

@@ -32,8 +32,10 @@ from raleval.workflows.common import (
     WorkflowConfig,
     episode_env,
     episode_model,
+    examples_text,
     load_prompt,
 )
+from raleval.workflows.function_calling import render_calls_example
 
 FINISH_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -96,7 +98,7 @@ def diversity_message(previous: list[TreeNode]) -> Message:
 def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
     """Compile the DFSDT graph for ``model`` on ``env``'s tools."""
     cfg = config or WorkflowConfig()
-    system = load_prompt("dfsdt", env.name, cfg.prompt_file).substitute()
+    system = load_prompt("dfsdt", env.name, cfg.prompt_file).substitute(examples=examples_text(cfg))
     schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
 
     async def step(state: DFSState, config: RunnableConfig) -> DFSState:
@@ -227,3 +229,18 @@ def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | N
     graph.add_edge(START, "step")
     graph.add_conditional_edges("step", after, ["step", END])
     return graph.compile()
+
+
+def render_dfsdt_example(
+    question: str,
+    calls: list[tuple[Any, str]],
+    answer: str,
+    answer_expr: str | None,
+    env: Environment,
+) -> str:
+    return render_calls_example(
+        question, calls, {"return_type": "give_answer", "final_answer": answer}
+    )
+
+
+build_dfsdt_graph.render_example = render_dfsdt_example  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ from raleval.workflows.common import (
     count_tokens,
     episode_env,
     episode_model,
+    examples_text,
     load_prompt,
 )
 from raleval.workflows.langchain_model import RalevalChatModel, to_raleval_messages
@@ -70,7 +71,9 @@ def build_function_calling_graph(
 ) -> Any:
     """Compile the native function-calling graph for ``model`` on ``env``'s tools."""
     cfg = config or WorkflowConfig()
-    system = load_prompt("function_calling", env.name, cfg.prompt_file).substitute()
+    system = load_prompt("function_calling", env.name, cfg.prompt_file).substitute(
+        examples=examples_text(cfg)
+    )
     schemas = [t.json_schema() for t in env.tools] + [FINISH_TOOL]
     context_limit = cfg.max_context_tokens or getattr(
         model, "context_window", DEFAULT_CONTEXT_TOKENS
@@ -154,3 +157,30 @@ def build_function_calling_graph(
     graph.add_conditional_edges("agent", after_agent, ["tools", END])
     graph.add_edge("tools", "agent")
     return graph.compile()
+
+
+def render_calls_example(
+    question: str, calls: list[tuple[Any, str]], finish: dict[str, Any]
+) -> str:
+    """A solved task as Call / Result lines (the function-calling workflows' examples)."""
+    lines = [f"Question: {question}"]
+    for call, observation in calls:
+        lines += [
+            f"Call: {call.tool}({json.dumps(call.arguments, ensure_ascii=False)})",
+            f"Result: {' '.join(observation.split())}",
+        ]
+    lines.append(f"Call: Finish({json.dumps(finish, ensure_ascii=False)})")
+    return "\n".join(lines)
+
+
+def render_fc_example(
+    question: str,
+    calls: list[tuple[Any, str]],
+    answer: str,
+    answer_expr: str | None,
+    env: Environment,
+) -> str:
+    return render_calls_example(question, calls, {"answer": answer})
+
+
+build_function_calling_graph.render_example = render_fc_example  # type: ignore[attr-defined]

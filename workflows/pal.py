@@ -23,6 +23,7 @@ from raleval.workflows.common import (
     WorkflowConfig,
     episode_env,
     episode_model,
+    examples_text,
     load_prompt,
 )
 from raleval.workflows.sandbox import (
@@ -80,7 +81,9 @@ def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | Non
     async def write(state: PALState, config: RunnableConfig) -> PALState:
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
-        prompt = template.substitute(stubs=stubs, question=state["question"]).rstrip()
+        prompt = template.substitute(
+            stubs=stubs, question=state["question"], examples=examples_text(cfg)
+        ).rstrip()
         gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), code_cfg, ())
         if gen is None:
             return {"rec": rec}
@@ -175,4 +178,22 @@ def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | Non
     return graph.compile()
 
 
+def render_pal_example(
+    question: str,
+    calls: list[tuple[Any, str]],
+    answer: str,
+    answer_expr: str | None,
+    env: Environment,
+) -> str:
+    """A solved task as a PAL program; the answer is computed from the results when the task
+    says how (``answer_expr``), so examples never teach hard-coding the answer."""
+    lines = [f"Question: {question}", "```python"]
+    for i, (call, _observation) in enumerate(calls):
+        args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        lines.append(f"r{i} = {call.tool}({args})")
+    lines += [f"final_result = {answer_expr or repr(answer)}", "```"]
+    return "\n".join(lines)
+
+
 build_pal_graph.preflight = preflight  # type: ignore[attr-defined]
+build_pal_graph.render_example = render_pal_example  # type: ignore[attr-defined]

@@ -26,6 +26,7 @@ from raleval.workflows.common import (
     count_tokens,
     episode_env,
     episode_model,
+    examples_text,
     load_prompt,
 )
 from raleval.workflows.parsing import ActionParseError, parse_action
@@ -77,6 +78,7 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
             tools=render_tool_list(env),
             finish_index=len(env.tools) + 1,
             question=question,
+            examples=examples_text(cfg),
         ).rstrip()
 
     prefill = cfg.react_layout == "prefill" or (
@@ -177,3 +179,28 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
     graph.add_conditional_edges("reason", after_reason, ["act", END])
     graph.add_conditional_edges("act", after_act, ["reason", END])
     return graph.compile()
+
+
+def render_react_example(
+    question: str,
+    calls: list[tuple[Any, str]],
+    answer: str,
+    answer_expr: str | None,
+    env: Environment,
+) -> str:
+    """A solved task in ReAct's trace format (k-shot examples)."""
+    lines = [f"Question: {question}"]
+    for i, (call, observation) in enumerate(calls, 1):
+        spec = env.tool(call.tool)
+        action = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
+        lines += [
+            f"Thought {i}: I need to call {call.tool}.",
+            f"Action {i}: {action}",
+            f"Observation {i}: {one_line(observation)}",
+        ]
+    n = len(calls) + 1
+    lines += [f"Thought {n}: I have the answer.", f"Action {n}: Finish[{answer}]"]
+    return "\n".join(lines)
+
+
+build_react_graph.render_example = render_react_example  # type: ignore[attr-defined]
