@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from raleval.model import GenerateRequest, Generation
+from raleval.model import GenerateRequest, Generation, ModelWrapper
 from raleval.records import ToolCall
 
 _SCHEMA = """
@@ -123,23 +123,14 @@ class ResponseCache:
             self._db.close()
 
 
-class CachedModel:
+class CachedModel(ModelWrapper):
     """Serves a model's responses from the cache when the same request was answered before."""
 
     def __init__(self, model: Any, cache: ResponseCache, epoch: int = 0) -> None:
-        self._model, self._cache, self.epoch = model, cache, epoch
-        self.name = model.name
+        super().__init__(model)
+        self._cache, self.epoch = cache, epoch
         self.hits = 0
         self.misses = 0
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._model, item)
-
-    def for_episode(self, task: Any, env: Any, workflow: str) -> Any:
-        if not hasattr(self._model, "for_episode"):
-            return self
-        inner = self._model.for_episode(task, env, workflow)
-        return CachedModel(inner, self._cache, self.epoch)
 
     async def generate(self, request: GenerateRequest) -> Generation:
         key = request_key(self.name, request, self.epoch)

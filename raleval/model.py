@@ -58,6 +58,34 @@ class Model(Protocol):
     async def generate(self, request: GenerateRequest) -> Generation: ...
 
 
+class ModelWrapper:
+    """Base of models that wrap another (caching, concurrency limits): attributes the wrapper
+    does not define come from the wrapped model, and a model bound to one episode
+    (``for_episode``, as scripted models are) is wrapped the same way."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self.name = model.name
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self._model, item)
+
+    def rewrap(self, inner: Any) -> ModelWrapper:
+        """A wrapper like this one around ``inner``, sharing this one's state."""
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._model, clone.name = inner, inner.name
+        return clone
+
+    def for_episode(self, task: Any, env: Any, workflow: str) -> Any:
+        if not hasattr(self._model, "for_episode"):
+            return self
+        return self.rewrap(self._model.for_episode(task, env, workflow))
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        return await self._model.generate(request)
+
+
 def apply_stop(text: str, stop: tuple[str, ...] | list[str]) -> str:
     """Cut ``text`` at the earliest stop sequence, as servers do."""
     cut = len(text)

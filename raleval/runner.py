@@ -19,7 +19,7 @@ from typing import Any
 
 from raleval import __version__, registry
 from raleval.config import ConfigError, RunConfig, redact
-from raleval.model import GenerateRequest, Generation, Model
+from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
 from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
 from raleval.store import (
     RESULTS,
@@ -43,24 +43,12 @@ class RunSummary:
     by_error_type: dict[str, int] = field(default_factory=dict)
 
 
-class EndpointLimitedModel:
+class EndpointLimitedModel(ModelWrapper):
     """Caps concurrent calls to one endpoint, whatever the global concurrency is."""
 
     def __init__(self, model: Model, limit: int) -> None:
-        self._model = model
+        super().__init__(model)
         self._sem = asyncio.Semaphore(limit)
-        self.name = model.name
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._model, item)
-
-    def for_episode(self, task: Task, env: Any, workflow: str) -> Any:
-        if not hasattr(self._model, "for_episode"):
-            return self
-        inner = self._model.for_episode(task, env, workflow)
-        wrapped = EndpointLimitedModel.__new__(EndpointLimitedModel)
-        wrapped._model, wrapped._sem, wrapped.name = inner, self._sem, inner.name
-        return wrapped
 
     async def generate(self, request: GenerateRequest) -> Generation:
         async with self._sem:
@@ -233,10 +221,13 @@ def k_shot_examples(
     ordered = [t for group in zip(*by_family.values(), strict=False) for t in group]
     if len(ordered) < n:
         raise ConfigError(f"the example pool has {len(ordered)} tasks; {n} are needed")
+    from raleval.workflows.common import SolvedExample
+
     examples = []
     for t in ordered[:n]:
         calls = [(c, env.call_sync(c.tool, c.arguments).observation) for c in t.solution or []]
-        examples.append(render(t.question, calls, t.answers[0], t.metadata.get("answer_expr"), env))
+        solved = SolvedExample(t.question, calls, t.answers[0], t.metadata.get("answer_expr"))
+        examples.append(render(solved, env))
     return examples
 
 

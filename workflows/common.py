@@ -101,6 +101,16 @@ def load_prompt(workflow: str, env_name: str, override: str | None = None) -> Te
     raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {folder}")
 
 
+@dataclass(frozen=True)
+class SolvedExample:
+    """A task with its gold calls already run: what a k-shot example is rendered from."""
+
+    question: str
+    calls: list[tuple[Any, str]]  # (ToolCall, observation)
+    answer: str
+    answer_expr: str | None = None  # how the answer follows from results r0, r1, ... (PAL)
+
+
 def examples_text(config: WorkflowConfig) -> str:
     """The extra examples block for a prompt template's ``$examples`` (empty for one-shot)."""
     return "".join(

@@ -29,6 +29,7 @@ from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
 from raleval.workflows.common import (
     EpisodeRecord,
+    SolvedExample,
     WorkflowConfig,
     episode_env,
     episode_model,
@@ -231,15 +232,9 @@ def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | N
     return graph.compile()
 
 
-def render_dfsdt_example(
-    question: str,
-    calls: list[tuple[Any, str]],
-    answer: str,
-    answer_expr: str | None,
-    env: Environment,
-) -> str:
+def render_dfsdt_example(example: SolvedExample, env: Environment) -> str:
     return render_calls_example(
-        question, calls, {"return_type": "give_answer", "final_answer": answer}
+        example, {"return_type": "give_answer", "final_answer": example.answer}
     )
 
 

@@ -26,6 +26,7 @@ from raleval.registry import register_workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
+    SolvedExample,
     WorkflowConfig,
     count_tokens,
     episode_env,
@@ -159,12 +160,10 @@ def build_function_calling_graph(
     return graph.compile()
 
 
-def render_calls_example(
-    question: str, calls: list[tuple[Any, str]], finish: dict[str, Any]
-) -> str:
+def render_calls_example(example: SolvedExample, finish: dict[str, Any]) -> str:
     """A solved task as Call / Result lines (the function-calling workflows' examples)."""
-    lines = [f"Question: {question}"]
-    for call, observation in calls:
+    lines = [f"Question: {example.question}"]
+    for call, observation in example.calls:
         lines += [
             f"Call: {call.tool}({json.dumps(call.arguments, ensure_ascii=False)})",
             f"Result: {' '.join(observation.split())}",
@@ -173,14 +172,8 @@ def render_calls_example(
     return "\n".join(lines)
 
 
-def render_fc_example(
-    question: str,
-    calls: list[tuple[Any, str]],
-    answer: str,
-    answer_expr: str | None,
-    env: Environment,
-) -> str:
-    return render_calls_example(question, calls, {"answer": answer})
+def render_fc_example(example: SolvedExample, env: Environment) -> str:
+    return render_calls_example(example, {"answer": example.answer})
 
 
 build_function_calling_graph.render_example = render_fc_example  # type: ignore[attr-defined]

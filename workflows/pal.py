@@ -20,6 +20,7 @@ from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
 from raleval.workflows.common import (
     EpisodeRecord,
+    SolvedExample,
     WorkflowConfig,
     episode_env,
     episode_model,
@@ -178,20 +179,14 @@ def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | Non
     return graph.compile()
 
 
-def render_pal_example(
-    question: str,
-    calls: list[tuple[Any, str]],
-    answer: str,
-    answer_expr: str | None,
-    env: Environment,
-) -> str:
+def render_pal_example(example: SolvedExample, env: Environment) -> str:
     """A solved task as a PAL program; the answer is computed from the results when the task
     says how (``answer_expr``), so examples never teach hard-coding the answer."""
-    lines = [f"Question: {question}", "```python"]
-    for i, (call, _observation) in enumerate(calls):
+    lines = [f"Question: {example.question}", "```python"]
+    for i, (call, _observation) in enumerate(example.calls):
         args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
         lines.append(f"r{i} = {call.tool}({args})")
-    lines += [f"final_result = {answer_expr or repr(answer)}", "```"]
+    lines += [f"final_result = {example.answer_expr or repr(example.answer)}", "```"]
     return "\n".join(lines)
 
 

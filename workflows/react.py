@@ -22,6 +22,7 @@ from raleval.registry import register_workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
+    SolvedExample,
     WorkflowConfig,
     count_tokens,
     episode_env,
@@ -181,16 +182,10 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
     return graph.compile()
 
 
-def render_react_example(
-    question: str,
-    calls: list[tuple[Any, str]],
-    answer: str,
-    answer_expr: str | None,
-    env: Environment,
-) -> str:
+def render_react_example(example: SolvedExample, env: Environment) -> str:
     """A solved task in ReAct's trace format (k-shot examples)."""
-    lines = [f"Question: {question}"]
-    for i, (call, observation) in enumerate(calls, 1):
+    lines = [f"Question: {example.question}"]
+    for i, (call, observation) in enumerate(example.calls, 1):
         spec = env.tool(call.tool)
         action = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
         lines += [
@@ -198,8 +193,8 @@ def render_react_example(
             f"Action {i}: {action}",
             f"Observation {i}: {one_line(observation)}",
         ]
-    n = len(calls) + 1
-    lines += [f"Thought {n}: I have the answer.", f"Action {n}: Finish[{answer}]"]
+    n = len(example.calls) + 1
+    lines += [f"Thought {n}: I have the answer.", f"Action {n}: Finish[{example.answer}]"]
     return "\n".join(lines)
 
 
