@@ -66,50 +66,70 @@ def _tail(prompt: str) -> tuple[str, int]:
     return m.group(1), int(m.group(2))
 
 
-class OracleModel(ScriptedModel):
-    """Replays a task's gold solution as ReAct text, then finishes with the gold answer."""
+WRONG_ANSWER = "an answer that is wrong"
 
-    def __init__(self, task: Task | None = None, env: Any = None, workflow: str = "") -> None:
-        super().__init__("oracle")
-        self.task, self.env, self.workflow = task, env, workflow
+
+class OracleModel(ScriptedModel):
+    """Replays a task's gold solution in the workflow's format, then gives the gold answer.
+
+    Variants, for exercising the taxonomy: ``memorizer`` gives the gold answer without calling
+    any tool (AM); ``oracle-wrong`` makes the gold calls and then answers wrongly (GE).
+    """
+
+    def __init__(
+        self, task: Task | None = None, env: Any = None, workflow: str = "", variant: str = "oracle"
+    ) -> None:
+        super().__init__(variant)
+        self.task, self.env, self.workflow, self.variant = task, env, workflow, variant
 
     def for_episode(self, task: Task, env: Any, workflow: str) -> OracleModel:
-        return OracleModel(task, env, workflow)
+        return OracleModel(task, env, workflow, self.variant)
+
+    @property
+    def _solution(self) -> list[ToolCall]:
+        assert self.task is not None
+        return [] if self.variant == "memorizer" else list(self.task.solution or [])
+
+    @property
+    def _answer(self) -> str:
+        assert self.task is not None
+        return WRONG_ANSWER if self.variant == "oracle-wrong" else self.task.answers[0]
 
     def _program(self) -> str:
         """PAL: the gold calls as a program, then the gold answer."""
         assert self.task is not None
         lines = ["```python"]
-        for i, call in enumerate(self.task.solution or []):
+        for i, call in enumerate(self._solution):
             args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
             lines.append(f"r{i} = {call.tool}({args})")
-        expr = self.task.metadata.get("answer_expr") or repr(self.task.answers[0])
+        expr = self.task.metadata.get("answer_expr") if self.variant == "oracle" else None
+        expr = expr or repr(self._answer)
         lines += [f"final_result = {expr}", "```"]
         return "\n".join(lines)
 
     def _action(self, n: int) -> tuple[str, str]:
         if self.task is None:
             raise ModelError("the oracle needs a task: use it through the runner", "no_task")
-        solution = self.task.solution or []
+        solution = self._solution
         i = n - 1
         if i < len(solution):
             call = solution[i]
             spec = self.env.tool(call.tool) if self.env is not None else None
             rendered = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
             return f"I need to call {call.tool}.", rendered
-        return "I have the answer.", f"Finish[{self.task.answers[0]}]"
+        return "I have the answer.", f"Finish[{self._answer}]"
 
     def respond_with_tools(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
         if self.task is None:
             raise ModelError("the oracle needs a task: use it through the runner", "no_task")
         done = sum(1 for m in request.messages if m.role == "tool")
-        solution = self.task.solution or []
+        solution = self._solution
         if done < len(solution):
             return "", [solution[done]]
         if self.workflow == "dfsdt":
-            args = {"return_type": "give_answer", "final_answer": self.task.answers[0]}
+            args = {"return_type": "give_answer", "final_answer": self._answer}
         else:
-            args = {"answer": self.task.answers[0]}
+            args = {"answer": self._answer}
         return "", [ToolCall(tool="Finish", arguments=args)]
 
     def respond(self, prompt: str) -> str:
@@ -119,9 +139,8 @@ class OracleModel(ScriptedModel):
             return self._program()
         if self.workflow in ("direct", "planned"):
             if prompt.rstrip().endswith("Calls:"):
-                calls = [c.model_dump() for c in self.task.solution or []]
-                return json.dumps(calls)
-            return f" {self.task.answers[0]}"
+                return json.dumps([c.model_dump() for c in self._solution])
+            return f" {self._answer}"
         slot, n = _tail(prompt)
         thought, action = self._action(n)
         if slot == "Action":
@@ -188,6 +207,8 @@ class ReplayModel(ScriptedModel):
 
 _BUILDERS = {
     "oracle": lambda: OracleModel(),
+    "memorizer": lambda: OracleModel(variant="memorizer"),
+    "oracle-wrong": lambda: OracleModel(variant="oracle-wrong"),
     "malformed": lambda: _Fixed("malformed", "Let me look this up.", "I will search the person"),
     "unknown-tool": lambda: _Fixed("unknown-tool", "Let me browse.", "browse(query=answer)"),
     "abstain": lambda: _Fixed("abstain", "I cannot know this.", "Finish[I don't know]"),

@@ -22,6 +22,26 @@ def quantile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=1000, method="inclusive")[max(0, int(q * 1000) - 1)]
 
 
+def replicate_run(source: Path, target: Path, n: int) -> Path:
+    """A run directory with ``n`` episodes made from ``source``'s real tasks and trajectories,
+    replicated under new task ids (for measuring analysis at scale)."""
+    from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks, write_tasks
+
+    tasks = read_tasks(source / TASKS)
+    trajs = list(ResultsFile(source / RESULTS))
+    by_id = {t.id: t for t in tasks}
+    target.mkdir(parents=True, exist_ok=True)
+    new_tasks, lines = [], []
+    for i in range(n):
+        traj = trajs[i % len(trajs)]
+        task = by_id[traj.task_id].model_copy(update={"id": f"{traj.task_id}-r{i:05d}"})
+        new_tasks.append(task)
+        lines.append(traj.model_copy(update={"task_id": task.id}).model_dump_json() + "\n")
+    write_tasks(target / TASKS, new_tasks)
+    (target / RESULTS).write_text("".join(lines), encoding="utf-8")
+    return target
+
+
 def write_json(name: str, payload: dict[str, Any], out: Path | None = None) -> Path:
     path = out or RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

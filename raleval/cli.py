@@ -176,6 +176,14 @@ def _run_one(cfg: Any, display: str) -> None:
         f"results in {summary.run_dir / RESULTS}",
         highlight=False,
     )
+    from raleval.analysis.report import write_report
+
+    try:
+        console.print(f"report: {write_report([summary.run_dir])}", highlight=False)
+    except Exception as exc:  # the results are safe on disk; a report can be made later
+        Console(stderr=True).print(
+            f"[yellow]no report[/]: {exc}; run `raleval report {summary.run_dir}` to retry"
+        )
 
 
 @app.command()
@@ -264,6 +272,74 @@ def list_plugins(
         for name in registry.task_sets.names():
             table.add_row(name, "task set: " + ", ".join(registry.task_sets.get(name)))
     Console().print(table)
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    out: Annotated[
+        Path | None, typer.Option(help="output file (default: RUN_DIR/report.html)")
+    ] = None,
+    threshold: Annotated[
+        float,
+        typer.Option(envvar="RALEVAL_THRESHOLD", help="F1 at or above which an answer matches"),
+    ] = 0.5,
+) -> None:
+    """Write a self-contained HTML report (tables, figures, trajectory viewer)."""
+    from raleval.analysis.report import write_report
+
+    try:
+        path = write_report(run_dirs, out, threshold)
+    except _user_errors() as exc:
+        _fail(str(exc))
+    typer.echo(f"report: {path}")
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="run directory A")],
+    run_b: Annotated[Path, typer.Argument(help="run directory B")],
+    threshold: Annotated[float, typer.Option(envvar="RALEVAL_THRESHOLD")] = 0.5,
+) -> None:
+    """Paired comparison of two runs on the tasks they share (bootstrap and McNemar)."""
+    from rich.console import Console
+
+    from raleval.analysis.runs import load_run
+    from raleval.analysis.stats import compare as paired
+    from raleval.analysis.stats import tasks_needed
+
+    try:
+        a, b = load_run(run_a), load_run(run_b)
+    except _user_errors() as exc:
+        _fail(str(exc))
+    fa = {(t.task_id, t.epoch): t for t in a.results}
+    fb = {(t.task_id, t.epoch): t for t in b.results}
+    common = sorted(set(fa) & set(fb))
+    if not common:
+        _fail("the two runs share no task")
+    f1a = [fa[k].scores.get("f1", 0.0) for k in common]
+    f1b = [fb[k].scores.get("f1", 0.0) for k in common]
+    result = paired(f1a, f1b, [x >= threshold for x in f1a], [x >= threshold for x in f1b])
+    diffs = [x - y for x, y in zip(f1a, f1b, strict=True)]
+    c = Console()
+    c.print(f"A = {a.system} ({run_a})\nB = {b.system} ({run_b})", highlight=False)
+    c.print(
+        f"{result.n} shared tasks: mean F1 A {result.mean_a:.3f}, B {result.mean_b:.3f}",
+        highlight=False,
+    )
+    c.print(
+        f"A - B = {result.diff} (95% paired bootstrap), p = {result.p_bootstrap:.4f}",
+        highlight=False,
+    )
+    c.print(
+        f"McNemar on matches (F1 >= {threshold}): A only {result.a_only}, B only "
+        f"{result.b_only}, exact p = {result.p_mcnemar:.4f}",
+        highlight=False,
+    )
+    c.print(
+        f"tasks needed for a +/-0.05 interval on the difference: {tasks_needed(diffs, 0.05)}",
+        highlight=False,
+    )
 
 
 cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args_is_help=True)

@@ -78,17 +78,10 @@ def dataset_hash(tasks: list[Task]) -> str:
 
 
 def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = None) -> None:
-    """Fill ``scores`` and the error label of ``traj`` in place (no model or tool calls)."""
-    from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, classify
-    from raleval.tasks.metrics import exact_match, f1_score, is_abstention
+    """Fill ``scores`` and the error label of ``traj`` in place (see analysis.scoring)."""
+    from raleval.analysis.scoring import score_trajectory as score
 
-    traj.scores = {
-        "f1": f1_score(traj.answer, task.answers),
-        "em": exact_match(traj.answer, task.answers),
-        "missing": float(is_abstention(traj.answer)),
-    }
-    label, cause = classify(traj, task.answers, threshold or DEFAULT_THRESHOLD)
-    traj.error_type, traj.error_cause = label, cause
+    score(traj, task, threshold)
 
 
 async def run_episode(

@@ -1,0 +1,124 @@
+"""Figures for the report (matplotlib, the ``plots`` extra): SVG text, deterministic bytes."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping
+
+LABEL_COLORS = {
+    "EM": "#2e7d32",
+    "AM": "#81c784",
+    "GE": "#f9a825",
+    "RE": "#ef6c00",
+    "TE": "#c62828",
+    "ME": "#6a1b9a",
+}
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _figure(width: float = 6.0, height: float = 4.0):  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.hashsalt"] = "raleval"  # stable element ids
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def _svg(fig) -> str:  # type: ignore[no-untyped-def]
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]  # drop the XML prolog: the SVG is inlined in HTML
+
+
+def radar(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
+    """One polygon per system (LLM) over the same axes (domain x level), F1 in [0, 1]."""
+    import matplotlib.pyplot as plt
+
+    axes = sorted({a for s in series.values() for a in s})
+    if len(axes) < 3:  # a radar needs three axes; fall back to bars
+        return level_bars(title, series)
+    angles = [2 * math.pi * i / len(axes) for i in range(len(axes))] + [0.0]
+    fig = plt.figure(figsize=(5, 5))
+    ax = fig.add_subplot(projection="polar")
+    for name, values in sorted(series.items()):
+        pts = [values.get(a, 0.0) for a in axes]
+        ax.plot(angles, [*pts, pts[0]], label=name)
+        ax.fill(angles, [*pts, pts[0]], alpha=0.1)
+    ax.set_xticks(angles[:-1], axes)
+    ax.set_ylim(0, 1)
+    ax.set_title(title)
+    ax.legend(loc="upper right", bbox_to_anchor=(1.35, 1.1), fontsize=8)
+    return _svg(fig)
+
+
+def level_bars(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
+    """F1 by domain x level, one bar group per axis."""
+    fig, ax = _figure(7, 3.5)
+    axes = sorted({a for s in series.values() for a in s})
+    names = sorted(series)
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        ax.bar(
+            [x + i * width for x in range(len(axes))],
+            [series[name].get(a, 0.0) for a in axes],
+            width,
+            label=name,
+        )
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(axes))], axes)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("F1")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _svg(fig)
+
+
+def error_bars(counts: Mapping[str, Mapping[str, int]]) -> str:
+    """Stacked share of EM / AM / GE / RE / TE / ME per system."""
+    fig, ax = _figure(7, 0.5 + 0.45 * max(1, len(counts)))
+    names = sorted(counts)
+    left = [0.0] * len(names)
+    for label, color in LABEL_COLORS.items():
+        shares = [counts[n].get(label, 0) / max(1, sum(counts[n].values())) for n in names]
+        ax.barh(names, shares, left=left, color=color, label=label)
+        left = [a + b for a, b in zip(left, shares, strict=True)]
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of episodes")
+    ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    return _svg(fig)
+
+
+def deployment(points: Mapping[str, tuple[float, float, float, float]], front: list[str]) -> str:
+    """Seconds per query versus F1 with 95% interval bars; the Pareto front as a line.
+
+    ``points``: system -> (seconds, seconds low, seconds high, F1)."""
+    fig, ax = _figure(6, 4)
+    for name, (t, lo, hi, f1) in sorted(points.items()):
+        ax.errorbar([t], [f1], xerr=[[t - lo], [hi - t]], fmt="o", capsize=3, label=name)
+    if len(front) > 1:
+        ax.plot(
+            [points[n][0] for n in front],
+            [points[n][3] for n in front],
+            "k--",
+            lw=1,
+            label="Pareto front",
+        )
+    ax.set_xscale("symlog", linthresh=0.01)
+    ax.set_xlabel("seconds per query (wall)")
+    ax.set_ylabel("F1")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
+    return _svg(fig)

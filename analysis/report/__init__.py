@@ -1,0 +1,237 @@
+"""A self-contained static HTML report over one or more run directories.
+
+Tables (R-Eval's per-task table with averages and ranks, per-system F1 and costs with bootstrap
+intervals, error types, CRAG slices when tasks carry the tags), figures (radar per workflow,
+F1 by domain x level, error mix, time versus F1 with the Pareto front) and a trajectory viewer
+(filter by system, task, error type; open any episode to read every step and why it got its
+label). Everything is inlined: the file opens without a network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from raleval.analysis import plots
+from raleval.analysis.runs import (
+    Run,
+    crag_slices,
+    domain_level_f1,
+    load_run,
+    pareto_front,
+    per_task_table,
+    summarize_system,
+)
+from raleval.analysis.scoring import score_trajectory
+from raleval.analysis.summary import LABELS
+from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, evidence_found
+from raleval.records import Trajectory
+
+MAX_OBSERVATION = 2000
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
+    f1 = t.scores.get("f1", 0.0)
+    useful = evidence_found(t, golds)
+    ended = t.termination.value + (f" ({t.termination_cause})" if t.termination_cause else "")
+    return (
+        f"F1 {f1:.2f} {'>=' if f1 >= threshold else '<'} threshold {threshold}; a gold "
+        f"answer {'appears' if useful else 'does not appear'} in the tools' observations; "
+        f"the episode ended: {ended}. Cause: {t.error_cause or '-'}."
+    )
+
+
+def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
+    task = run.tasks.get(t.task_id)
+    golds = task.answers if task else []
+    return {
+        "i": i,
+        "system": run.system,
+        "task_id": t.task_id,
+        "family": task.family if task else "?",
+        "question": task.question if task else "",
+        "gold": " | ".join(golds),
+        "answer": t.answer,
+        "f1": t.scores.get("f1", 0.0),
+        "label": t.error_type.value if t.error_type else "-",
+        "cause": t.error_cause or "",
+        "reason": label_reason(t, golds, threshold),
+        "termination": t.termination.value,
+        "wall": t.wall_time_s,
+        "model": t.model_time_s,
+        "tool": t.tool_time_s,
+        "calls": t.n_llm_calls,
+        "tokens": t.prompt_tokens + t.completion_tokens,
+        "steps": [
+            {
+                "tool": s.tool,
+                "thought": s.thought,
+                "args": json.dumps(s.arguments, ensure_ascii=False) if s.arguments else None,
+                "obs": (s.observation or "")[:MAX_OBSERVATION]
+                if s.observation is not None
+                else None,
+                "kind": s.kind.value,
+                "cause": s.cause,
+                "latency": s.latency_s,
+            }
+            for s in t.steps
+        ],
+    }
+
+
+def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
+    """The report's HTML text."""
+    table = per_task_table(runs)
+    header, body = table.rows()
+    reval_html = _table(header, body)
+
+    summaries = [summarize_system(r) for r in runs]
+    sys_rows = [
+        [
+            s.system,
+            s.n,
+            str(s.f1),
+            str(s.em),
+            str(s.wall_s),
+            f"{s.model_s:.3f}",
+            f"{s.tool_s:.4f}",
+            f"{s.tokens:.0f}",
+            f"{s.calls:.1f}",
+            f"{s.steps:.1f}",
+        ]
+        for s in summaries
+    ]
+    systems_html = _table(
+        [
+            "system",
+            "episodes",
+            "F1",
+            "EM",
+            "s/query (wall)",
+            "model s",
+            "tool s",
+            "tokens/query",
+            "LLM calls/query",
+            "steps/query",
+        ],
+        sys_rows,
+    )
+    err_rows = [
+        [
+            s.system,
+            *(s.labels.get(lb, 0) for lb in LABELS),
+            ", ".join(f"{c} ({n})" for c, n in s.causes.most_common(4)),
+        ]
+        for s in summaries
+    ]
+    errors_html = _table(["system", *LABELS, "most frequent causes"], err_rows)
+
+    crag_parts = []
+    for run in runs:
+        slices = crag_slices(run)
+        rows = [
+            [
+                f"{name}={value}",
+                v["n"],
+                f"{v['accuracy']:.3f}",
+                f"{v['hallucination']:.3f}",
+                f"{v['missing']:.3f}",
+                f"{v['score']:.3f}",
+            ]
+            for name, values in slices.items()
+            for value, v in values.items()
+            if name != "domain" or len(values) > 1
+        ]
+        if rows:
+            crag_parts.append(
+                f"<h3>{html.escape(run.system)}</h3>"
+                + _table(["slice", "n", "accuracy", "hallucination", "missing", "score"], rows)
+            )
+    crag_html = (
+        ("<h2>CRAG-style slices (accurate / missing / hallucinated)</h2>" + "".join(crag_parts))
+        if crag_parts
+        else ""
+    )
+
+    figures = []
+    if plots.available():
+        by_level = domain_level_f1(runs)
+        by_workflow: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+        for system, values in by_level.items():
+            workflow, _, model = system.partition("/")
+            by_workflow[workflow][model] = values
+        for workflow, series in sorted(by_workflow.items()):
+            figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
+        figures.append(plots.level_bars("F1 by domain x level", by_level))
+        figures.append(plots.error_bars({s.system: dict(s.labels) for s in summaries}))
+        points = {
+            s.system: (s.wall_s.estimate, s.wall_s.low, s.wall_s.high, s.f1.estimate)
+            for s in summaries
+            if s.wall_s and s.n
+        }
+        figures.append(
+            plots.deployment(points, pareto_front({k: (v[0], v[3]) for k, v in points.items()}))
+        )
+    else:
+        figures.append(
+            '<p class="muted">Figures need matplotlib: pip install "raleval[plots]".</p>'
+        )
+
+    episodes = [
+        _episode(i, run, t, threshold)
+        for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
+    ]
+    data = json.dumps({"episodes": episodes}, ensure_ascii=False, separators=(",", ":"))
+    template = (
+        resources.files("raleval.analysis")
+        .joinpath("report", "template.html")
+        .read_text(encoding="utf-8")
+    )
+    n_eps = len(episodes)
+    fields = {
+        "title": "raleval report",
+        "subtitle": html.escape(
+            f"{len(runs)} run(s), {n_eps} episodes; match threshold F1 >= {threshold}; "
+            f"generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from: "
+            + ", ".join(str(r.path) for r in runs)
+        ),
+        "reval_table": reval_html,
+        "systems_table": systems_html,
+        "errors_table": errors_html,
+        "crag_section": crag_html,
+        "plots": "".join(f"<div>{f}</div>" for f in figures),
+        "data": data.replace("</", "<\\/"),
+    }
+    # Plain markers, not string.Template: the page's JavaScript is full of ${...}.
+    for key, value in fields.items():
+        template = template.replace(f"@@{key}@@", value)
+    return template
+
+
+def write_report(
+    run_dirs: list[Path], out: Path | None = None, threshold: float = DEFAULT_THRESHOLD
+) -> Path:
+    """Write the report for ``run_dirs`` (default: ``report.html`` in the first run)."""
+    runs = [load_run(Path(p)) for p in run_dirs]
+    for run in runs:  # labels follow the requested threshold, from the stored trajectories
+        for t in run.results:
+            if t.task_id in run.tasks:
+                score_trajectory(t, run.tasks[t.task_id], threshold)
+    path = out or Path(run_dirs[0]) / "report.html"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(build_report(runs, threshold), encoding="utf-8")
+    tmp.replace(path)
+    return path

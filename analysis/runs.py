@@ -1,0 +1,167 @@
+"""Load run directories and aggregate them: per-task scores, error mixes, deployment costs,
+CRAG-style slices. Reads stored trajectories only; never calls a model or a tool."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raleval.analysis.stats import Interval, bootstrap_ci
+from raleval.analysis.tables import REVAL_TASKS, RevalTable
+from raleval.records import RunHeader, Task, Trajectory
+from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
+
+
+@dataclass
+class Run:
+    """One run directory: its header, tasks and trajectories."""
+
+    path: Path
+    header: RunHeader | None
+    tasks: dict[str, Task]
+    results: list[Trajectory]
+
+    @property
+    def system(self) -> str:
+        if self.results:
+            a = self.results[0].agent
+            return f"{a.workflow}/{a.model}"
+        return self.path.name
+
+
+def load_run(path: Path) -> Run:
+    if not (path / RESULTS).exists():
+        raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
+    tasks = {t.id: t for t in read_tasks(path / TASKS)} if (path / TASKS).exists() else {}
+    return Run(path, read_header(path), tasks, list(ResultsFile(path / RESULTS)))
+
+
+def task_key(run: Run, traj: Trajectory) -> str:
+    task = run.tasks.get(traj.task_id)
+    return task.family if task else "?"
+
+
+def per_task_table(runs: Iterable[Run]) -> RevalTable:
+    """F1 x 100 per system per task family; families outside R-Eval's 12 keep their domain."""
+    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    tasks_meta = dict(REVAL_TASKS)
+    for run in runs:
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            family = task.family if task else "?"
+            if task:  # a run's own tasks say their domain (scholar, not R-Eval's "aminer")
+                tasks_meta[family] = (task.domain, task.level.value)
+            scores[run.system][family].append(100 * t.scores.get("f1", 0.0))
+    return RevalTable(
+        {s: {f: sum(v) / len(v) for f, v in fams.items()} for s, fams in scores.items()},
+        tasks=tasks_meta,
+    )
+
+
+@dataclass
+class SystemSummary:
+    system: str
+    n: int
+    f1: Interval
+    em: Interval
+    labels: Counter[str] = field(default_factory=Counter)
+    causes: Counter[str] = field(default_factory=Counter)
+    wall_s: Interval | None = None
+    model_s: float = 0.0
+    tool_s: float = 0.0
+    tokens: float = 0.0
+    calls: float = 0.0
+    steps: float = 0.0
+
+
+def summarize_system(run: Run, seed: int = 0) -> SystemSummary:
+    r = run.results
+    n = max(1, len(r))
+    return SystemSummary(
+        system=run.system,
+        n=len(r),
+        f1=bootstrap_ci([t.scores.get("f1", 0.0) for t in r], seed=seed),
+        em=bootstrap_ci([t.scores.get("em", 0.0) for t in r], seed=seed),
+        labels=Counter(t.error_type.value for t in r if t.error_type),
+        causes=Counter(t.error_cause for t in r if t.error_cause),
+        wall_s=bootstrap_ci([t.wall_time_s for t in r], seed=seed),
+        model_s=sum(t.model_time_s for t in r) / n,
+        tool_s=sum(t.tool_time_s for t in r) / n,
+        tokens=sum(t.prompt_tokens + t.completion_tokens for t in r) / n,
+        calls=sum(t.n_llm_calls for t in r) / n,
+        steps=sum(len(t.steps) for t in r) / n,
+    )
+
+
+def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
+    """Systems not dominated in (lower time, higher F1), fastest first."""
+    front = []
+    for name, (time_s, f1) in points.items():
+        dominated = any(
+            t2 <= time_s and f2 >= f1 and (t2, f2) != (time_s, f1)
+            for other, (t2, f2) in points.items()
+            if other != name
+        )
+        if not dominated:
+            front.append(name)
+    return sorted(front, key=lambda s: points[s][0])
+
+
+def domain_level_f1(runs: Iterable[Run]) -> dict[str, dict[str, float]]:
+    """system -> '<domain> <level>' -> mean F1 over tasks (for radars and bars)."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            if task:
+                out[run.system][f"{task.domain} {task.level.value}"].append(t.scores.get("f1", 0.0))
+    return {s: {k: sum(v) / len(v) for k, v in d.items()} for s, d in out.items()}
+
+
+CRAG_SLICES = ("domain", "question_type", "popularity", "dynamism")
+
+
+def crag_slices(run: Run) -> dict[str, dict[str, dict[str, float]]]:
+    """slice -> value -> {accuracy, hallucination, missing, score, n} (CRAG's three-way).
+
+    accurate = exact match; missing = an abstention; everything else is a hallucination;
+    score = accuracy - hallucination.
+    """
+    out: dict[str, dict[str, list[str]]] = {s: defaultdict(list) for s in CRAG_SLICES}
+    for t in run.results:
+        task = run.tasks.get(t.task_id)
+        if not task:
+            continue
+        verdict = (
+            "accurate"
+            if t.scores.get("em", 0.0) >= 1.0
+            else "missing"
+            if t.scores.get("missing", 0.0) >= 1.0
+            else "hallucinated"
+        )
+        values = {
+            "domain": task.domain,
+            "question_type": task.tags.question_type,
+            "popularity": task.tags.popularity,
+            "dynamism": task.tags.dynamism,
+        }
+        for s, v in values.items():
+            if v:
+                out[s][v].append(verdict)
+    result: dict[str, dict[str, dict[str, float]]] = {}
+    for s, groups in out.items():
+        result[s] = {}
+        for v, verdicts in sorted(groups.items()):
+            n = len(verdicts)
+            acc = verdicts.count("accurate") / n
+            hal = verdicts.count("hallucinated") / n
+            result[s][v] = {
+                "n": n,
+                "accuracy": acc,
+                "hallucination": hal,
+                "missing": verdicts.count("missing") / n,
+                "score": acc - hal,
+            }
+    return result

@@ -1,0 +1,185 @@
+"""R-Eval's tables from per-task scores: averages, ranks, and their renderings.
+
+A table has one row per system (workflow + LLM) and one column per task family. Domain and
+overall averages are unweighted means over tasks (R-Eval's Table 3: 9 Wikipedia tasks, 3
+AMiner tasks, all 12); level averages (KS / KU / KA) per domain likewise. Ranks are computed
+per column with the "average" method (ties share the mean of their positions), 1 = best.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+# R-Eval's 12 tasks: family id -> (domain, level)
+REVAL_TASKS: dict[str, tuple[str, str]] = {
+    "1-1": ("wiki", "KS"),
+    "1-2": ("wiki", "KS"),
+    "2-1": ("wiki", "KU"),
+    "2-2": ("wiki", "KU"),
+    "2-3": ("wiki", "KU"),
+    "3-1": ("wiki", "KA"),
+    "3-2": ("wiki", "KA"),
+    "3-3": ("wiki", "KA"),
+    "3-4": ("wiki", "KA"),
+    "1-3": ("aminer", "KS"),
+    "2-4": ("aminer", "KU"),
+    "3-5": ("aminer", "KA"),
+}
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def average_ranks(values: Mapping[str, float], higher_is_better: bool = True) -> dict[str, float]:
+    """Rank with ties sharing the mean position (1 = best); NaN values rank last."""
+
+    def key(k: str) -> float:
+        v = values[k]
+        if v != v:  # NaN
+            return float("inf")
+        return -v if higher_is_better else v
+
+    order = sorted(values, key=key)
+    ranks: dict[str, float] = {}
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and key(order[j + 1]) == key(order[i]):
+            j += 1
+        for k in order[i : j + 1]:
+            ranks[k] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def ordinal(rank: float) -> str:
+    if rank != int(rank):
+        return f"{rank:g}"
+    n = int(rank)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass
+class RevalTable:
+    """Per-task scores (0-100) per system, with R-Eval's averages and ranks."""
+
+    scores: dict[str, dict[str, float]]  # system -> family -> score
+    tasks: dict[str, tuple[str, str]] = field(default_factory=lambda: dict(REVAL_TASKS))
+
+    @property
+    def systems(self) -> list[str]:
+        return list(self.scores)
+
+    @property
+    def families(self) -> list[str]:
+        present = {f for s in self.scores.values() for f in s}
+        return [f for f in self.tasks if f in present] + sorted(present - set(self.tasks))
+
+    def _avg(self, system: str, keep: Callable[[str], bool]) -> float:
+        row = self.scores[system]
+        return mean([row[f] for f in self.families if f in row and keep(f)])
+
+    def averages(self) -> dict[str, dict[str, float]]:
+        """system -> {avg_<domain>, avg_all, <domain>_<level>}"""
+        out: dict[str, dict[str, float]] = {}
+        present = set(self.families)
+        domains = list(dict.fromkeys(d for f, (d, _) in self.tasks.items() if f in present))
+        for s in self.systems:
+            row: dict[str, float] = {}
+            for d in domains:
+                row[f"avg_{d}"] = self._avg(s, lambda f, d=d: self.tasks.get(f, ("?",))[0] == d)
+                for level in ("KS", "KU", "KA"):
+                    if any(self.tasks.get(f) == (d, level) for f in present):
+                        row[f"{d}_{level}"] = self._avg(
+                            s, lambda f, d=d, lv=level: self.tasks.get(f) == (d, lv)
+                        )
+            row["avg_all"] = self._avg(s, lambda f: True)
+            out[s] = row
+        return out
+
+    def ranks(self) -> dict[str, dict[str, float]]:
+        """system -> {rank_<column>} for every average column."""
+        avgs = self.averages()
+        columns = next(iter(avgs.values())).keys() if avgs else []
+        out: dict[str, dict[str, float]] = {s: {} for s in self.systems}
+        for col in columns:
+            ranked = average_ranks({s: avgs[s][col] for s in self.systems})
+            name = col.replace("avg_", "")
+            for s, r in ranked.items():
+                out[s][f"rank_{name}"] = r
+        return out
+
+    def rows(self, precision: int = 1) -> tuple[list[str], list[list[str]]]:
+        avgs, ranks = self.averages(), self.ranks()
+        domains = (
+            [k[4:] for k in next(iter(avgs.values())) if k.startswith("avg_") and k != "avg_all"]
+            if avgs
+            else []
+        )
+        header = [
+            "system",
+            *self.families,
+            *[f"avg_{d}" for d in domains],
+            "avg_all",
+            *[f"rank_{d}" for d in domains],
+            "rank_all",
+        ]
+        body = []
+        for s in self.systems:
+            cells = [s]
+            cells += [
+                f"{self.scores[s][f]:.{precision}f}" if f in self.scores[s] else "-"
+                for f in self.families
+            ]
+            cells += [f"{avgs[s][f'avg_{d}']:.{precision}f}" for d in domains]
+            cells.append(f"{avgs[s]['avg_all']:.{precision}f}")
+            cells += [ordinal(ranks[s][f"rank_{d}"]) for d in domains]
+            cells.append(ordinal(ranks[s]["rank_all"]))
+            body.append(cells)
+        return header, body
+
+    def to_csv(self) -> str:
+        header, body = self.rows()
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(body)
+        return buf.getvalue()
+
+    def to_markdown(self) -> str:
+        header, body = self.rows()
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        header, body = self.rows()
+
+        def esc(t: str) -> str:
+            return t.replace("_", r"\_").replace("&", r"\&").replace("%", r"\%")
+
+        lines = [
+            r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+            r"\toprule",
+            " & ".join(esc(h) for h in header) + r" \\",
+            r"\midrule",
+        ]
+        lines += [" & ".join(esc(c) for c in r) + r" \\" for r in body]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(lines) + "\n"
+
+    def to_rich(self, title: str = "R-Eval table") -> object:
+        from rich.table import Table
+
+        header, body = self.rows()
+        table = Table(title=title)
+        for h in header:
+            table.add_column(h, justify="left" if h == "system" else "right")
+        for r in body:
+            table.add_row(*r)
+        return table

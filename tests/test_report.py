@@ -1,0 +1,95 @@
+"""The HTML report: content, and a real headless Chromium reading it (10,000 episodes)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+
+from raleval.analysis.report import write_report
+
+from .conftest import run_config
+from .report_fixture import replicate_run
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    good, _ = run_config(root, limit=12)
+    bad, _ = run_config(root, model="scripted/malformed", limit=12)
+    return root, good.run_dir, bad.run_dir
+
+
+def test_report_content(runs):
+    root, good, bad = runs
+    path = write_report([good, bad], root / "r.html")
+    text = path.read_text()
+    assert "<td>react/scripted/oracle</td>" in text and "TE:invalid_format (12)" in text
+    assert text.count("<svg") >= 3  # radar/bars, error mix, deployment
+    # self-contained: nothing is fetched when the file is opened
+    assert re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) is None
+    assert '"label":"TE"' in text and '"label":"EM"' in text
+
+
+def test_report_threshold_relabels_from_stored_trajectories(runs, tmp_path):
+    _, good, _ = runs
+    text = write_report([good], tmp_path / "r.html", threshold=1.01).read_text()
+    assert '"label":"GE"' in text and '"label":"EM"' not in text  # nothing can reach 1.01
+
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.mark.integration
+def test_report_in_a_real_browser_with_10000_episodes(runs, tmp_path):
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("CI"):
+            pytest.fail("CI must install chromium and chromium-driver (.ci/run does)")
+        pytest.skip("needs Debian chromium and chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    _, good, bad = runs
+    big = replicate_run(bad, tmp_path / "big", 9_988)
+    path = write_report([good, big], tmp_path / "big.html")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1300,1800",
+    ):
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'profile'}")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.set_page_load_timeout(60)
+        driver.get(path.as_uri())
+        assert "10000 of 10000 episodes" in driver.find_element(By.ID, "count").text
+        rows = driver.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+        assert len(rows) == 50  # paginated: the page stays responsive at 10,000 episodes
+        tables = driver.find_elements(By.TAG_NAME, "table")
+        assert len(tables) >= 4 and "react/scripted/oracle" in tables[0].text
+        Select(driver.find_element(By.ID, "f-label")).select_by_value("EM")
+        assert "12 of 10000 episodes" in driver.find_element(By.ID, "count").text
+        first = driver.find_element(By.CSS_SELECTOR, "#episodes tbody tr")
+        assert "EM" in first.text
+        first.click()
+        detail = driver.find_element(By.ID, "detail")
+        assert "why EM:" in detail.text and "searchPerson" in detail.text
+        assert "F1 1.00 >= threshold 0.5" in detail.text
+        driver.save_screenshot(str(tmp_path / "report.png"))
+        assert (tmp_path / "report.png").stat().st_size > 10_000
+    finally:
+        driver.quit()

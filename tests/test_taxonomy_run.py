@@ -1,0 +1,54 @@
+"""A run mixing every workflow with scripted models that fail on purpose: the taxonomy gives
+each episode the intended label."""
+
+import pytest
+
+from raleval.workflows.sandbox import check_isolation
+
+from .conftest import run_config
+
+# (workflow, scripted model) -> intended label (with cause prefix where it matters)
+EXPECTED = {
+    **{(wf, "oracle"): "EM" for wf in ("react", "function_calling", "dfsdt", "pal", "planned")},
+    ("direct", "oracle"): "AM",
+    **{
+        (wf, "memorizer"): "AM"
+        for wf in ("react", "function_calling", "dfsdt", "pal", "planned", "direct")
+    },
+    **{
+        (wf, "oracle-wrong"): "GE"
+        for wf in ("react", "function_calling", "dfsdt", "pal", "planned")
+    },
+    ("direct", "oracle-wrong"): "RE",
+    ("react", "malformed"): "TE:invalid_format",
+    ("react", "unknown-tool"): "TE:step_limit:unknown_tool",
+    ("dfsdt", "malformed"): "TE:step_limit",
+    ("pal", "malformed"): "TE:program_error",
+    ("function_calling", "malformed"): "RE",  # a plain-text reply is a (wrong) final answer
+    ("react", "abstain"): "RE",
+    **{
+        (wf, "error"): "ME:llm_error:backend_error"
+        for wf in ("react", "function_calling", "dfsdt", "pal", "planned", "direct")
+    },
+    **{
+        (wf, "empty"): "ME:llm_error:empty_response"
+        for wf in ("react", "function_calling", "dfsdt", "pal", "planned", "direct")
+    },
+}
+
+
+@pytest.mark.parametrize(("workflow", "model"), sorted(EXPECTED))
+def test_intended_label(tmp_path, workflow, model):
+    if workflow == "pal" and check_isolation() is not None:
+        pytest.skip(check_isolation())
+    _, results = run_config(
+        tmp_path,
+        workflow=workflow,
+        model=f"scripted/{model}",
+        limit=3,
+        workflow_options={"max_steps": 4, "dfsdt_query_budget": 6},
+    )
+    want = EXPECTED[(workflow, model)]
+    for r in results:
+        assert r.error_type.value == want.split(":")[0], (r.error_cause, r.termination)
+        assert r.error_cause.startswith(want), r.error_cause
