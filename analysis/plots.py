@@ -122,3 +122,16 @@ def deployment(points: Mapping[str, tuple[float, float, float, float]], front: l
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=8)
     return _svg(fig)
+
+
+def robustness(series: Mapping[str, Mapping[float, float]]) -> str:
+    """F1 versus the ratio of noise mixed into tool results, one line per system."""
+    fig, ax = _figure(6, 4)
+    for name, points in sorted(series.items()):
+        xs = sorted(points)
+        ax.plot(xs, [points[x] for x in xs], marker="o", label=name)
+    ax.set_xlabel("noise ratio")
+    ax.set_ylabel("F1")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
+    return _svg(fig)

@@ -60,6 +60,30 @@ def per_task_table(runs: Iterable[Run]) -> RevalTable:
     )
 
 
+def per_task_intervals(runs: Iterable[Run], seed: int = 0) -> dict[str, dict[str, Interval]]:
+    """system -> task family -> mean F1 with its 95% bootstrap interval."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        for t in run.results:
+            values[run.system][task_key(run, t)].append(t.scores.get("f1", 0.0))
+    return {
+        s: {f: bootstrap_ci(v, seed=seed) for f, v in sorted(fams.items())}
+        for s, fams in values.items()
+    }
+
+
+def robustness(runs: Iterable[Run]) -> dict[str, dict[float, float]]:
+    """system -> noise ratio -> mean F1, for tasks that carry ``metadata["noise_ratio"]``."""
+    values: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            ratio = task.metadata.get("noise_ratio") if task else None
+            if isinstance(ratio, (int, float)):
+                values[run.system][float(ratio)].append(t.scores.get("f1", 0.0))
+    return {s: {r: sum(v) / len(v) for r, v in sorted(d.items())} for s, d in values.items()}
+
+
 @dataclass
 class SystemSummary:
     system: str

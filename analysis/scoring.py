@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, classify
-from raleval.records import Task, Trajectory
+from raleval.records import ErrorType, Task, Termination, Trajectory
 from raleval.tasks.metrics import exact_match, f1_score, is_abstention
+
+
+def expects_rejection(task: Task) -> bool:
+    """Negative-rejection and false-premise tasks: declining to answer is the right answer."""
+    return not task.tags.answerable or task.tags.question_type == "false_premise"
 
 
 def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = None) -> None:
     """Fill ``traj.scores`` (f1, em, missing) and its error label, in place."""
+    abstained = is_abstention(traj.answer)
     traj.scores = {
         "f1": f1_score(traj.answer, task.answers),
         "em": exact_match(traj.answer, task.answers),
-        "missing": float(is_abstention(traj.answer)),
+        "missing": float(abstained),
     }
+    if expects_rejection(task) and abstained and traj.termination is Termination.finished:
+        # CRAG and RGB count a rejection as correct where no answer exists.
+        traj.scores.update(f1=1.0, em=1.0)
+        traj.error_type, traj.error_cause = ErrorType.EM, "EM:correct_rejection"
+        return
     traj.error_type, traj.error_cause = classify(traj, task.answers, threshold or DEFAULT_THRESHOLD)

@@ -296,6 +296,29 @@ def report(
 
 
 @app.command()
+def table(
+    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
+) -> None:
+    """Print R-Eval's per-task table (averages and ranks) for the given runs."""
+    from rich.console import Console
+
+    from raleval.analysis.runs import load_run, per_task_table
+
+    try:
+        t = per_task_table([load_run(p) for p in run_dirs])
+    except _user_errors() as exc:
+        _fail(str(exc))
+    renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
+    if fmt == "rich":
+        Console().print(t.to_rich())
+    elif fmt in renderers:
+        typer.echo(renderers[fmt](), nl=False)
+    else:
+        _fail(f"--format must be rich, csv, markdown or latex, not {fmt!r}")
+
+
+@app.command()
 def compare(
     run_a: Annotated[Path, typer.Argument(help="run directory A")],
     run_b: Annotated[Path, typer.Argument(help="run directory B")],

@@ -93,3 +93,42 @@ def test_report_in_a_real_browser_with_10000_episodes(runs, tmp_path):
         assert (tmp_path / "report.png").stat().st_size > 10_000
     finally:
         driver.quit()
+
+
+def test_intervals_pareto_and_robustness(runs, tmp_path):
+    from raleval.store import TASKS, read_tasks, write_tasks
+
+    _, good, _ = runs
+    noisy = tmp_path / "noisy"
+    noisy.mkdir()
+    for name in ("results.jsonl", "header.json"):
+        (noisy / name).write_bytes((good / name).read_bytes())
+    tasks = read_tasks(good / TASKS)
+    write_tasks(
+        noisy / TASKS,
+        [
+            t.model_copy(
+                update={"metadata": {**t.metadata, "noise_ratio": [0.0, 0.2, 0.4, 0.6, 0.8][i % 5]}}
+            )
+            for i, t in enumerate(tasks)
+        ],
+    )
+    text = write_report([noisy], tmp_path / "n.html").read_text()
+    assert "F1 [95% interval]" in text and "1.000 [1.000, 1.000]" in text
+    assert "<td>yes</td>" in text  # the only system is on its own Pareto front
+    assert "noise ratio" in text  # the robustness curve was drawn
+
+
+def test_table_command_formats(runs):
+    from typer.testing import CliRunner
+
+    from raleval.cli import app
+
+    _, good, bad = runs
+    for fmt, marker in (
+        ("csv", "system,1-3"),
+        ("markdown", "| system |"),
+        ("latex", r"\begin{tabular}"),
+    ):
+        res = CliRunner().invoke(app, ["table", str(good), str(bad), "--format", fmt])
+        assert res.exit_code == 0 and marker in res.output, res.output

@@ -65,3 +65,23 @@ def test_reval_threshold_is_lenient():
     traj = _traj("Ada Lin of the Qerrin Institute of Technology Labs", steps=[OBS])
     assert classify(traj, ["Ada"], REVAL_THRESHOLD)[0] == "EM"
     assert classify(traj, ["Ada"])[0] == "GE"
+
+
+def test_abstention_is_correct_only_where_no_answer_exists():
+    from raleval.analysis.scoring import score_trajectory
+    from raleval.records import Task
+
+    base = {"id": "t", "domain": "scholar", "level": "KS", "family": "x", "question": "q"}
+    unanswerable = Task(**base, answers=["I don't know"], tags={"answerable": False})
+    premise = Task(**base, answers=["invalid question"], tags={"question_type": "false_premise"})
+    normal = Task(**base, answers=["17"])
+    for task in (unanswerable, premise):
+        t = _traj("I do not know.")
+        score_trajectory(t, task)
+        assert (t.scores["f1"], t.error_type, t.error_cause) == (1.0, "EM", "EM:correct_rejection")
+        wrong = _traj("17")
+        score_trajectory(wrong, task)
+        assert wrong.scores["f1"] == 0.0 and wrong.error_type == "RE"
+    t = _traj("I don't know")
+    score_trajectory(t, normal)
+    assert t.scores == {"f1": 0.0, "em": 0.0, "missing": 1.0} and t.error_type == "RE"

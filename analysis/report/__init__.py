@@ -24,7 +24,9 @@ from raleval.analysis.runs import (
     domain_level_f1,
     load_run,
     pareto_front,
+    per_task_intervals,
     per_task_table,
+    robustness,
     summarize_system,
 )
 from raleval.analysis.scoring import score_trajectory
@@ -98,7 +100,21 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     header, body = table.rows()
     reval_html = _table(header, body)
 
+    intervals = per_task_intervals(runs)
+    ci_rows = [
+        [system, family, str(ci)]
+        for system, fams in intervals.items()
+        for family, ci in fams.items()
+    ]
+    reval_html += _table(["system", "task family", "F1 [95% interval]"], ci_rows)
+
     summaries = [summarize_system(r) for r in runs]
+    points = {
+        s.system: (s.wall_s.estimate, s.wall_s.low, s.wall_s.high, s.f1.estimate)
+        for s in summaries
+        if s.wall_s and s.n
+    }
+    front = pareto_front({k: (v[0], v[3]) for k, v in points.items()})
     sys_rows = [
         [
             s.system,
@@ -111,6 +127,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             f"{s.tokens:.0f}",
             f"{s.calls:.1f}",
             f"{s.steps:.1f}",
+            "yes" if s.system in front else "",
         ]
         for s in summaries
     ]
@@ -126,6 +143,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "tokens/query",
             "LLM calls/query",
             "steps/query",
+            "Pareto (time vs F1)",
         ],
         sys_rows,
     )
@@ -177,14 +195,10 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
         figures.append(plots.level_bars("F1 by domain x level", by_level))
         figures.append(plots.error_bars({s.system: dict(s.labels) for s in summaries}))
-        points = {
-            s.system: (s.wall_s.estimate, s.wall_s.low, s.wall_s.high, s.f1.estimate)
-            for s in summaries
-            if s.wall_s and s.n
-        }
-        figures.append(
-            plots.deployment(points, pareto_front({k: (v[0], v[3]) for k, v in points.items()}))
-        )
+        figures.append(plots.deployment(points, front))
+        noise = robustness(runs)
+        if noise:
+            figures.append(plots.robustness(noise))
     else:
         figures.append(
             '<p class="muted">Figures need matplotlib: pip install "raleval[plots]".</p>'
