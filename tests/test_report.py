@@ -89,6 +89,9 @@ def test_report_in_a_real_browser_with_10000_episodes(runs, tmp_path):
         detail = driver.find_element(By.ID, "detail")
         assert "why EM:" in detail.text and "searchPerson" in detail.text
         assert "F1 1.00 >= threshold 0.5" in detail.text
+        Select(driver.find_element(By.ID, "f-label")).select_by_value("TE")
+        driver.find_element(By.CSS_SELECTOR, "#episodes tbody tr").click()
+        assert "the model wrote: I will search the person" in detail.text
         driver.save_screenshot(str(tmp_path / "report.png"))
         assert (tmp_path / "report.png").stat().st_size > 10_000
     finally:

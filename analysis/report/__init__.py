@@ -85,6 +85,7 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
                 "obs": (s.observation or "")[:MAX_OBSERVATION]
                 if s.observation is not None
                 else None,
+                "raw": s.raw_action if s.tool is None else None,
                 "kind": s.kind.value,
                 "cause": s.cause,
                 "latency": s.latency_s,
