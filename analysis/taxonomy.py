@@ -15,6 +15,10 @@ TE     no match, not useful, interrupted by the agent's improper tool use
 ME     no match, not useful, interrupted by a fault outside the agent's control
 =====  =========================================================================
 
+One refinement: an episode cut off by a fault outside the agent's control before the agent
+gave any answer is ME even when evidence had been retrieved; GE means the agent generated a
+wrong answer from the evidence, which it never got the chance to do.
+
 Every label carries a cause, e.g. ``TE:invalid_format`` or ``ME:llm_error:empty_response``.
 """
 
@@ -83,9 +87,9 @@ def classify(
     useful = evidence_found(trajectory, golds)
     if match:
         return (ErrorType.EM, "EM:grounded") if useful else (ErrorType.AM, "AM:from_memory")
-    if useful:
-        return ErrorType.GE, "GE:evidence_ignored"
     term = trajectory.termination
+    if useful and not (term in _OUTSIDE and trajectory.answer is None):
+        return ErrorType.GE, "GE:evidence_ignored"
     if term in _TOOL_USE:
         detail = _tool_use_cause(trajectory)
         cause = term.value if not detail or detail == term.value else f"{term.value}:{detail}"

@@ -38,6 +38,12 @@ class RunConfig(BaseModel):
     run_name: str | None = None
     cache: bool = True
     cache_path: Path | None = None
+    # Fault injection (see raleval.faults): seeded rates and the retries applied to them.
+    tool_fault_rate: float = Field(0.0, ge=0, le=1)
+    llm_fault_rate: float = Field(0.0, ge=0, le=1)
+    fault_seed: int = 0
+    tool_retries: int = Field(2, ge=0)
+    llm_retries: int = Field(2, ge=0)
 
     @field_validator("model")
     @classmethod

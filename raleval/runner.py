@@ -19,6 +19,7 @@ from typing import Any
 
 from raleval import __version__, registry
 from raleval.config import ConfigError, RunConfig, redact
+from raleval.faults import FaultLog, FaultyEnvironment, FaultyModel, RetryingModel
 from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
 from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
 from raleval.store import (
@@ -41,6 +42,7 @@ class RunSummary:
     mean_f1: float | None
     by_termination: dict[str, int] = field(default_factory=dict)
     by_error_type: dict[str, int] = field(default_factory=dict)
+    faults: Any = None  # the FaultLog when faults were injected
 
 
 class EndpointLimitedModel(ModelWrapper):
@@ -268,6 +270,17 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     pending = [t for t in selected if (t.id, 0) not in done]
     if config.max_connections_per_endpoint:
         model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
+    faults = FaultLog()
+    if config.tool_fault_rate > 0:
+        env = FaultyEnvironment(
+            env, config.tool_fault_rate, config.fault_seed, config.tool_retries, faults
+        )
+    if config.llm_fault_rate > 0:
+        model = RetryingModel(
+            FaultyModel(model, config.llm_fault_rate, config.fault_seed, faults),
+            config.llm_retries,
+            log=faults,
+        )
     cache = None
     # Scripted models cost nothing and are the cache's own test subjects: never cached.
     if config.cache and not model.name.startswith("scripted/"):
@@ -316,6 +329,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         mean_f1=(sum(f1s) / len(f1s)) if f1s else None,
         by_termination=terms,
         by_error_type=labels,
+        faults=faults,
     )
 
 

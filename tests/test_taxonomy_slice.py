@@ -46,6 +46,10 @@ THOUGHT_ONLY = Step(
         (_traj(None, "llm_error", [], "empty_response"), "ME", "ME:llm_error:empty_response"),
         (_traj(None, "tool_fault", [], "timeout"), "ME", "ME:tool_fault:timeout"),
         (_traj(None, "timeout", []), "ME", "ME:timeout"),
+        # evidence retrieved, then the model backend died before any answer: ME, not GE
+        (_traj(None, "llm_error", [OBS], "backend_error"), "ME", "ME:llm_error:backend_error"),
+        # evidence retrieved, budget spent without answering: still GE
+        (_traj(None, "step_limit", [OBS]), "GE", "GE:evidence_ignored"),
     ],
 )
 def test_every_branch(traj, label, cause):

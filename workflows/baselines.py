@@ -93,6 +93,8 @@ def build_planned_graph(
             )
         results = []
         for call in calls[: cfg.max_steps]:
+            if rec.done:  # a tool fault ended the episode
+                break
             result = await ep_env.call(call.tool, call.arguments)
             rec.add_step(
                 result,

@@ -155,6 +155,9 @@ class EpisodeRecord:
             fields.setdefault("latency_s", result.latency_s)
             fields.setdefault("cached", result.cached)
             self.tool_time_s += result.latency_s
+            if result.kind is OutcomeKind.tool_fault:
+                # The backend failed even after retries: the episode cannot go on fairly.
+                self.finish(Termination.tool_fault, result.cause)
         step = Step(index=len(self.steps), **fields)
         self.steps.append(step)
         return step

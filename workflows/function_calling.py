@@ -83,6 +83,8 @@ def build_function_calling_graph(
     async def agent(state: FCState, config: RunnableConfig) -> FCState:
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
+        if rec.done:  # a tool fault ended the episode
+            return {"rec": rec}
         new: list[BaseMessage] = []
         messages = list(state.get("messages") or [])
         if not messages:
