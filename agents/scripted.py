@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -43,7 +44,11 @@ class ScriptedModel:
         prompt = request.messages[-1].content if request.messages else ""
         return self.respond(prompt), []
 
+    latency_s: float = 0.0  # simulated model latency (crash and throughput tests)
+
     async def generate(self, request: GenerateRequest) -> Generation:
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
         if request.tools:
             text, calls = self.respond_with_tools(request)
         else:
@@ -83,7 +88,9 @@ class OracleModel(ScriptedModel):
         self.task, self.env, self.workflow, self.variant = task, env, workflow, variant
 
     def for_episode(self, task: Task, env: Any, workflow: str) -> OracleModel:
-        return OracleModel(task, env, workflow, self.variant)
+        bound = OracleModel(task, env, workflow, self.variant)
+        bound.latency_s = self.latency_s
+        return bound
 
     @property
     def _solution(self) -> list[ToolCall]:
@@ -197,7 +204,9 @@ class ReplayModel(ScriptedModel):
         outputs = self._load().get(task.id)
         if outputs is None:
             raise ValueError(f"scripted/replay: task {task.id} is not in {self.path}")
-        return ReplayModel(self.path, list(outputs))
+        bound = ReplayModel(self.path, list(outputs))
+        bound.latency_s = self.latency_s
+        return bound
 
     def respond(self, prompt: str) -> str:
         if not self._outputs:
@@ -220,17 +229,21 @@ _BUILDERS = {
 @register_model_provider("scripted")
 def make_scripted_model(name: str, **options: Any) -> ScriptedModel:
     """``scripted/<name>``: deterministic test models (oracle, replay, failure kinds)."""
+    latency = float(options.pop("latency_s", 0.0))
     if name == "replay":
         if set(options) != {"path"}:
-            raise ValueError("scripted/replay needs exactly one option: -M path=results.jsonl")
-        return ReplayModel(str(options["path"]))
-    if options:
-        raise ValueError(f"scripted models take no options (got {sorted(options)})")
-    if name not in _BUILDERS:
-        from raleval.registry import UnknownNameError
+            raise ValueError("scripted/replay needs one option: -M path=results.jsonl")
+        model: ScriptedModel = ReplayModel(str(options["path"]))
+    else:
+        if options:
+            raise ValueError(f"scripted models take only latency_s (got {sorted(options)})")
+        if name not in _BUILDERS:
+            from raleval.registry import UnknownNameError
 
-        raise UnknownNameError("scripted model", name, list(_BUILDERS))
-    return _BUILDERS[name]()
+            raise UnknownNameError("scripted model", name, list(_BUILDERS))
+        model = _BUILDERS[name]()
+    model.latency_s = latency
+    return model
 
 
 SCRIPTED_NAMES = sorted([*_BUILDERS, "replay"])

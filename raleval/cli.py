@@ -167,6 +167,12 @@ def _run_one(cfg: Any, display: str) -> None:
             "run the same command again to resume"
         )
         raise typer.Exit(130) from None
+    if summary.interrupted:
+        Console(stderr=True).print(
+            f"[yellow]interrupted[/]: {summary.ran} episodes finished and saved in "
+            f"{summary.run_dir}; run the same command again to resume"
+        )
+        raise typer.Exit(130)
     tasks = {t.id: t for t in read_tasks(summary.run_dir / TASKS)}
     rows = summarize(ResultsFile(summary.run_dir / RESULTS), tasks)
     if display != "none":

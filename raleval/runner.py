@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -43,6 +44,7 @@ class RunSummary:
     by_termination: dict[str, int] = field(default_factory=dict)
     by_error_type: dict[str, int] = field(default_factory=dict)
     faults: Any = None  # the FaultLog when faults were injected
+    interrupted: bool = False  # stopped by Ctrl-C before every episode ran
 
 
 class EndpointLimitedModel(ModelWrapper):
@@ -301,6 +303,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
 
     async def worker() -> None:
         while True:
+            if stopping.is_set():
+                return
             try:
                 task = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -314,11 +318,41 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
                 labels[traj.error_type.value] = labels.get(traj.error_type.value, 0) + 1
             progress.advance(sum(f1s) / len(f1s))
 
+    stopping = asyncio.Event()
+    workers: list[asyncio.Task[None]] = []
+
+    def on_interrupt() -> None:
+        if not stopping.is_set():
+            stopping.set()
+            print(
+                "\nstopping: no new episodes; running ones will finish "
+                "(Ctrl-C again to stop at once)",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:  # second Ctrl-C: cancel running episodes; they are not written, so a resume
+            for w in workers:  # reruns them, and every line on disk stays whole
+                w.cancel()
+
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        handling_sigint = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
+        handling_sigint = False
+
     with progress:
         n_workers = min(config.max_connections, max(1, len(pending)))
         # A model may know how many episodes it serves well at once (llama.cpp slots).
         n_workers = min(n_workers, getattr(model, "max_concurrency", None) or n_workers)
-        await asyncio.gather(*(worker() for _ in range(n_workers)))
+        workers.extend(asyncio.ensure_future(worker()) for _ in range(n_workers))
+        try:
+            await asyncio.gather(*workers, return_exceptions=False)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if handling_sigint:
+                loop.remove_signal_handler(signal.SIGINT)
     if cache is not None:
         cache.close()
     return RunSummary(
@@ -330,6 +364,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         by_termination=terms,
         by_error_type=labels,
         faults=faults,
+        interrupted=stopping.is_set(),
     )
 
 
