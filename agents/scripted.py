@@ -155,6 +155,22 @@ class OracleModel(ScriptedModel):
         return f" {thought}\nAction {n}: {action}\nObservation {n}:"
 
 
+class AlternatingModel(OracleModel):
+    """Right on a task's 1st, 3rd, ... episode and wrong on its 2nd, 4th, ...: with epochs,
+    pass@k and pass^k differ (exercises repeated runs)."""
+
+    def __init__(self) -> None:
+        super().__init__(variant="alternating")
+        self.visits: dict[str, int] = {}
+
+    def for_episode(self, task: Task, env: Any, workflow: str) -> OracleModel:
+        n = self.visits.get(task.id, 0)
+        self.visits[task.id] = n + 1
+        bound = OracleModel(task, env, workflow, "oracle" if n % 2 == 0 else "oracle-wrong")
+        bound.latency_s = self.latency_s
+        return bound
+
+
 class _Fixed(ScriptedModel):
     def __init__(self, name: str, thought: str, action: str) -> None:
         super().__init__(name)
@@ -218,6 +234,7 @@ _BUILDERS = {
     "oracle": lambda: OracleModel(),
     "memorizer": lambda: OracleModel(variant="memorizer"),
     "oracle-wrong": lambda: OracleModel(variant="oracle-wrong"),
+    "alternating": lambda: AlternatingModel(),
     "malformed": lambda: _Fixed("malformed", "Let me look this up.", "I will search the person"),
     "unknown-tool": lambda: _Fixed("unknown-tool", "Let me browse.", "browse(query=answer)"),
     "abstain": lambda: _Fixed("abstain", "I cannot know this.", "Finish[I don't know]"),

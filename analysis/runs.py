@@ -189,3 +189,22 @@ def crag_slices(run: Run) -> dict[str, dict[str, dict[str, float]]]:
                 "score": acc - hal,
             }
     return result
+
+
+def pass_at_k(run: Run, threshold: float = 0.5) -> dict[str, float] | None:
+    """pass@k (some epoch matched) and pass^k (every epoch matched) over tasks, where k is the
+    number of epochs each task ran; ``None`` for a single-epoch run."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for t in run.results:
+        by_task[t.task_id].append(t.scores.get("f1", 0.0) >= threshold)
+    if not by_task:
+        return None
+    k = min(len(v) for v in by_task.values())
+    if k < 2:
+        return None
+    n = len(by_task)
+    return {
+        "k": float(k),
+        "pass@k": sum(any(v) for v in by_task.values()) / n,
+        "pass^k": sum(all(v) for v in by_task.values()) / n,
+    }

@@ -132,6 +132,13 @@ class CachedModel(ModelWrapper):
         self.hits = 0
         self.misses = 0
 
+    def with_epoch(self, epoch: int) -> CachedModel:
+        """The same cache keyed for another epoch, so repeated epochs are fresh samples."""
+        clone = self.rewrap(self._model)
+        assert isinstance(clone, CachedModel)
+        clone.epoch = epoch
+        return clone
+
     async def generate(self, request: GenerateRequest) -> Generation:
         key = request_key(self.name, request, self.epoch)
         hit = self._cache.get(key)

@@ -105,6 +105,10 @@ def run(
     display: Annotated[
         str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
     ] = "rich",
+    epochs: Annotated[
+        int | None,
+        typer.Option(envvar="RALEVAL_EPOCHS", help="repeat every task; reports pass@k, pass^k"),
+    ] = None,
     cache: Annotated[
         bool | None,
         typer.Option(
@@ -131,6 +135,7 @@ def run(
             "log_dir": log_dir,
             "run_name": run_name,
             "cache": cache,
+            "epochs": epochs,
         }
         for key, pairs, flag in (
             ("model_options", model_option, "-M"),
@@ -183,7 +188,16 @@ def _run_one(cfg: Any, display: str) -> None:
         highlight=False,
     )
     from raleval.analysis.report import write_report
+    from raleval.analysis.runs import load_run, pass_at_k
 
+    passes = pass_at_k(load_run(summary.run_dir)) if cfg.epochs > 1 else None
+    if passes:
+        k = int(passes["k"])
+        console.print(
+            f"over {k} epochs: pass@{k} = {passes['pass@k']:.3f}, "
+            f"pass^{k} = {passes['pass^k']:.3f}",
+            highlight=False,
+        )
     try:
         console.print(f"report: {write_report([summary.run_dir])}", highlight=False)
     except Exception as exc:  # the results are safe on disk; a report can be made later

@@ -36,6 +36,7 @@ class RunConfig(BaseModel):
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
+    epochs: int = Field(1, ge=1, le=100)  # repeat every task; reports pass@k and pass^k
     cache: bool = True
     cache_path: Path | None = None
     # Fault injection (see raleval.faults): seeded rates and the retries applied to them.

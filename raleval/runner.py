@@ -107,6 +107,8 @@ async def run_episode(
     started_at = datetime.now(timezone.utc)
     rec = EpisodeRecord()
     try:
+        if epoch and hasattr(model, "with_epoch"):
+            model = model.with_epoch(epoch)
         session = env.session(task)
         episode_model = (
             model.for_episode(task, session, agent.workflow)
@@ -269,7 +271,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     results.repair()
     done = results.finished_keys()
     selected = tasks[: config.limit] if config.limit else tasks
-    pending = [t for t in selected if (t.id, 0) not in done]
+    pending = [(t, e) for e in range(config.epochs) for t in selected if (t.id, e) not in done]
     if config.max_connections_per_endpoint:
         model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
     faults = FaultLog()
@@ -293,9 +295,9 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
     graph = builder(model, env, wf_config)  # compiled once; episodes differ in `configurable`
 
-    queue: asyncio.Queue[Task] = asyncio.Queue()
-    for t in pending:
-        queue.put_nowait(t)
+    queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
+    for item in pending:
+        queue.put_nowait(item)
     f1s: list[float] = []
     terms: dict[str, int] = {}
     labels: dict[str, int] = {}
@@ -306,10 +308,12 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
             if stopping.is_set():
                 return
             try:
-                task = queue.get_nowait()
+                task, epoch = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            traj = await run_episode(task, model, env, builder, wf_config, agent, graph=graph)
+            traj = await run_episode(
+                task, model, env, builder, wf_config, agent, epoch=epoch, graph=graph
+            )
             score_trajectory(traj, task)
             results.append(traj)
             f1s.append(traj.scores["f1"])
@@ -357,8 +361,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         cache.close()
     return RunSummary(
         run_dir=run_dir,
-        total=len(selected),
-        skipped=len(selected) - len(pending),
+        total=len(selected) * config.epochs,
+        skipped=len(selected) * config.epochs - len(pending),
         ran=len(f1s),
         mean_f1=(sum(f1s) / len(f1s)) if f1s else None,
         by_termination=terms,

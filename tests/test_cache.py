@@ -91,3 +91,17 @@ def test_repeated_run_costs_no_model_calls_and_matches(tmp_path, monkeypatch):
     assert res.exit_code == 0 and "responses" in res.output and spec in res.output
     res = CliRunner().invoke(app, ["cache", "clear"])
     assert res.exit_code == 0 and "removed" in res.output
+
+
+def test_each_epoch_has_its_own_cache_entries(tmp_path, monkeypatch):
+    from .conftest import run_config
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    with StubServer() as stub:
+        spec = f"openai-compatible/ok@{stub.base_url}"
+        run_config(tmp_path / "one", model=spec, limit=2, epochs=1)
+        one = stub.counts["ok"]
+        run_config(tmp_path / "two", model=spec, limit=2, epochs=2)
+        assert stub.counts["ok"] == 2 * one  # epoch 0 from the cache, epoch 1 asked fresh
+        run_config(tmp_path / "three", model=spec, limit=2, epochs=2)
+        assert stub.counts["ok"] == 2 * one  # both epochs now cached

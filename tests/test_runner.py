@@ -200,3 +200,16 @@ def test_k_shot_examples_come_from_a_disjoint_pool(tmp_path, workflow):
         assert "final_result = r0[0][" in first  # examples compute their answer
     elif workflow == "react":
         assert "\nObservation 1: [{" in first.split("Here is another example.")[1]
+
+
+def test_epochs_repeat_tasks_and_give_pass_at_k(tmp_path):
+    from raleval.analysis.runs import load_run, pass_at_k
+
+    summary, results = run_config(tmp_path, model="scripted/alternating", limit=5, epochs=3)
+    assert summary.ran == 15
+    assert sorted((r.task_id, r.epoch) for r in results) == sorted(
+        (t, e) for t in {r.task_id for r in results} for e in range(3)
+    )
+    assert pass_at_k(load_run(summary.run_dir)) == {"k": 3.0, "pass@k": 1.0, "pass^k": 0.0}
+    again, _ = run_config(tmp_path, model="scripted/alternating", limit=5, epochs=3)
+    assert again.ran == 0  # resume is per (task, epoch)
