@@ -359,6 +359,9 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
                 loop.remove_signal_handler(signal.SIGINT)
     if cache is not None:
         cache.close()
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:  # release HTTP connections inside the loop that opened them
+        await aclose()
     return RunSummary(
         run_dir=run_dir,
         total=len(selected) * config.epochs,
