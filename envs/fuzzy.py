@@ -5,6 +5,12 @@ costs hundreds of milliseconds at a million names. This index first finds candid
 token postings: each query token is expanded to near-identical vocabulary tokens (typos,
 case), the rarest tokens' postings are intersected (or united when the intersection is empty),
 and only those candidates are scored with rapidfuzz. Postings are int32 numpy arrays.
+
+The trade-off: a typo'd token is matched within buckets of the same first or last letter and
+a similar length, so a
+*different* string that a full scan would score slightly higher can be missed; the string the
+user meant is found whenever a full scan finds it, for up to two typos (a property test
+checks this).
 """
 
 from __future__ import annotations
@@ -38,9 +44,11 @@ class FuzzyIndex:
         self._postings = {t: np.asarray(postings[t], dtype=np.int32) for t in self.vocab}
         # Out-of-vocabulary tokens (typos) are matched within a (first letter, length) bucket,
         # not against the whole vocabulary, which has hundreds of thousands of tokens.
-        self._buckets: dict[tuple[str, int], list[str]] = {}
+        # Two keys, first and last letter, so a typo at either end still reaches its token.
+        self._buckets: dict[tuple[str, str, int], list[str]] = {}
         for t in self.vocab:
-            self._buckets.setdefault((t[0], len(t)), []).append(t)
+            self._buckets.setdefault(("first", t[0], len(t)), []).append(t)
+            self._buckets.setdefault(("last", t[-1], len(t)), []).append(t)
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -51,9 +59,10 @@ class FuzzyIndex:
             return [tok]
         if len(tok) <= 2:
             return []
-        pool: list[str] = []
+        pool: set[str] = set()
         for n in range(len(tok) - 2, len(tok) + 3):
-            pool.extend(self._buckets.get((tok[0], n), ()))
+            pool.update(self._buckets.get(("first", tok[0], n), ()))
+            pool.update(self._buckets.get(("last", tok[-1], n), ()))
         close = process.extract(
             tok, pool, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
         )

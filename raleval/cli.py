@@ -105,6 +105,24 @@ def run(
     display: Annotated[
         str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
     ] = "rich",
+    backend: Annotated[
+        str | None,
+        typer.Option(envvar="RALEVAL_BACKEND", help="local | ray (shard over a Ray cluster)"),
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(envvar="RALEVAL_RAY_ADDRESS", help="Ray cluster address")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(envvar="RALEVAL_WORKERS", help="Ray shards / workers")
+    ] = None,
+    tool_fault_rate: Annotated[
+        float | None,
+        typer.Option(envvar="RALEVAL_TOOL_FAULT_RATE", help="inject seeded tool faults"),
+    ] = None,
+    llm_fault_rate: Annotated[
+        float | None,
+        typer.Option(envvar="RALEVAL_LLM_FAULT_RATE", help="inject seeded model faults"),
+    ] = None,
     epochs: Annotated[
         int | None,
         typer.Option(envvar="RALEVAL_EPOCHS", help="repeat every task; reports pass@k, pass^k"),
@@ -136,6 +154,11 @@ def run(
             "run_name": run_name,
             "cache": cache,
             "epochs": epochs,
+            "tool_fault_rate": tool_fault_rate,
+            "llm_fault_rate": llm_fault_rate,
+            "backend": backend,
+            "ray_address": ray_address,
+            "workers": workers,
         }
         for key, pairs, flag in (
             ("model_options", model_option, "-M"),
@@ -154,6 +177,21 @@ def run(
         _fail(str(exc))
 
 
+def _exit_interrupted(saved: str) -> None:
+    """Exit 130 after Ctrl-C. asyncio.run has just restored Python's SIGINT handler, so
+    another Ctrl-C is ignored from here, and the process ends without interpreter finalisation,
+    where a stray KeyboardInterrupt could otherwise still land. Every result line is on disk."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stdout.flush()
+    print(
+        f"interrupted: {saved}; run the same command again to resume", file=sys.stderr, flush=True
+    )
+    os._exit(130)
+
+
 def _run_one(cfg: Any, display: str) -> None:
     import asyncio
 
@@ -165,19 +203,16 @@ def _run_one(cfg: Any, display: str) -> None:
 
     console = Console()
     try:
-        summary = asyncio.run(run_async(cfg, display=display))
+        if cfg.backend == "ray":
+            from raleval.runner import run_ray
+
+            summary = run_ray(cfg)
+        else:
+            summary = asyncio.run(run_async(cfg, display=display))
     except KeyboardInterrupt:
-        Console(stderr=True).print(
-            f"[yellow]interrupted[/]: finished episodes are saved in {cfg.run_dir}; "
-            "run the same command again to resume"
-        )
-        raise typer.Exit(130) from None
+        _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
-        Console(stderr=True).print(
-            f"[yellow]interrupted[/]: {summary.ran} episodes finished and saved in "
-            f"{summary.run_dir}; run the same command again to resume"
-        )
-        raise typer.Exit(130)
+        _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
     tasks = {t.id: t for t in read_tasks(summary.run_dir / TASKS)}
     rows = summarize(ResultsFile(summary.run_dir / RESULTS), tasks)
     if display != "none":

@@ -6,7 +6,7 @@ import hashlib
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -36,6 +36,10 @@ class RunConfig(BaseModel):
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
+    # Where episodes run: this process, or sharded over a Ray cluster (local if no address).
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    workers: int = Field(2, ge=1)
     epochs: int = Field(1, ge=1, le=100)  # repeat every task; reports pass@k and pass^k
     cache: bool = True
     cache_path: Path | None = None
@@ -77,6 +81,9 @@ class RunConfig(BaseModel):
                 "run_name",
                 "cache",
                 "cache_path",
+                "backend",
+                "ray_address",
+                "workers",
             },
         )
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]

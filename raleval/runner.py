@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import platform
 import signal
 import subprocess
@@ -261,17 +262,66 @@ def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: Any) -> Path:
     return run_dir
 
 
-async def run(config: RunConfig, display: str = "rich") -> RunSummary:
+def shard_of(task_id: str, epoch: int, count: int) -> int:
+    """Which of ``count`` shards runs (task, epoch): stable across processes and machines."""
+    digest = hashlib.sha256(f"{task_id}/{epoch}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % count
+
+
+def shard_files(run_dir: Path) -> list[Path]:
+    return sorted(run_dir.glob("results.shard-*.jsonl"))
+
+
+def finished_keys(run_dir: Path) -> set[tuple[str, int]]:
+    """Episodes on disk in the merged results and in any shard file (repairing torn tails)."""
+    done: set[tuple[str, int]] = set()
+    for path in [run_dir / RESULTS, *shard_files(run_dir)]:
+        f = ResultsFile(path)
+        f.repair()
+        done |= f.finished_keys()
+    return done
+
+
+def merge_shards(run_dir: Path) -> int:
+    """Append shard results missing from results.jsonl, then remove the shard files.
+
+    Safe to repeat after a crash: lines already merged are recognised by (task, epoch)."""
+    merged = ResultsFile(run_dir / RESULTS)
+    merged.repair()
+    have = merged.finished_keys()
+    added = 0
+    for path in shard_files(run_dir):
+        shard = ResultsFile(path)
+        shard.repair()
+        for traj in shard:
+            if (traj.task_id, traj.epoch) not in have:
+                merged.append(traj)
+                have.add((traj.task_id, traj.epoch))
+                added += 1
+        path.unlink()
+    return added
+
+
+async def run(
+    config: RunConfig, display: str = "rich", shard: tuple[int, int] | None = None
+) -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
     from raleval.progress import make_progress
 
     env, tasks, model, builder, wf_config = _prepare(config)
     run_dir = _open_run_dir(config, tasks, wf_config)
-    results = ResultsFile(run_dir / RESULTS)
-    results.repair()
-    done = results.finished_keys()
+    if shard is None:
+        results = ResultsFile(run_dir / RESULTS)
+    else:  # a Ray worker: its own file, merged by the driver at the end
+        results = ResultsFile(run_dir / f"results.shard-{shard[0]}.jsonl")
+    done = finished_keys(run_dir)
     selected = tasks[: config.limit] if config.limit else tasks
-    pending = [(t, e) for e in range(config.epochs) for t in selected if (t.id, e) not in done]
+    pending = [
+        (t, e)
+        for e in range(config.epochs)
+        for t in selected
+        if (t.id, e) not in done and (shard is None or shard_of(t.id, e, shard[1]) == shard[0])
+    ]
     if config.max_connections_per_endpoint:
         model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
     faults = FaultLog()
@@ -357,6 +407,10 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         finally:
             if handling_sigint:
                 loop.remove_signal_handler(signal.SIGINT)
+                if stopping.is_set():
+                    # Stopping, with every line on disk complete: further Ctrl-Cs are ignored
+                    # process-wide (any thread may receive the signal) while we wind down.
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cache is not None:
         cache.close()
     aclose = getattr(model, "aclose", None)
@@ -376,5 +430,63 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
 
 
 def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
-    """Blocking convenience wrapper around :func:`run`."""
+    """Blocking convenience wrapper around :func:`run` (or :func:`run_ray`)."""
+    if config.backend == "ray":
+        return run_ray(config)
     return asyncio.run(run(config, display=display))
+
+
+def run_ray(config: RunConfig) -> RunSummary:
+    """Shard the episodes over a Ray cluster; each worker writes its own results file, and the
+    driver merges them, deduplicated, into results.jsonl. Resuming works the same way."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError('--backend ray needs Ray: pip install "raleval[ray]"') from exc
+
+    _env, tasks, _model, _builder, wf_config = _prepare(config)
+    run_dir = _open_run_dir(config, tasks, wf_config)
+    before = finished_keys(run_dir)
+    env_vars = {k: v for k, v in os.environ.items() if k.startswith("RALEVAL_")}
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(
+            address=config.ray_address,
+            num_cpus=None if config.ray_address else config.workers,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": env_vars},
+        )
+    try:
+
+        @ray.remote
+        def shard_worker(data: dict[str, Any], index: int, count: int) -> int:
+            cfg = RunConfig.model_validate(data)
+            return asyncio.run(run(cfg, display="none", shard=(index, count))).ran
+
+        data = config.model_dump(mode="json") | {"backend": "local"}
+        ray.get([shard_worker.remote(data, i, config.workers) for i in range(config.workers)])
+    finally:
+        if started_here:
+            ray.shutdown()
+    merge_shards(run_dir)
+    results = list(ResultsFile(run_dir / RESULTS))
+    selected = {t.id for t in (tasks[: config.limit] if config.limit else tasks)}
+    mine = [t for t in results if t.task_id in selected]
+    new = [t for t in mine if (t.task_id, t.epoch) not in before]
+    terms: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    for t in new:
+        terms[t.termination.value] = terms.get(t.termination.value, 0) + 1
+        if t.error_type is not None:
+            labels[t.error_type.value] = labels.get(t.error_type.value, 0) + 1
+    f1s = [t.scores.get("f1", 0.0) for t in new]
+    return RunSummary(
+        run_dir=run_dir,
+        total=len(selected) * config.epochs,
+        skipped=len(mine) - len(new),
+        ran=len(new),
+        mean_f1=sum(f1s) / len(f1s) if f1s else None,
+        by_termination=terms,
+        by_error_type=labels,
+    )

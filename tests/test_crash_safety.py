@@ -50,8 +50,8 @@ def start(log_dir: Path) -> subprocess.Popen:
     )
 
 
-def lines(log_dir: Path) -> list[str]:
-    path = log_dir / RUN / "results.jsonl"
+def lines(log_dir: Path, run: str = RUN) -> list[str]:
+    path = log_dir / run / "results.jsonl"
     return path.read_text().splitlines() if path.exists() else []
 
 
@@ -63,10 +63,10 @@ def wait_for_lines(log_dir: Path, n: int, proc: subprocess.Popen, timeout: float
         time.sleep(0.05)
 
 
-def comparable(log_dir: Path) -> dict[str, tuple]:
+def comparable(log_dir: Path, run: str = RUN) -> dict[str, tuple]:
     """What must be identical between runs: everything but timings and dates."""
     out = {}
-    for line in lines(log_dir):
+    for line in lines(log_dir, run):
         r = json.loads(line)
         out[r["task_id"]] = (
             r["answer"],
