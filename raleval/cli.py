@@ -254,8 +254,8 @@ def score(
     """Recompute scores and error types from stored trajectories (no model or tool calls)."""
     from rich.console import Console
 
+    from raleval.analysis.scoring import score_trajectory
     from raleval.analysis.summary import render_table, summarize
-    from raleval.runner import score_trajectory
     from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks, write_atomic
 
     try:

@@ -48,6 +48,28 @@ class RunSummary:
     interrupted: bool = False  # stopped by Ctrl-C before every episode ran
 
 
+@dataclass
+class Tally:
+    """Running counts of a run's finished episodes."""
+
+    f1_sum: float = 0.0
+    ran: int = 0
+    terminations: dict[str, int] = field(default_factory=dict)
+    labels: dict[str, int] = field(default_factory=dict)
+
+    def add(self, traj: Trajectory) -> None:
+        self.ran += 1
+        self.f1_sum += traj.scores.get("f1", 0.0)
+        t = traj.termination.value
+        self.terminations[t] = self.terminations.get(t, 0) + 1
+        if traj.error_type is not None:
+            self.labels[traj.error_type.value] = self.labels.get(traj.error_type.value, 0) + 1
+
+    @property
+    def mean_f1(self) -> float | None:
+        return self.f1_sum / self.ran if self.ran else None
+
+
 class EndpointLimitedModel(ModelWrapper):
     """Caps concurrent calls to one endpoint, whatever the global concurrency is."""
 
@@ -80,13 +102,6 @@ def dataset_hash(tasks: list[Task]) -> str:
         h.update(t.model_dump_json().encode())
         h.update(b"\n")
     return h.hexdigest()
-
-
-def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = None) -> None:
-    """Fill ``scores`` and the error label of ``traj`` in place (see analysis.scoring)."""
-    from raleval.analysis.scoring import score_trajectory as score
-
-    score(traj, task, threshold)
 
 
 async def run_episode(
@@ -306,6 +321,7 @@ async def run(
     config: RunConfig, display: str = "rich", shard: tuple[int, int] | None = None
 ) -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
+    from raleval.analysis.scoring import score_trajectory
     from raleval.progress import make_progress
 
     env, tasks, model, builder, wf_config = _prepare(config)
@@ -348,9 +364,7 @@ async def run(
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for item in pending:
         queue.put_nowait(item)
-    f1s: list[float] = []
-    terms: dict[str, int] = {}
-    labels: dict[str, int] = {}
+    tally = Tally()
     progress = make_progress(display, total=len(pending), title=config.slug())
 
     async def worker() -> None:
@@ -364,13 +378,10 @@ async def run(
             traj = await run_episode(
                 task, model, env, builder, wf_config, agent, epoch=epoch, graph=graph
             )
-            score_trajectory(traj, task)
+            score_trajectory(traj, task)  # raleval.analysis.scoring
             results.append(traj)
-            f1s.append(traj.scores["f1"])
-            terms[traj.termination.value] = terms.get(traj.termination.value, 0) + 1
-            if traj.error_type is not None:
-                labels[traj.error_type.value] = labels.get(traj.error_type.value, 0) + 1
-            progress.advance(sum(f1s) / len(f1s))
+            tally.add(traj)
+            progress.advance(tally.mean_f1 or 0.0)
 
     stopping = asyncio.Event()
     workers: list[asyncio.Task[None]] = []
@@ -420,10 +431,10 @@ async def run(
         run_dir=run_dir,
         total=len(selected) * config.epochs,
         skipped=len(selected) * config.epochs - len(pending),
-        ran=len(f1s),
-        mean_f1=(sum(f1s) / len(f1s)) if f1s else None,
-        by_termination=terms,
-        by_error_type=labels,
+        ran=tally.ran,
+        mean_f1=tally.mean_f1,
+        by_termination=tally.terminations,
+        by_error_type=tally.labels,
         faults=faults,
         interrupted=stopping.is_set(),
     )
@@ -474,19 +485,15 @@ def run_ray(config: RunConfig) -> RunSummary:
     selected = {t.id for t in (tasks[: config.limit] if config.limit else tasks)}
     mine = [t for t in results if t.task_id in selected]
     new = [t for t in mine if (t.task_id, t.epoch) not in before]
-    terms: dict[str, int] = {}
-    labels: dict[str, int] = {}
+    tally = Tally()
     for t in new:
-        terms[t.termination.value] = terms.get(t.termination.value, 0) + 1
-        if t.error_type is not None:
-            labels[t.error_type.value] = labels.get(t.error_type.value, 0) + 1
-    f1s = [t.scores.get("f1", 0.0) for t in new]
+        tally.add(t)
     return RunSummary(
         run_dir=run_dir,
         total=len(selected) * config.epochs,
         skipped=len(mine) - len(new),
-        ran=len(new),
-        mean_f1=sum(f1s) / len(f1s) if f1s else None,
-        by_termination=terms,
-        by_error_type=labels,
+        ran=tally.ran,
+        mean_f1=tally.mean_f1,
+        by_termination=tally.terminations,
+        by_error_type=tally.labels,
     )
