@@ -23,6 +23,20 @@ class Run:
     tasks: dict[str, Task]
     results: list[Trajectory]
 
+    def rescore(self, threshold: float | None = None) -> list[str]:
+        """Recompute every trajectory's scores and label in place from its task; returns the
+        ids of trajectories whose task is missing (left as stored)."""
+        from raleval.analysis.scoring import score_trajectory
+
+        missing = []
+        for t in self.results:
+            task = self.tasks.get(t.task_id)
+            if task is None:
+                missing.append(t.task_id)
+            else:
+                score_trajectory(t, task, threshold)
+        return missing
+
     @property
     def system(self) -> str:
         if self.results:

@@ -199,7 +199,7 @@ def _run_one(cfg: Any, display: str) -> None:
 
     from raleval.analysis.summary import render_table, summarize
     from raleval.runner import run as run_async
-    from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks
+    from raleval.store import RESULTS
 
     console = Console()
     try:
@@ -213,8 +213,11 @@ def _run_one(cfg: Any, display: str) -> None:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
         _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
-    tasks = {t.id: t for t in read_tasks(summary.run_dir / TASKS)}
-    rows = summarize(ResultsFile(summary.run_dir / RESULTS), tasks)
+    from raleval.analysis.report import save_report
+    from raleval.analysis.runs import load_run, pass_at_k
+
+    run = load_run(summary.run_dir)  # read once for the table, pass@k and the report
+    rows = summarize(run.results, run.tasks)
     if display != "none":
         console.print(render_table(rows, title=cfg.slug()))
     console.print(
@@ -222,10 +225,7 @@ def _run_one(cfg: Any, display: str) -> None:
         f"results in {summary.run_dir / RESULTS}",
         highlight=False,
     )
-    from raleval.analysis.report import write_report
-    from raleval.analysis.runs import load_run, pass_at_k
-
-    passes = pass_at_k(load_run(summary.run_dir)) if cfg.epochs > 1 else None
+    passes = pass_at_k(run) if cfg.epochs > 1 else None
     if passes:
         k = int(passes["k"])
         console.print(
@@ -234,7 +234,8 @@ def _run_one(cfg: Any, display: str) -> None:
             highlight=False,
         )
     try:
-        console.print(f"report: {write_report([summary.run_dir])}", highlight=False)
+        report = save_report([run], summary.run_dir / "report.html")
+        console.print(f"report: {report}", highlight=False)
     except Exception as exc:  # the results are safe on disk; a report can be made later
         Console(stderr=True).print(
             f"[yellow]no report[/]: {exc}; run `raleval report {summary.run_dir}` to retry"
@@ -254,22 +255,16 @@ def score(
     """Recompute scores and error types from stored trajectories (no model or tool calls)."""
     from rich.console import Console
 
-    from raleval.analysis.scoring import score_trajectory
+    from raleval.analysis.runs import load_run
     from raleval.analysis.summary import render_table, summarize
-    from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks, write_atomic
+    from raleval.store import RESULTS, TASKS, write_atomic
 
     try:
-        if not (run_dir / RESULTS).exists():
-            _fail(f"{run_dir} has no {RESULTS}; is it a run directory?")
-        tasks = {t.id: t for t in read_tasks(run_dir / TASKS)}
-        results = ResultsFile(run_dir / RESULTS)
-        scored = []
-        for traj in results:
-            task = tasks.get(traj.task_id)
-            if task is None:
-                _fail(f"{traj.task_id} is in {RESULTS} but not in {TASKS}")
-            score_trajectory(traj, task, threshold)
-            scored.append(traj)
+        run = load_run(run_dir)
+        missing = run.rescore(threshold)
+        if missing:
+            _fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
+        scored = run.results
         lines = "".join(
             json.dumps(
                 {
@@ -286,7 +281,7 @@ def score(
         )
         write_atomic(run_dir / "scores.jsonl", lines)
         Console().print(
-            render_table(summarize(scored, tasks), title=f"{run_dir} (threshold {threshold})")
+            render_table(summarize(scored, run.tasks), title=f"{run_dir} (threshold {threshold})")
         )
     except _user_errors() as exc:
         _fail(str(exc))

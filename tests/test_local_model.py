@@ -124,8 +124,7 @@ def test_server_that_dies_at_start_up_gets_another_try(tmp_path, monkeypatch):
     monkeypatch.setattr(local, "_free_port", first_taken)
     monkeypatch.setattr(local, "_servers", {})
     try:
-        server = local.ensure_server(local.LOCAL_MODELS["smollm2-135m"], 2048, 2, 1,
-                                     tmp_path)
+        server = local.ensure_server(local.LOCAL_MODELS["smollm2-135m"], 2048, 2, 1, tmp_path)
         assert server.port != taken and len(attempts) == 2
         server.stop()
     finally:

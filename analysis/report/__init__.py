@@ -29,7 +29,6 @@ from raleval.analysis.runs import (
     robustness,
     summarize_system,
 )
-from raleval.analysis.scoring import score_trajectory
 from raleval.analysis.summary import LABELS
 from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, evidence_found
 from raleval.records import Trajectory
@@ -236,17 +235,19 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     return template
 
 
+def save_report(runs: list[Run], path: Path, threshold: float = DEFAULT_THRESHOLD) -> Path:
+    """Write the report for loaded runs; labels follow ``threshold`` (recomputed in place)."""
+    for run in runs:
+        run.rescore(threshold)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(build_report(runs, threshold), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
 def write_report(
     run_dirs: list[Path], out: Path | None = None, threshold: float = DEFAULT_THRESHOLD
 ) -> Path:
     """Write the report for ``run_dirs`` (default: ``report.html`` in the first run)."""
     runs = [load_run(Path(p)) for p in run_dirs]
-    for run in runs:  # labels follow the requested threshold, from the stored trajectories
-        for t in run.results:
-            if t.task_id in run.tasks:
-                score_trajectory(t, run.tasks[t.task_id], threshold)
-    path = out or Path(run_dirs[0]) / "report.html"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(build_report(runs, threshold), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return save_report(runs, out or Path(run_dirs[0]) / "report.html", threshold)

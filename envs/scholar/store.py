@@ -188,25 +188,6 @@ class ScholarStore:
                 out[pub].append((pid, name))
         return out
 
-    def person_pubs(self, person_rowid: int) -> list[dict[str, Any]]:
-        rows = self.query(
-            "SELECT p.rowid, p.id, p.title, p.year, p.n_citation, p.venue FROM authorship a "
-            "JOIN pubs p ON p.rowid = a.pub WHERE a.person = ? "
-            "ORDER BY p.n_citation DESC, p.id",
-            (person_rowid,),
-        )
-        return [
-            {
-                "rowid": r[0],
-                "id": r[1],
-                "title": r[2],
-                "year": r[3],
-                "n_citation": r[4],
-                "venue": r[5],
-            }
-            for r in rows
-        ]
-
     def person_pubs_with_authors(self, person_id: str) -> list[tuple] | None:
         """(pub id, title, citations, year, author names joined by \x1f) of a person's papers,
         most cited first, in one query; ``None`` for an unknown person."""
