@@ -173,8 +173,19 @@ async def run_episode(
     )
 
 
-def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
+def _resolve_model(config: RunConfig) -> Any:
     from raleval.agents.agent import resolve_model
+
+    options = dict(config.model_options)
+    if config.model.startswith("local/"):
+        # The managed llama.cpp server logs next to the results it produces.
+        options.setdefault("log_dir", str(config.run_dir))
+    return resolve_model(config.model, options)
+
+
+def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any]:
+    """Environment, tasks, workflow builder and config; the model is resolved separately
+    (a Ray driver needs no model of its own: a local one would start a server)."""
     from raleval.tasks.catalog import load_tasks
     from raleval.workflows.common import WorkflowConfig
 
@@ -184,17 +195,12 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
         wf_config = WorkflowConfig(**config.workflow_options)
     except Exception as exc:
         raise ConfigError(f"invalid workflow options: {exc}") from exc
-    options = dict(config.model_options)
-    if config.model.startswith("local/"):
-        # The managed llama.cpp server logs next to the results it produces.
-        options.setdefault("log_dir", str(config.run_dir))
     preflight = getattr(builder, "preflight", None)
     if preflight is not None:  # e.g. PAL refuses to run where it cannot sandbox code
         try:
             preflight(wf_config)
         except RuntimeError as exc:
             raise ConfigError(str(exc)) from exc
-    model = resolve_model(config.model, options)
     env = env_factory(**config.env_options)
     run_dir = config.run_dir
     if (run_dir / TASKS).exists():
@@ -206,7 +212,7 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any, Any]:
     if wf_config.shots > 1:
         examples = k_shot_examples(config, env, tasks, builder, wf_config.shots - 1)
         wf_config = wf_config.model_copy(update={"examples": examples})
-    return env, tasks, model, builder, wf_config
+    return env, tasks, builder, wf_config
 
 
 POOL_SEED_OFFSET = 7919  # the example pool is generated with a different seed
@@ -324,7 +330,8 @@ async def run(
     from raleval.analysis.scoring import score_trajectory
     from raleval.progress import make_progress
 
-    env, tasks, model, builder, wf_config = _prepare(config)
+    model = _resolve_model(config)  # first, so a bad model name fails before any world loads
+    env, tasks, builder, wf_config = _prepare(config)
     run_dir = _open_run_dir(config, tasks, wf_config)
     if shard is None:
         results = ResultsFile(run_dir / RESULTS)
@@ -455,7 +462,7 @@ def run_ray(config: RunConfig) -> RunSummary:
     except ImportError as exc:
         raise ConfigError('--backend ray needs Ray: pip install "raleval[ray]"') from exc
 
-    _env, tasks, _model, _builder, wf_config = _prepare(config)
+    _env, tasks, _builder, wf_config = _prepare(config)
     run_dir = _open_run_dir(config, tasks, wf_config)
     before = finished_keys(run_dir)
     env_vars = {k: v for k, v in os.environ.items() if k.startswith("RALEVAL_")}
