@@ -8,6 +8,8 @@ validates arguments, runs the tool, times it and turns every failure into a clas
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import time
 import types
@@ -167,15 +169,36 @@ class Environment:
         return self._by_name.get(name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        return self.call_sync(name, arguments)
-
-    def call_sync(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         start = time.perf_counter()
-        result = self._dispatch(name, arguments)
+        checked = self._check(name, arguments)
+        if isinstance(checked, ToolResult):
+            result = checked
+        else:
+            spec, kwargs = checked
+            if inspect.iscoroutinefunction(spec.func):
+                result = await _run_async(spec, kwargs)
+            else:
+                result = _run(spec, kwargs)
         result.latency_s = time.perf_counter() - start
         return result
 
-    def _dispatch(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    def call_sync(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool from synchronous code (gold-solution execution, benchmarks)."""
+        start = time.perf_counter()
+        checked = self._check(name, arguments)
+        if isinstance(checked, ToolResult):
+            result = checked
+        elif inspect.iscoroutinefunction(checked[0].func):
+            result = asyncio.run(_run_async(*checked))
+        else:
+            result = _run(*checked)
+        result.latency_s = time.perf_counter() - start
+        return result
+
+    def _check(
+        self, name: str, arguments: dict[str, Any]
+    ) -> ToolResult | tuple[ToolSpec, dict[str, Any]]:
+        """The tool and its validated arguments, or the misuse result that stops the call."""
         spec = self._by_name.get(name)
         if spec is None:
             valid = ", ".join(t.react_signature() for t in self.tools)
@@ -196,16 +219,39 @@ class Environment:
             return ToolResult(
                 _describe_validation_error(spec, exc), OutcomeKind.misuse, "bad_arguments"
             )
-        try:
-            data = spec.func(**params.model_dump())
-        except ToolMisuse as exc:
-            return ToolResult(f"{name}: {exc}", OutcomeKind.misuse, exc.cause)
-        except ToolFault as exc:
-            return ToolResult(f"{name} failed: {exc}", OutcomeKind.tool_fault, exc.cause)
-        except Exception as exc:  # any backend bug is a fault of the tool, not of the agent
-            return ToolResult(
-                f"{name} failed: {type(exc).__name__}: {exc}",
-                OutcomeKind.tool_fault,
-                f"backend_exception:{type(exc).__name__}",
-            )
-        return ToolResult(render_observation(data, spec.empty_message), OutcomeKind.ok, data=data)
+        return spec, params.model_dump()
+
+
+def _failure(name: str, exc: Exception) -> ToolResult:
+    if isinstance(exc, ToolMisuse):
+        return ToolResult(f"{name}: {exc}", OutcomeKind.misuse, exc.cause)
+    if isinstance(exc, ToolFault):
+        return ToolResult(f"{name} failed: {exc}", OutcomeKind.tool_fault, exc.cause)
+    # any other exception is a bug or outage of the tool's backend, not the agent's fault
+    return ToolResult(
+        f"{name} failed: {type(exc).__name__}: {exc}",
+        OutcomeKind.tool_fault,
+        f"backend_exception:{type(exc).__name__}",
+    )
+
+
+def _run(spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
+    try:
+        data = spec.func(**kwargs)
+    except Exception as exc:
+        return _failure(spec.name, exc)
+    return _ok(spec, data)
+
+
+async def _run_async(spec: ToolSpec, kwargs: dict[str, Any]) -> ToolResult:
+    try:
+        data = await spec.func(**kwargs)
+    except Exception as exc:
+        return _failure(spec.name, exc)
+    return _ok(spec, data)
+
+
+def _ok(spec: ToolSpec, data: Any) -> ToolResult:
+    if isinstance(data, ToolResult):  # a tool that renders its own observation (Wikipedia's)
+        return data
+    return ToolResult(render_observation(data, spec.empty_message), OutcomeKind.ok, data=data)
