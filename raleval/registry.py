@@ -92,7 +92,9 @@ class Registry(Generic[T]):
         return isinstance(name, str) and name in self.names()
 
 
-envs: Registry[Any] = Registry("env", "raleval.envs", {"scholar": "raleval.envs.scholar"})
+envs: Registry[Any] = Registry(
+    "env", "raleval.envs", {"scholar": "raleval.envs.scholar", "wiki": "raleval.envs.wiki"}
+)
 workflows: Registry[Any] = Registry(
     "workflow",
     "raleval.workflows",
@@ -118,10 +120,14 @@ models: Registry[Any] = Registry(
     },
 )
 task_families: Registry[Any] = Registry(
-    "task family", "raleval.task_families", {"1-3": "raleval.tasks.scholar"}
+    "task family",
+    "raleval.task_families",
+    {"1-1": "raleval.tasks.wiki", "1-2": "raleval.tasks.wiki", "1-3": "raleval.tasks.scholar"},
 )
 task_sets: Registry[Any] = Registry(
-    "task set", "raleval.task_sets", {"scholar-ks": "raleval.tasks.scholar"}
+    "task set",
+    "raleval.task_sets",
+    {"scholar-ks": "raleval.tasks.scholar", "wiki-ks": "raleval.tasks.wiki"},
 )
 metrics: Registry[Any] = Registry(
     "metric", "raleval.metrics", {"f1": "raleval.tasks.metrics", "em": "raleval.tasks.metrics"}

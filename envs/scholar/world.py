@@ -31,6 +31,8 @@ SIZES: dict[str, tuple[int, int]] = {
     # scholars, publications
     "tiny": (120, 360),
     "small": (5_000, 15_000),
+    # 25k scholars + 75k papers: the 100k-page encyclopedia the wiki benchmark uses
+    "medium": (25_000, 75_000),
     "large": (1_000_000, 3_000_000),
 }
 
