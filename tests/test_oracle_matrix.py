@@ -12,7 +12,10 @@ from raleval.workflows.sandbox import check_isolation
 from .conftest import run_config
 
 # environment -> (its options for a small test world, its generated task set)
-ENV_TASKS = {"scholar": ({"size": "tiny"}, "scholar-ks")}
+ENV_TASKS = {
+    "scholar": ({"size": "tiny"}, "scholar-ks"),
+    "wiki": ({"size": "tiny"}, "wiki-ks"),
+}
 
 
 def test_every_registered_env_is_covered():
