@@ -446,6 +446,35 @@ def cache_clear(
     typer.echo(f"removed {n} cached responses")
 
 
+wiki_app = typer.Typer(help="Build offline Wikipedia stores.", no_args_is_help=True)
+app.add_typer(wiki_app, name="wiki")
+
+
+@wiki_app.command("build")
+def wiki_build(
+    out: Annotated[Path, typer.Argument(help="the store file to create or extend")],
+    sources: Annotated[list[Path], typer.Argument(help="corpus files (format auto-detected)")],
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format", help="pages | hotpotqa | 2wikimultihopqa | musique | xml (default: detect)"
+        ),
+    ] = None,
+) -> None:
+    """Build an offline store from JSON-lines pages, HotpotQA / 2Wiki / MuSiQue files or an
+    XML dump; use it with ``-E backend=offline -E path=OUT``."""
+    from raleval.envs.wiki.loaders import CorpusFormatError, build_store
+
+    missing = [str(s) for s in sources if not s.is_file()]
+    if missing:
+        _fail(f"no such corpus file: {', '.join(missing)}")
+    try:
+        counts = build_store(out, sources, fmt, progress=sys.stderr.isatty())
+    except CorpusFormatError as exc:
+        _fail(str(exc))
+    typer.echo(f"{out}: {counts['pages']} pages added, {counts['merged']} merged by title")
+
+
 @app.command()
 def models() -> None:
     """List the embedded local models and whether their weights are installed."""
