@@ -93,7 +93,13 @@ class Registry(Generic[T]):
 
 
 envs: Registry[Any] = Registry(
-    "env", "raleval.envs", {"scholar": "raleval.envs.scholar", "wiki": "raleval.envs.wiki"}
+    "env",
+    "raleval.envs",
+    {
+        "scholar": "raleval.envs.scholar",
+        "wiki": "raleval.envs.wiki",
+        "crag": "raleval.envs.crag",
+    },
 )
 workflows: Registry[Any] = Registry(
     "workflow",
@@ -122,12 +128,21 @@ models: Registry[Any] = Registry(
 task_families: Registry[Any] = Registry(
     "task family",
     "raleval.task_families",
-    {"1-1": "raleval.tasks.wiki", "1-2": "raleval.tasks.wiki", "1-3": "raleval.tasks.scholar"},
+    {
+        "1-1": "raleval.tasks.wiki",
+        "1-2": "raleval.tasks.wiki",
+        "1-3": "raleval.tasks.scholar",
+        "crag-simple": "raleval.tasks.crag",
+    },
 )
 task_sets: Registry[Any] = Registry(
     "task set",
     "raleval.task_sets",
-    {"scholar-ks": "raleval.tasks.scholar", "wiki-ks": "raleval.tasks.wiki"},
+    {
+        "scholar-ks": "raleval.tasks.scholar",
+        "wiki-ks": "raleval.tasks.wiki",
+        "crag-kg-simple": "raleval.tasks.crag",
+    },
 )
 metrics: Registry[Any] = Registry(
     "metric", "raleval.metrics", {"f1": "raleval.tasks.metrics", "em": "raleval.tasks.metrics"}

@@ -15,6 +15,7 @@ from .conftest import run_config
 ENV_TASKS = {
     "scholar": ({"size": "tiny"}, "scholar-ks"),
     "wiki": ({"size": "tiny"}, "wiki-ks"),
+    "crag": ({"size": "tiny"}, "crag-kg-simple"),
 }
 
 
