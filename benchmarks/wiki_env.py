@@ -1,0 +1,142 @@
+"""Wikipedia environment offline store: build throughput and Search / Lookup latency.
+
+The corpus is the generated encyclopedia of the ``medium`` scholar world (25k scholars, 75k
+papers, their organizations and disambiguation pages: about 100k pages). Steps:
+
+1. render the pages to a JSON-lines corpus (the format users bring their own pages in);
+2. build a store from that file with the real loader (FTS5 index included): pages/s;
+3. in a fresh process, open the store and time 10,000 seeded calls per kind through the real
+   tool path: Search hits (exact titles), Search misses (a typo in the title: the fuzzy and
+   BM25 suggestion path), and Lookup of words from the current page.
+
+    python benchmarks/wiki_env.py [--size medium] [--calls 10000]
+
+Targets (issue #6): Search p50 under 5 ms, Lookup p50 under 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import quantile, write_json
+
+
+def _typo(rng: random.Random, text: str) -> str:
+    if len(text) < 5:
+        return text + "x"
+    i = rng.randrange(1, len(text) - 1)
+    return text[:i] + rng.choice(string.ascii_lowercase) + text[i + 1 :]
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    ms = [s * 1000 for s in samples]
+    return {"p50_ms": quantile(ms, 0.5), "p99_ms": quantile(ms, 0.99), "n": len(ms)}
+
+
+def child(path: str, calls: int) -> dict:
+    """Runs in a fresh process: open the store, then time Search and Lookup."""
+    from raleval.envs.wiki import OfflineBackend, WikiEnv, WikiStore
+
+    t0 = time.perf_counter()
+    store = WikiStore(Path(path))
+    store.warm()
+    load_s = time.perf_counter() - t0
+    env = WikiEnv(OfflineBackend(store))
+    titles = store.titles()
+    rng = random.Random(0)
+    hits, misses, lookups = [], [], []
+    found = 0
+    for _ in range(calls):
+        session = env.session()
+        title = rng.choice(titles)
+        r = session.call_sync("Search", {"entity": title})
+        hits.append(r.latency_s)
+        found += session.page is not None or r.observation.startswith("Could not find")
+        words = [w for w in (session.page.text.split() if session.page else []) if len(w) > 4]
+        if words:
+            r = session.call_sync("Lookup", {"keyword": rng.choice(words).strip(".,;()")})
+            lookups.append(r.latency_s)
+        r = env.session().call_sync("Search", {"entity": _typo(rng, title)})
+        misses.append(r.latency_s)
+    import psutil
+
+    return {
+        "pages": len(store),
+        "load_s": load_s,
+        "rss_gb": psutil.Process().memory_info().rss / 1e9,
+        "search_hit": _stats(hits),
+        "search_miss": _stats(misses),
+        "lookup": _stats(lookups),
+        "answered": found,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", default="medium")
+    ap.add_argument("--calls", type=int, default=10_000)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.calls)))
+        return
+
+    from raleval.envs.scholar.store import load_world
+    from raleval.envs.wiki.generated import scholar_pages
+    from raleval.envs.wiki.loaders import build_store
+
+    t0 = time.perf_counter()
+    world = load_world(args.size, 0)
+    world_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus, store_path = Path(tmp) / "pages.jsonl", Path(tmp) / "store.sqlite"
+        t0 = time.perf_counter()
+        n = 0
+        with open(corpus, "w", encoding="utf-8") as fh:
+            for title, text in scholar_pages(world):
+                fh.write(json.dumps({"title": title, "text": text}, ensure_ascii=False) + "\n")
+                n += 1
+        render_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        counts = build_store(store_path, [corpus], progress=False)
+        build_s = time.perf_counter() - t0
+        size_mb = store_path.stat().st_size / 1e6
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", str(store_path), "--calls", str(args.calls)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        measured = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = {
+        "size": args.size,
+        "world_load_or_build_s": world_s,
+        "pages_rendered": n,
+        "render_s": render_s,
+        "build": {**counts, "seconds": build_s, "pages_per_s": n / build_s, "store_mb": size_mb},
+        **measured,
+        "targets": {"search_p50_ms": 5.0, "lookup_p50_ms": 1.0},
+    }
+    print(f"pages: {n} (rendered in {render_s:.1f} s)")
+    print(
+        f"store build from JSON lines: {build_s:.1f} s = {n / build_s:,.0f} pages/s, "
+        f"{size_mb:.0f} MB; load {measured['load_s']:.2f} s, RSS {measured['rss_gb']:.2f} GB"
+    )
+    for kind in ("search_hit", "search_miss", "lookup"):
+        s = measured[kind]
+        print(f"{kind:12s} p50 {s['p50_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms  (n={s['n']})")
+    path = write_json("wiki_env", result, args.out)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
