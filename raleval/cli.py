@@ -446,6 +446,40 @@ def cache_clear(
     typer.echo(f"removed {n} cached responses")
 
 
+@app.command()
+def serve(
+    env: Annotated[str, typer.Option(envvar="RALEVAL_ENV", help="environment to serve")] = "crag",
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option("-E", "--env-option", help="environment option key=value"),
+    ] = None,
+    host: Annotated[str, typer.Option(envvar="RALEVAL_HOST", help="address to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="RALEVAL_PORT")] = 8000,
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="RALEVAL_API_TOKEN", help="required on every request when set"),
+    ] = None,
+) -> None:
+    """Serve an environment over HTTP: CRAG's mock-API routes, POST /tools/{name}, /docs."""
+    from raleval import registry
+    from raleval.config import parse_key_values
+    from raleval.serve import is_loopback
+    from raleval.serve import serve as run_server
+
+    try:
+        if not is_loopback(host) and not token:
+            raise ValueError(
+                f"binding {host} exposes the environment beyond this machine: set --token "
+                "(or RALEVAL_API_TOKEN)"
+            )
+        options = parse_key_values(env_option, "-E") if env_option else {}
+        environment = registry.envs.get(env)(**options)
+        typer.echo(f"serving {env} on http://{host}:{port} (OpenAPI at /docs)")
+        run_server(environment, host, port, token)
+    except _user_errors() as exc:
+        _fail(str(exc))
+
+
 wiki_app = typer.Typer(help="Build offline Wikipedia stores.", no_args_is_help=True)
 app.add_typer(wiki_app, name="wiki")
 

@@ -99,6 +99,7 @@ envs: Registry[Any] = Registry(
         "scholar": "raleval.envs.scholar",
         "wiki": "raleval.envs.wiki",
         "crag": "raleval.envs.crag",
+        "remote": "raleval.envs.remote",
     },
 )
 workflows: Registry[Any] = Registry(

@@ -20,7 +20,8 @@ ENV_TASKS = {
 
 
 def test_every_registered_env_is_covered():
-    assert set(registry.envs.names()) == set(ENV_TASKS)
+    # "remote" is a served copy of another env: tests/test_serve.py runs the oracle through it
+    assert set(registry.envs.names()) - {"remote"} == set(ENV_TASKS)
 
 
 @pytest.mark.parametrize("env", sorted(ENV_TASKS))
