@@ -51,6 +51,7 @@ def crag_route(tool_name: str) -> str:
 
 def create_app(env: Environment, token: str | None = None) -> Any:
     """The FastAPI application serving ``env``."""
+
     def check_token(authorization: str | None = Header(default=None)) -> None:
         if token is None:
             return
