@@ -1,0 +1,198 @@
+"""CRAG mock KG: build time, memory, p50/p99 per API, and a linear rank_bm25 scan baseline.
+
+For each size, in a fresh process: generate the world, build the search indexes, then time
+``--calls`` seeded calls of every one of the 38 APIs through the real tool path (validation,
+lookup, as-of filtering, JSON observation). Search APIs are queried with core names (half of
+them with a typo). The baseline is what CRAG's mock API does for entity search: a linear BM25
+scan over every name of the type, timed on the same queries.
+
+    pip install -e ".[bench]"
+    python benchmarks/crag_env.py --sizes tiny,small [--calls 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import string
+import subprocess
+import sys
+import time
+
+from _common import quantile, write_json
+
+
+def _typo(rng: random.Random, text: str) -> str:
+    if len(text) < 5:
+        return text
+    i = rng.randrange(1, len(text) - 1)
+    return text[:i] + rng.choice(string.ascii_lowercase) + text[i + 1 :]
+
+
+def child(size: str, calls: int) -> dict:
+    import psutil
+
+    from raleval.envs.crag import CragEnv
+    from raleval.envs.crag.world import generate_world
+
+    t0 = time.perf_counter()
+    world = generate_world(size, 0)
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    world.warm()
+    index_s = time.perf_counter() - t0
+    env = CragEnv(world)
+    rng = random.Random(0)
+
+    def core_names(kind: str) -> list[str]:
+        return [world.graph.nodes[k]["name"] for k in world.core(kind)]
+
+    companies, movies = core_names("company"), core_names("movie")
+    artists, opens = core_names("artist"), core_names("open")
+    tickers = [k.split(":")[1] for k in world.core("company")]
+    songs = [s for a in artists for s in world.artists[a]["works"]]
+    people = [p["name"] for p in world.people.values() if p["core"]]
+    games = world.nba
+    weeks = sorted(world.charts)
+
+    def q(names: list[str]) -> str:
+        name = rng.choice(names)
+        return _typo(rng, name) if rng.random() < 0.5 else name
+
+    def args_for(tool: str) -> dict:
+        year = rng.randint(2000, 2023)
+        g = rng.choice(games)
+        week = rng.choice(weeks)
+        table = {
+            "open_search_entity_by_name": lambda: {"query": q(opens)},
+            "open_get_entity": lambda: {"query": rng.choice(opens)},
+            "movie_get_person_info": lambda: {"query": q(people)},
+            "movie_get_movie_info": lambda: {"query": q(movies)},
+            "movie_get_year_info": lambda: {"year": rng.randint(1990, 2023)},
+            "movie_get_movie_info_by_id": lambda: {"id": rng.choice(list(world.movies))},
+            "movie_get_person_info_by_id": lambda: {"id": rng.choice(list(world.people))},
+            "finance_get_company_name": lambda: {"query": q(companies)},
+            "finance_get_ticker_by_name": lambda: {"query": rng.choice(companies)},
+            "music_search_artist_entity_by_name": lambda: {"query": q(artists)},
+            "music_search_song_entity_by_name": lambda: {"query": q(songs)},
+            "music_get_billboard_rank_date": lambda: {
+                "rank": rng.randint(1, 10),
+                "date": str(week),
+            },
+            "music_get_billboard_attributes": lambda: {
+                "date": str(week),
+                "attribute": "weeks_in_chart",
+                "song_name": world.charts[week][0]["song"],
+            },
+            "music_grammy_get_all_awarded_artists": dict,
+            "sports_soccer_get_games_on_date": lambda: {"date": rng.choice(world.soccer)["date"]},
+            "sports_nba_get_games_on_date": lambda: {"date": g["game_date"]},
+            "sports_nba_get_play_by_play_data_by_game_ids": lambda: {"game_ids": [g["game_id"]]},
+        }
+        if tool in table:
+            return table[tool]()
+        if tool.startswith("finance_"):
+            return {"ticker": rng.choice(tickers)}
+        if tool.endswith("_by_year"):
+            return {"year": year}
+        if "song" in tool:
+            return {"song_name": rng.choice(songs)}
+        if tool == "music_get_members":
+            return {"band_name": rng.choice(artists)}
+        return {"artist_name": rng.choice(artists)}
+
+    per_api = {}
+    search_queries: dict[str, list[str]] = {}
+    for tool in env.tools:
+        lat = []
+        for _ in range(calls):
+            a = args_for(tool.name)
+            r = env.call_sync(tool.name, a)
+            assert r.kind.value == "ok", (tool.name, a, r.observation)
+            lat.append(r.latency_s * 1000)
+            if tool.matching == "fuzzy":
+                search_queries.setdefault(tool.name, []).append(a["query"])
+        per_api[tool.name] = {"p50_ms": quantile(lat, 0.5), "p99_ms": quantile(lat, 0.99)}
+
+    # Linear BM25 over the same names, as CRAG's mock API searches (entity names as documents).
+    from rank_bm25 import BM25Okapi
+
+    def tok(s: str) -> list[str]:
+        return re.findall(r"[a-z0-9]+", s.lower())
+
+    corpora = {
+        "finance_get_company_name": [c["name"] for c in world.companies.values()],
+        "movie_get_movie_info": [m["title"] for m in world.movies.values()],
+        "music_search_artist_entity_by_name": list(world.artists),
+        "open_search_entity_by_name": list(world.open_entities),
+    }
+    bm25 = {}
+    for tool, names in corpora.items():
+        index = BM25Okapi([tok(n) or ["_"] for n in names])
+        lat = []
+        for query in search_queries[tool][:200]:
+            t = time.perf_counter()
+            scores = index.get_scores(tok(query))
+            sorted(range(len(names)), key=lambda i: -scores[i])[:10]
+            lat.append((time.perf_counter() - t) * 1000)
+        ours = per_api[tool]["p50_ms"]
+        bm25[tool] = {
+            "names": len(names),
+            "bm25_p50_ms": quantile(lat, 0.5),
+            "ours_p50_ms": ours,
+            "speedup": quantile(lat, 0.5) / ours,
+        }
+    return {
+        "size": size,
+        "entities": world.n_entities(),
+        "build_s": build_s,
+        "index_s": index_s,
+        "rss_gb": psutil.Process().memory_info().rss / 1e9,
+        "apis": per_api,
+        "bm25": bm25,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="tiny,small")
+    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.calls)))
+        return
+    results = []
+    for size in args.sizes.split(","):
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", size, "--calls", str(args.calls)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        results.append(r)
+        print(
+            f"{size}: {r['entities']:,} entities, build {r['build_s']:.2f} s + indexes "
+            f"{r['index_s']:.2f} s, RSS {r['rss_gb']:.2f} GB"
+        )
+        worst = max(r["apis"].items(), key=lambda kv: kv[1]["p50_ms"])
+        p50s = sorted(v["p50_ms"] for v in r["apis"].values())
+        print(
+            f"  38 APIs: median of p50s {p50s[len(p50s) // 2]:.3f} ms; slowest p50 "
+            f"{worst[0]} {worst[1]['p50_ms']:.2f} ms (p99 {worst[1]['p99_ms']:.2f} ms)"
+        )
+        for tool, b in r["bm25"].items():
+            print(
+                f"  {tool}: ours {b['ours_p50_ms']:.3f} ms vs linear BM25 "
+                f"{b['bm25_p50_ms']:.2f} ms over {b['names']:,} names = {b['speedup']:.0f}x"
+            )
+    path = write_json("crag_env", {"calls_per_api": args.calls, "sizes": results}, None)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
