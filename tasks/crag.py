@@ -108,6 +108,11 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
     rng = random.Random(f"crag-simple/{seed}")
     tasks: list[Task] = []
     seen: set[str] = set()
+    # the first node with a name wins, as a scan in node order would find it
+    popularity_by_name: dict[str, str] = {}
+    for _, attrs in world.graph.nodes(data=True):
+        if "name" in attrs:
+            popularity_by_name.setdefault(attrs["name"], attrs["popularity"])
     attempts = 0
     while len(tasks) < n and attempts < 20 * n:
         attempts += 1
@@ -127,8 +132,7 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
         if gold not in json.dumps(results[-1], ensure_ascii=False, default=str):
             continue  # e.g. a look-alike ranked first: the calls do not surface the answer
         name = next(iter(fill.values()))
-        key = next((k for k, a in world.graph.nodes(data=True) if a.get("name") == name), None)
-        popularity = world.graph.nodes[key]["popularity"] if key else "head"
+        popularity = popularity_by_name.get(name, "head")
         seen.add(question.format(**fill))
         tasks.append(
             Task(

@@ -75,9 +75,10 @@ def _generator(family: str, popular: bool):
             raise ValueError(f"wiki family {family} needs -E backend=generated (a scholar world)")
         store = load_world(meta["size"], int(meta["seed"]))
         want = {"head"} if popular else {"tail"}
-        pool = [p for p in _people(store) if p["popularity"] in want]
+        people = _people(store)
+        pool = [p for p in people if p["popularity"] in want]
         if popular and len(pool) < n:  # tiny worlds have few head scholars: add the torso
-            pool += [p for p in _people(store) if p["popularity"] == "torso"]
+            pool += [p for p in people if p["popularity"] == "torso"]
         random.Random(f"{family}/{seed}").shuffle(pool)
         tasks: list[Task] = []
         for person in pool:
