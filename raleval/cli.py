@@ -463,15 +463,11 @@ def serve(
     """Serve an environment over HTTP: CRAG's mock-API routes, POST /tools/{name}, /docs."""
     from raleval import registry
     from raleval.config import parse_key_values
-    from raleval.serve import is_loopback
+    from raleval.serve import check_bind
     from raleval.serve import serve as run_server
 
     try:
-        if not is_loopback(host) and not token:
-            raise ValueError(
-                f"binding {host} exposes the environment beyond this machine: set --token "
-                "(or RALEVAL_API_TOKEN)"
-            )
+        check_bind(host, token)  # before building the env and printing the address
         options = parse_key_values(env_option, "-E") if env_option else {}
         environment = registry.envs.get(env)(**options)
         typer.echo(f"serving {env} on http://{host}:{port} (OpenAPI at /docs)")

@@ -147,13 +147,18 @@ def _add_crag_route(app: Any, env: Environment, spec: ToolSpec, respond: Any) ->
     )
 
 
-def serve(env: Environment, host: str = "127.0.0.1", port: int = 8000, token: str | None = None):
-    """Run the server until interrupted; refuses a non-loopback bind without a token."""
-    import uvicorn
-
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to expose an environment beyond this machine without an API token."""
     if not is_loopback(host) and not token:
         raise ValueError(
             f"binding {host} exposes the environment beyond this machine: set --token "
             "(or RALEVAL_API_TOKEN)"
         )
+
+
+def serve(env: Environment, host: str = "127.0.0.1", port: int = 8000, token: str | None = None):
+    """Run the server until interrupted; refuses a non-loopback bind without a token."""
+    import uvicorn
+
+    check_bind(host, token)
     uvicorn.run(create_app(env, token), host=host, port=port, log_level="warning")
