@@ -80,11 +80,18 @@ def _tool_use_cause(trajectory: Trajectory) -> str:
 
 
 def classify(
-    trajectory: Trajectory, golds: Sequence[str], threshold: float = DEFAULT_THRESHOLD
+    trajectory: Trajectory,
+    golds: Sequence[str],
+    threshold: float = DEFAULT_THRESHOLD,
+    evidence: Sequence[str] | None = None,
 ) -> tuple[ErrorType, str]:
-    """Label one trajectory; returns ``(error type, cause)``."""
+    """Label one trajectory; returns ``(error type, cause)``.
+
+    ``evidence`` replaces the golds in the "useful" test for answers that need not appear in
+    any observation (a yes/no verdict, a count, a chosen option).
+    """
     match = f1_score(trajectory.answer, golds) >= threshold
-    useful = evidence_found(trajectory, golds)
+    useful = evidence_found(trajectory, evidence or golds)
     if match:
         return (ErrorType.EM, "EM:grounded") if useful else (ErrorType.AM, "AM:from_memory")
     term = trajectory.termination

@@ -92,6 +92,10 @@ class Task(Record):
     query_time: datetime | None = None
     tags: TaskTags = Field(default_factory=TaskTags)
     solution: list[ToolCall] | None = None
+    # What a tool must have returned for a right answer to count as grounded (EM, not AM),
+    # when the answer itself need not appear (yes/no, choices, counts): defaults to answers.
+    evidence: list[str] | None = None
+    metric: str = "f1"  # the family's primary metric (a registered metric name)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -146,7 +146,12 @@ task_sets: Registry[Any] = Registry(
     },
 )
 metrics: Registry[Any] = Registry(
-    "metric", "raleval.metrics", {"f1": "raleval.tasks.metrics", "em": "raleval.tasks.metrics"}
+    "metric",
+    "raleval.metrics",
+    {
+        m: "raleval.tasks.metrics"
+        for m in ("f1", "em", "relaxed", "numeric", "set_f1", "fields", "crag")
+    },
 )
 
 register_env = envs.register

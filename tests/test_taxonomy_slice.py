@@ -88,4 +88,5 @@ def test_abstention_is_correct_only_where_no_answer_exists():
         assert wrong.scores["f1"] == 0.0 and wrong.error_type == "RE"
     t = _traj("I don't know")
     score_trajectory(t, normal)
-    assert t.scores == {"f1": 0.0, "em": 0.0, "missing": 1.0} and t.error_type == "RE"
+    assert t.scores == {"f1": 0.0, "em": 0.0, "relaxed": 0.0, "crag": 0.0, "missing": 1.0}
+    assert t.error_type == "RE"
