@@ -133,6 +133,8 @@ task_families: Registry[Any] = Registry(
         "1-1": "raleval.tasks.wiki",
         "1-2": "raleval.tasks.wiki",
         "1-3": "raleval.tasks.scholar",
+        "2-4": "raleval.tasks.scholar",
+        "3-5": "raleval.tasks.scholar",
         "crag-simple": "raleval.tasks.crag",
     },
 )
@@ -141,6 +143,7 @@ task_sets: Registry[Any] = Registry(
     "raleval.task_sets",
     {
         "scholar-ks": "raleval.tasks.scholar",
+        "scholar": "raleval.tasks.scholar",
         "wiki-ks": "raleval.tasks.wiki",
         "crag-kg-simple": "raleval.tasks.crag",
     },

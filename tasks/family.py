@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,3 +36,38 @@ def execute_solution(env: Any, calls: list[ToolCall]) -> list[Any]:
             raise SolutionMismatch(f"{call.tool} failed: {result.observation}")
         out.append(result.data)
     return out
+
+
+# Builtins an answer expression may use (it is our own code, but keep it to pure functions so
+# the same expression runs unchanged as the last line of a PAL program).
+_EXPR_BUILTINS = {
+    f.__name__: f
+    for f in (len, max, min, sum, sorted, str, int, float, round, abs, any, all, next, set, list)
+}
+
+
+def evaluate_answer(expr: str, results: list[Any]) -> str:
+    """Evaluate an answer expression over the solution's results ``r0, r1, ...``."""
+    scope: dict[str, Any] = {f"r{i}": r for i, r in enumerate(results)}
+    scope["__builtins__"] = _EXPR_BUILTINS
+    return str(eval(expr, scope))  # the template tables are the only source of expressions
+
+
+def reproduces(env: Any, calls: list[ToolCall], expr: str, gold: str) -> bool:
+    """Execute a gold solution and check its answer expression gives the gold answer, and that
+    every id a call uses was returned by an earlier call (an agent could have followed it)."""
+    try:
+        results = execute_solution(env, calls)
+    except SolutionMismatch:
+        return False
+    seen = ""
+    for call, result in zip(calls, results, strict=True):
+        for key in ("person_id", "pub_id"):
+            ident = call.arguments.get(key)
+            if ident is not None and f'"{ident}"' not in seen:
+                return False
+        seen += json.dumps(result, default=str)
+    try:
+        return evaluate_answer(expr, results) == gold
+    except Exception:  # an expression that breaks on these results: the task is not emitted
+        return False

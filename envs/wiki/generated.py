@@ -53,6 +53,21 @@ def person_titles(store: Any) -> dict[int, str]:
     return titles
 
 
+def paper_titles(store: Any, person_page_titles: dict[int, str] | None = None) -> dict[int, str]:
+    """The page title of every paper (rowid -> title): qualified by year (and rowid) where a
+    scholar's page or an earlier paper already has the bare title."""
+    titles = person_page_titles if person_page_titles is not None else person_titles(store)
+    used: set[str] = set(t.casefold() for t in titles.values())
+    out: dict[int, str] = {}
+    for rowid, title, year in store.query("SELECT rowid, title, year FROM pubs ORDER BY rowid"):
+        page_title = title if title.casefold() not in used else f"{title} ({year} paper)"
+        if page_title.casefold() in used:
+            page_title = f"{title} ({year} paper, {rowid})"
+        used.add(page_title.casefold())
+        out[rowid] = page_title
+    return out
+
+
 def scholar_pages(store: Any) -> Iterator[tuple[str, str]]:
     """(title, text) of every page of a scholar world."""
     titles = person_titles(store)
@@ -112,14 +127,14 @@ def scholar_pages(store: Any) -> Iterator[tuple[str, str]]:
     authors: dict[int, list[str]] = defaultdict(list)
     for pub, person in store.query("SELECT pub, person FROM authorship ORDER BY pub, position"):
         authors[pub].append(titles[person])
-    used: set[str] = set(t.casefold() for t in titles.values())
+    pages = paper_titles(store, titles)
+    used: set[str] = set(t.casefold() for t in titles.values()) | {
+        t.casefold() for t in pages.values()
+    }
     for rowid, title, year, venue, n_cit, abstract in store.query(
         "SELECT rowid, title, year, venue, n_citation, abstract FROM pubs ORDER BY rowid"
     ):
-        page_title = title if title.casefold() not in used else f"{title} ({year} paper)"
-        if page_title.casefold() in used:
-            page_title = f"{title} ({year} paper, {rowid})"
-        used.add(page_title.casefold())
+        page_title = pages[rowid]
         lead = (
             f"{title} is a {year} paper by {_join(authors[rowid])}, published in {venue}. "
             f"It has been cited {n_cit} times."
