@@ -132,6 +132,13 @@ task_families: Registry[Any] = Registry(
     {
         "1-1": "raleval.tasks.wiki",
         "1-2": "raleval.tasks.wiki",
+        "2-1": "raleval.tasks.wiki_ku",
+        "2-2": "raleval.tasks.wiki_ku",
+        "2-3": "raleval.tasks.wiki_ku",
+        "3-1": "raleval.tasks.wiki_ka",
+        "3-2": "raleval.tasks.wiki_ka",
+        "3-3": "raleval.tasks.wiki_ka",
+        "3-4": "raleval.tasks.wiki_ka",
         "1-3": "raleval.tasks.scholar",
         "2-4": "raleval.tasks.scholar",
         "3-5": "raleval.tasks.scholar",
@@ -145,6 +152,8 @@ task_sets: Registry[Any] = Registry(
         "scholar-ks": "raleval.tasks.scholar",
         "scholar": "raleval.tasks.scholar",
         "wiki-ks": "raleval.tasks.wiki",
+        "wiki-ka": "raleval.tasks.wiki_ka",
+        "wiki-ku": "raleval.tasks.wiki_ku",
         "crag-kg-simple": "raleval.tasks.crag",
     },
 )

@@ -110,3 +110,14 @@ def test_random_text_only_raises_parse_error(tools, text):
 def test_call_shaped_noise_only_raises_parse_error(tools, name, opener, inner, closer):
     with contextlib.suppress(ActionParseError):
         parse_action(f"{name}{opener}{inner}{closer}", tools)
+
+
+def test_bracket_text_with_parentheses_is_one_string():
+    # Wikipedia titles are often qualified: Search[Paris (mythology)] is text, not a call
+    from raleval.workflows.parsing import parse_arguments
+
+    assert parse_arguments("Paris (mythology)", ["entity"]) == {"entity": "Paris (mythology)"}
+    assert parse_arguments("Ada Lin (Qerrin Institute)", ["entity"]) == {
+        "entity": "Ada Lin (Qerrin Institute)"
+    }
+    assert parse_arguments("'x', org='y'", ["a", "org"]) == {"a": "x", "org": "y"}

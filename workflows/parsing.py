@@ -81,6 +81,14 @@ def _literal(node: ast.AST) -> Any:
         return ast.unparse(node)
 
 
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def parse_arguments(inner: str, param_names: Sequence[str]) -> dict[str, Any]:
     """Turn the text between brackets into keyword arguments for a tool."""
     inner = inner.strip()
@@ -93,6 +101,10 @@ def parse_arguments(inner: str, param_names: Sequence[str]) -> dict[str, Any]:
             tree = None
         if tree is not None and isinstance(tree.body, ast.Call):
             call = tree.body
+            if len(call.args) == 1 and not call.keywords and not _is_literal(call.args[0]):
+                # One bare expression, e.g. Search[Paris (mythology)]: text, not code.
+                first = param_names[0] if param_names else "arg0"
+                return {first: _strip_quotes(inner)}
             args: dict[str, Any] = {}
             for i, node in enumerate(call.args):
                 if isinstance(node, ast.Starred):

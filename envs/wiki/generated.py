@@ -18,7 +18,7 @@ from typing import Any
 from raleval.envs.wiki.store import WikiStore, write_store
 
 # Bump when the rendering changes: cached stores are keyed by it.
-PAGES_VERSION = 1
+PAGES_VERSION = 2  # 2: the concept taxonomy pages
 
 
 def _join(items: list[str]) -> str:
@@ -153,6 +153,19 @@ def scholar_pages(store: Any) -> Iterator[tuple[str, str]]:
         yield name, f"{name}{also} is a research organization with {members} researchers."
 
 
+def world_pages(store: Any, seed: int) -> Iterator[tuple[str, str]]:
+    """The scholar pages, then the concept taxonomy's pages (skipping any title clash)."""
+    from raleval.envs.wiki.concepts import concept_pages, concept_world
+
+    used: set[str] = set()
+    for title, text in scholar_pages(store):
+        used.add(title.casefold())
+        yield title, text
+    for title, text in concept_pages(concept_world(seed)):
+        if title.casefold() not in used:
+            yield title, text
+
+
 def generated_store_path(world: str, size: str, seed: int) -> Path:
     from raleval.cache import cache_dir
 
@@ -175,6 +188,6 @@ def generated_store(world: str = "scholar", size: str = "small", seed: int = 0) 
             "seed": str(seed),
             "world_file": world_path(size, seed).name,
         }
-        write_store(tmp, scholar_pages(source), meta).close()
+        write_store(tmp, world_pages(source, seed), meta).close()
         tmp.replace(path)
     return WikiStore(path)

@@ -1,0 +1,180 @@
+"""Wiki KU families over the generated concept taxonomy, in the spirit of COPEN.
+
+- 2-1 conceptual similarity: "Is X a kind of Y?" (Y the parent, the root two hops up, a sibling
+  concept or another root; half the answers are no).
+- 2-2 conceptual properties: "Is X P?" for concepts and subconcepts, where a subconcept either
+  overrides P or inherits it (the parent's page must then be read).
+- 2-3 conceptualization in context: which of two concepts an ambiguous name belongs to, given a
+  sentence that only fits one of its meanings.
+
+Gold answers come from the taxonomy; the gold calls are executed and a task is kept only if
+its evidence strings were all retrieved.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from raleval.envs.wiki.concepts import ROOTS, Concept, ConceptWorld, concept_world
+from raleval.records import Level, Task
+from raleval.registry import register_task_family, register_task_set
+from raleval.tasks.family import TaskFamily
+from raleval.tasks.wiki_common import Question, generate_verified, scholar_meta, search
+
+
+def _yn(v: bool) -> str:
+    return "yes" if v else "no"
+
+
+def _subs(w: ConceptWorld) -> list[Concept]:
+    return [c for c in w.concepts.values() if c.parent is not None]
+
+
+def _kind_parent(w: ConceptWorld, rng: random.Random) -> Question:
+    c = rng.choice(_subs(w))
+    return Question(
+        f"Is {c.name} a kind of {c.parent}?",
+        "yes",
+        [search(c.title)],
+        [f"kind of {c.parent}"],
+        "kind_of",
+    )
+
+
+def _kind_root(w: ConceptWorld, rng: random.Random) -> Question:
+    c = rng.choice(_subs(w))
+    parent = w.concepts[c.parent or ""]
+    return Question(
+        f"Is {c.name} a kind of {c.root}?",
+        "yes",
+        [search(c.title), search(parent.title)],
+        [f"kind of {c.parent}", f"kind of {c.root}"],
+        "kind_of",
+    )
+
+
+def _kind_other_root(w: ConceptWorld, rng: random.Random) -> Question:
+    c = rng.choice(_subs(w))
+    parent = w.concepts[c.parent or ""]
+    other = rng.choice([r for r in ROOTS if r != c.root])
+    return Question(
+        f"Is {c.name} a kind of {other}?",
+        "no",
+        [search(c.title), search(parent.title)],
+        [f"kind of {c.parent}", f"kind of {c.root}"],
+        "kind_of",
+    )
+
+
+def _kind_sibling(w: ConceptWorld, rng: random.Random) -> Question:
+    c = rng.choice(_subs(w))
+    siblings = [
+        x.name
+        for x in w.concepts.values()
+        if x.parent is None and x.root == c.root and x.name != c.parent
+    ]
+    return Question(
+        f"Is {c.name} a kind of {rng.choice(siblings)}?",
+        "no",
+        [search(c.title)],
+        [f"kind of {c.parent}"],
+        "kind_of",
+    )
+
+
+def _prop_evidence(c: Concept, prop: str) -> str:
+    return prop if c.props[prop] else f"not {prop}"
+
+
+def _prop_concept(w: ConceptWorld, rng: random.Random) -> Question:
+    c = rng.choice([x for x in w.concepts.values() if x.parent is None])
+    prop = rng.choice(list(c.props))
+    return Question(
+        f"Is {c.name} {prop}? Answer yes or no.",
+        _yn(c.props[prop]),
+        [search(c.title)],
+        [_prop_evidence(c, prop)],
+        "property",
+    )
+
+
+def _prop_override(w: ConceptWorld, rng: random.Random) -> Question | None:
+    c = rng.choice(_subs(w))
+    if c.override is None:
+        return None
+    return Question(
+        f"Is {c.name} {c.override}? Answer yes or no.",
+        _yn(c.props[c.override]),
+        [search(c.title)],
+        [f"{c.name} {'is' if c.props[c.override] else 'is not'} {c.override}"],
+        "property_override",
+    )
+
+
+def _prop_inherited(w: ConceptWorld, rng: random.Random) -> Question:
+    c = rng.choice(_subs(w))
+    parent = w.concepts[c.parent or ""]
+    prop = rng.choice([p for p in c.props if p != c.override])
+    return Question(
+        f"Is {c.name} {prop}? Answer yes or no.",
+        _yn(c.props[prop]),
+        [search(c.title), search(parent.title)],
+        [f"kind of {c.parent}", _prop_evidence(parent, prop)],
+        "property_inherited",
+    )
+
+
+def _in_context(w: ConceptWorld, rng: random.Random) -> Question:
+    inst = rng.choice(w.instances)
+    (root, concept), other = rng.sample(inst.meanings, 2)
+    context = rng.choice(ROOTS[root][1]).format(x=inst.name)
+    options = sorted([concept, other[1]], key=lambda _: rng.random())
+    return Question(
+        f'In the sentence "{context}", which concept does {inst.name} belong to: '
+        f"{options[0]} or {options[1]}?",
+        concept,
+        [search(inst.name), search(f"{inst.name} ({root})")],
+        None,
+        "in_context",
+    )
+
+
+MAKERS: dict[str, list[Callable[[ConceptWorld, random.Random], Question | None]]] = {
+    "2-1": [_kind_parent, _kind_other_root, _kind_root, _kind_sibling],
+    "2-2": [_prop_concept, _prop_override, _prop_inherited],
+    "2-3": [_in_context],
+}
+
+
+def _generator(family: str):
+    def generate(env: Any, n: int, seed: int) -> list[Task]:
+        meta = scholar_meta(env, family)
+        w = concept_world(int(meta["seed"]))
+        return generate_verified(env, family, Level.KU, w, MAKERS[family], n, seed)
+
+    return generate
+
+
+_DESCRIPTIONS = {
+    "2-1": "Wiki KU: is X a kind of Y (COPEN CSJ-style, over an invented taxonomy)",
+    "2-2": "Wiki KU: does a concept have a property, inherited or overridden (COPEN CPJ-style)",
+    "2-3": "Wiki KU: which concept an ambiguous name belongs to in context (COPEN CiC-style)",
+}
+FAMILIES = {
+    fid: TaskFamily(
+        id=fid,
+        level=Level.KU,
+        domain="wiki",
+        env="wiki",
+        metric="f1",
+        description=desc,
+        generate=_generator(fid),
+    )
+    for fid, desc in _DESCRIPTIONS.items()
+}
+for _fid, _family in FAMILIES.items():
+    register_task_family(_fid)(_family)
+
+register_task_set("wiki-ku")(list(FAMILIES))
