@@ -535,3 +535,66 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+tasks_app = typer.Typer(help="The task catalog: list families, build seasonal test sets.")
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.command("list")
+def tasks_list() -> None:
+    """Every task family (level, domain, environment, metric) and every task set."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval import registry
+
+    table = Table(title="raleval task families")
+    for col in ("family", "level", "domain", "env", "metric", "description"):
+        table.add_column(col)
+    for name, fam in registry.task_families.load_all().items():
+        if isinstance(fam, Exception):
+            table.add_row(name, "", "", "", "", f"failed to load: {fam}")
+            continue
+        table.add_row(name, fam.level.value, fam.domain, fam.env, fam.metric, fam.description)
+    console = Console()
+    console.print(table)
+    sets = Table(title="task sets")
+    sets.add_column("set")
+    sets.add_column("families")
+    for name in registry.task_sets.names():
+        sets.add_row(name, ", ".join(registry.task_sets.get(name)))
+    console.print(sets)
+
+
+@tasks_app.command("build")
+def tasks_build(
+    tasks: Annotated[str, typer.Argument(help="task set or family id")] = "reval-12",
+    season: Annotated[str, typer.Option(help="season label; the seed is derived from it")] = (
+        "2026-11"
+    ),
+    size: Annotated[int, typer.Option(help="test tasks per family")] = 100,
+    examples: Annotated[int, typer.Option(help="k-shot example pool per family")] = 8,
+    world: Annotated[str, typer.Option(help="world size of every environment")] = "small",
+    out: Annotated[Path | None, typer.Option(help="output folder")] = None,
+) -> None:
+    """Write test.jsonl, examples.jsonl and manifest.json for a seeded season."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval.tasks.catalog import build_catalog
+
+    folder = out or Path("catalog") / f"{tasks}-{season}"
+    try:
+        manifest = build_catalog(tasks, folder, season, size, examples, world)
+    except _user_errors() as exc:
+        _fail(str(exc))
+    table = Table(title=f"{tasks} season {season} (seed {manifest['seed']}) -> {folder}")
+    for col in ("family", "level", "env", "test", "examples", "seconds"):
+        table.add_column(col)
+    for fid, f in manifest["families"].items():
+        table.add_row(
+            fid, f["level"], f["env"], str(f["test"]), str(f["examples"]), str(f["seconds"])
+        )
+    Console().print(table)
+    typer.echo(f"test.jsonl sha256 {manifest['files']['test.jsonl']}")

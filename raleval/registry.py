@@ -152,6 +152,7 @@ task_sets: Registry[Any] = Registry(
         "scholar-ks": "raleval.tasks.scholar",
         "scholar": "raleval.tasks.scholar",
         "wiki-ks": "raleval.tasks.wiki",
+        "reval-12": "raleval.tasks.sets",
         "wiki-ka": "raleval.tasks.wiki_ka",
         "wiki-ku": "raleval.tasks.wiki_ku",
         "crag-kg-simple": "raleval.tasks.crag",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +25,96 @@ def families_for(spec: str) -> list[TaskFamily]:
 
 
 def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -> list[Task]:
-    """Tasks for a run, generated (and verified) over ``env`` or read from a file."""
+    """Tasks for a run, generated (and verified) over ``env`` or read from a file.
+
+    A set spanning environments (``reval-12``) contributes the families that run on
+    ``env_name``; naming a family of another environment is an error.
+    """
     if spec.endswith(".jsonl") or Path(spec).is_file():
         return read_tasks(Path(spec))
+    families = families_for(spec)
+    mine = [f for f in families if f.env == env_name]
+    if not mine:
+        envs = sorted({f.env for f in families})
+        raise ValueError(
+            f"{spec} has no task family on env {env_name!r}; run it with --env "
+            f"{' or --env '.join(envs)}"
+        )
     tasks: list[Task] = []
-    for family in families_for(spec):
-        if family.env != env_name:
-            raise ValueError(
-                f"task family {family.id} runs on env {family.env!r}, not {env_name!r}"
-            )
-        tasks.extend(family.generate(env, per_family, seed))
+    for family in mine:
+        tasks.extend(stamp(family, family.generate(env, per_family, seed)))
     return tasks
+
+
+def stamp(family: TaskFamily, tasks: list[Task]) -> list[Task]:
+    """Fill a family's primary metric into tasks that do not choose their own."""
+    for t in tasks:
+        if "metric" not in t.model_fields_set:
+            t.metric = family.metric
+    return tasks
+
+
+def season_seed(season: str) -> int:
+    """A stable seed for a season label (``2026-11``)."""
+    return int(hashlib.sha256(f"raleval season {season}".encode()).hexdigest()[:8], 16)
+
+
+def build_catalog(
+    spec: str,
+    out: Path,
+    season: str,
+    size: int = 100,
+    examples: int = 8,
+    world: str = "small",
+    env_options: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Sample a seeded test set (``size`` per family) and a disjoint example pool per family,
+    write ``test.jsonl``, ``examples.jsonl`` and ``manifest.json`` (with content hashes)."""
+    from raleval import __version__
+    from raleval.store import write_tasks
+
+    seed = season_seed(season)
+    test: list[Task] = []
+    pool: list[Task] = []
+    per_family: dict[str, dict[str, Any]] = {}
+    envs: dict[str, Any] = {}
+    for family in families_for(spec):
+        if family.env not in envs:
+            options = {"size": world, **(env_options or {}).get(family.env, {})}
+            envs[family.env] = registry.envs.get(family.env)(**options)
+        started = time.perf_counter()
+        tasks = stamp(family, family.generate(envs[family.env], size + examples, seed))
+        seen: set[str] = set()
+        unique = [t for t in tasks if not (t.question in seen or seen.add(t.question))]
+        fam_test, fam_pool = unique[:size], unique[size:]
+        for t in fam_pool:
+            t.id = t.id.replace(f"-s{seed}-", f"-s{seed}-ex")
+        test += fam_test
+        pool += fam_pool
+        per_family[family.id] = {
+            "level": family.level.value,
+            "domain": family.domain,
+            "env": family.env,
+            "metric": family.metric,
+            "test": len(fam_test),
+            "examples": len(fam_pool),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+    out.mkdir(parents=True, exist_ok=True)
+    write_tasks(out / "test.jsonl", test)
+    write_tasks(out / "examples.jsonl", pool)
+    manifest = {
+        "set": spec,
+        "season": season,
+        "seed": seed,
+        "world_size": world,
+        "per_family": size,
+        "raleval": __version__,
+        "families": per_family,
+        "files": {
+            name: hashlib.sha256((out / name).read_bytes()).hexdigest()
+            for name in ("test.jsonl", "examples.jsonl")
+        },
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
