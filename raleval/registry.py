@@ -143,6 +143,18 @@ task_families: Registry[Any] = Registry(
         "2-4": "raleval.tasks.scholar",
         "3-5": "raleval.tasks.scholar",
         "crag-simple": "raleval.tasks.crag",
+        **{
+            f: "raleval.tasks.crag_types"
+            for f in (
+                "crag-condition",
+                "crag-set",
+                "crag-comparison",
+                "crag-aggregation",
+                "crag-multihop",
+                "crag-postproc",
+                "crag-false-premise",
+            )
+        },
     },
 )
 task_sets: Registry[Any] = Registry(
@@ -156,6 +168,7 @@ task_sets: Registry[Any] = Registry(
         "wiki-ka": "raleval.tasks.wiki_ka",
         "wiki-ku": "raleval.tasks.wiki_ku",
         "crag-kg-simple": "raleval.tasks.crag",
+        "crag-kg": "raleval.tasks.crag_types",
     },
 )
 metrics: Registry[Any] = Registry(

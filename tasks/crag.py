@@ -102,17 +102,22 @@ TEMPLATES: list[tuple[str, str, str, Builder]] = [
 ]
 
 
+def popularity_by_name(world: Any) -> dict[str, str]:
+    """Entity name -> head/torso/tail; the first node with a name wins, in node order."""
+    out: dict[str, str] = {}
+    for _, attrs in world.graph.nodes(data=True):
+        if "name" in attrs:
+            out.setdefault(attrs["name"], attrs["popularity"])
+    return out
+
+
 def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
     """crag-simple: single-fact questions in all five domains, as of varied query times."""
     world = env.world
     rng = random.Random(f"crag-simple/{seed}")
     tasks: list[Task] = []
     seen: set[str] = set()
-    # the first node with a name wins, as a scan in node order would find it
-    popularity_by_name: dict[str, str] = {}
-    for _, attrs in world.graph.nodes(data=True):
-        if "name" in attrs:
-            popularity_by_name.setdefault(attrs["name"], attrs["popularity"])
+    popularity_of = popularity_by_name(world)
     attempts = 0
     while len(tasks) < n and attempts < 20 * n:
         attempts += 1
@@ -132,7 +137,7 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
         if gold not in json.dumps(results[-1], ensure_ascii=False, default=str):
             continue  # e.g. a look-alike ranked first: the calls do not surface the answer
         name = next(iter(fill.values()))
-        popularity = popularity_by_name.get(name, "head")
+        popularity = popularity_of.get(name, "head")
         seen.add(question.format(**fill))
         tasks.append(
             Task(

@@ -11,17 +11,26 @@ from raleval.workflows.sandbox import check_isolation
 
 from .conftest import run_config
 
-# environment -> (its options for a small test world, its generated task set)
+# environment -> (its options for a small test world, every generated family it runs)
 ENV_TASKS = {
-    "scholar": ({"size": "tiny"}, "scholar-ks"),
-    "wiki": ({"size": "tiny"}, "wiki-ks"),
-    "crag": ({"size": "tiny"}, "crag-kg-simple"),
+    "scholar": ({"size": "tiny"}, "reval-12"),  # 1-3, 2-4, 3-5
+    "wiki": ({"size": "tiny"}, "reval-12"),  # 1-1 .. 3-4
+    "crag": ({"size": "tiny"}, "crag-kg"),  # all eight CRAG question types
 }
+# Answers computed from what the tools returned (a comparison, a sum, a percentage) do not
+# appear in any observation, so the taxonomy cannot tell them from memory: a known limit of
+# R-Eval's "useful" test; these families are checked for F1 only.
+COMPUTED = {"crag-set", "crag-comparison", "crag-aggregation", "crag-postproc"}
 
 
 def test_every_registered_env_is_covered():
     # "remote" is a served copy of another env: tests/test_serve.py runs the oracle through it
     assert set(registry.envs.names()) - {"remote"} == set(ENV_TASKS)
+
+
+def test_every_family_is_in_a_covered_set():
+    covered = {f for _, spec in ENV_TASKS.values() for f in registry.task_sets.get(spec)}
+    assert set(registry.task_families.names()) == covered
 
 
 @pytest.mark.parametrize("env", sorted(ENV_TASKS))
@@ -31,8 +40,21 @@ def test_oracle_f1_is_one(tmp_path, env, workflow):
         pytest.skip(check_isolation())
     options, tasks = ENV_TASKS[env]
     summary, results = run_config(
-        tmp_path, env=env, env_options=options, workflow=workflow, tasks=tasks, limit=8
+        tmp_path, env=env, env_options=options, workflow=workflow, tasks=tasks, tasks_per_family=3
     )
-    assert summary.ran == 8 and summary.mean_f1 == 1.0
+    families = {r.task_id.rsplit("-s", 1)[0] for r in results}
+    assert summary.ran == len(results) >= 3 * len(families) - 2
+    # A year of daily price bars (CRAG's get_price_history) overflows a text workflow's prompt
+    # budget: that episode ends with context_limit, as it would for any model. Nothing else
+    # may fail.
+    overflow = [r for r in results if r.termination.value == "context_limit"]
+    for r in overflow:
+        assert any(st.tool == "finance_get_price_history" for st in r.steps), r.task_id
+    assert all(r.scores["f1"] == 1.0 for r in results if r not in overflow)
     expected = "AM" if workflow == "direct" else "EM"
-    assert {r.error_type.value for r in results} == {expected}
+    for r in results:
+        if r in overflow:
+            continue
+        if r.error_cause == "EM:correct_rejection" or any(f in r.task_id for f in COMPUTED):
+            continue
+        assert r.error_type.value == expected, (r.task_id, r.error_cause)
