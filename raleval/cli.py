@@ -598,3 +598,25 @@ def tasks_build(
         )
     Console().print(table)
     typer.echo(f"test.jsonl sha256 {manifest['files']['test.jsonl']}")
+
+
+@tasks_app.command("load")
+def tasks_load(
+    kind: Annotated[
+        str, typer.Argument(help="hotpotqa | 2wiki | musique | kqapro | crag | soay | reval")
+    ],
+    path: Annotated[Path, typer.Argument(help="the public task file")],
+    out: Annotated[Path, typer.Option(help="raleval tasks JSON lines, for --tasks")] = Path(
+        "tasks.jsonl"
+    ),
+) -> None:
+    """Convert a public dataset file into raleval task records."""
+    from raleval.store import write_tasks
+    from raleval.tasks.loaders import TaskFileError, load_file
+
+    try:
+        tasks = load_file(kind, path)
+    except (TaskFileError, *_user_errors()) as exc:
+        _fail(str(exc))
+    write_tasks(out, tasks)
+    typer.echo(f"{len(tasks)} tasks -> {out}")

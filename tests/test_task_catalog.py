@@ -1,0 +1,113 @@
+"""The task catalog: every family on the small worlds, seasons, manifests, cross-env sets."""
+
+import json
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from raleval import registry
+from raleval.analysis.scoring import score_trajectory
+from raleval.cli import app
+from raleval.records import Task
+from raleval.store import read_tasks
+from raleval.tasks import scholar
+from raleval.tasks.catalog import build_catalog, load_tasks
+
+_ENVS: dict = {}
+
+
+def _env(name):
+    if name not in _ENVS:
+        _ENVS[name] = registry.envs.get(name)(size="small")
+    return _ENVS[name]
+
+
+@pytest.mark.parametrize("family", registry.task_families.names())
+def test_every_family_makes_100_verified_tasks_on_small(family):
+    fam = registry.task_families.get(family)
+    tasks = fam.generate(_env(fam.env), 100, 7)
+    assert len(tasks) == 100
+    assert len({t.question for t in tasks}) == 100
+    assert all(t.solution for t in tasks)
+    assert all(t.level == fam.level and t.family == family for t in tasks)
+    # every template of the family takes its turn
+    templates = Counter(t.metadata.get("template") for t in tasks)
+    assert min(templates.values()) >= 3, templates
+
+
+def test_scholar_has_at_least_40_templates():
+    assert scholar.TEMPLATE_COUNT >= 40
+    used = set()
+    for fid in ("1-3", "2-4", "3-5"):
+        used |= {
+            t.metadata["template"] for t in scholar.FAMILIES[fid].generate(_env("scholar"), 100, 1)
+        }
+    assert len(used) == scholar.TEMPLATE_COUNT
+
+
+def test_crag_families_cover_every_domain_and_type():
+    seen = set()
+    for fid in registry.task_sets.get("crag-kg"):
+        for t in registry.task_families.get(fid).generate(_env("crag"), 10, 0):
+            seen.add((t.tags.question_type, t.domain))
+            assert t.query_time is not None and t.tags.dynamism and t.tags.popularity
+    types = {q for q, _ in seen}
+    assert len(types) == 8 and len(seen) == 40
+
+
+def test_season_build_is_reproducible_and_disjoint(tmp_path):
+    a = build_catalog("scholar", tmp_path / "a", "2026-11", size=20, examples=4, world="tiny")
+    b = build_catalog("scholar", tmp_path / "b", "2026-11", size=20, examples=4, world="tiny")
+    c = build_catalog("scholar", tmp_path / "c", "2026-12", size=20, examples=4, world="tiny")
+    assert a["files"] == b["files"] and a["files"] != c["files"]
+    test = read_tasks(tmp_path / "a" / "test.jsonl")
+    pool = read_tasks(tmp_path / "a" / "examples.jsonl")
+    assert {t.question for t in test}.isdisjoint({t.question for t in pool})
+    assert len({t.id for t in test + pool}) == len(test) + len(pool)
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["families"]["3-5"]["examples"] == 4 and manifest["seed"] == a["seed"]
+
+
+def test_cli_tasks_list_and_build(tmp_path):
+    runner = CliRunner()
+    listed = runner.invoke(app, ["tasks", "list"])
+    assert (
+        listed.exit_code == 0
+        and "reval-12" in listed.output
+        and "crag-false-premise" in listed.output
+    )
+    built = runner.invoke(
+        app, ["tasks", "build", "1-3", "--size", "5", "--world", "tiny", "--out", str(tmp_path)]
+    )
+    assert built.exit_code == 0, built.output
+    assert len(read_tasks(tmp_path / "test.jsonl")) == 5
+    bad = runner.invoke(app, ["tasks", "build", "nope", "--out", str(tmp_path)])
+    assert bad.exit_code != 0 and "unknown task set" in bad.output
+
+
+def test_cross_env_set_runs_the_families_of_the_chosen_env():
+    env = registry.envs.get("scholar")(size="tiny")
+    tasks = load_tasks("reval-12", env, "scholar", 2, 0)
+    assert {t.family for t in tasks} == {"1-3", "2-4", "3-5"}
+    with pytest.raises(ValueError, match="--env scholar or --env wiki"):
+        load_tasks("reval-12", env, "crag", 2, 0)
+
+
+def test_task_metric_is_scored():
+    from .test_taxonomy_slice import _traj
+
+    profile = "position: Professor; organization: Qerrin; phd_year: 2004"
+    task = Task(
+        id="t",
+        domain="scholar",
+        level="KU",
+        family="2-4",
+        question="q",
+        answers=[profile],
+        metric="fields",
+    )
+    traj = _traj("position: Professor; organization: Qerrin; phd_year: 1999")
+    score_trajectory(traj, task)
+    assert traj.scores["fields"] == pytest.approx(2 / 3)
+    assert {"f1", "em", "relaxed", "crag", "missing"} <= set(traj.scores)
