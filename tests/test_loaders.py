@@ -53,7 +53,7 @@ def test_soay_and_reval():
 @pytest.mark.parametrize(
     ("kind", "name", "text", "message"),
     [
-        ("crag", "c.jsonl", '\n{oops\n', "c.jsonl:2: not JSON"),
+        ("crag", "c.jsonl", "\n{oops\n", "c.jsonl:2: not JSON"),
         ("crag", "c.jsonl", '{"interaction_id": "x", "query": "q"}\n', "field 'question_type'"),
         (
             "crag",

@@ -92,7 +92,7 @@ def test_numeric_tolerance_is_a_knob():
 
 def test_set_answers_ignore_order_and_score_partial():
     assert set_f1("Zed, Yan and Xu", ["xu, yan, zed"]) == 1.0
-    p, r, f = set_precision_recall("xu, yan, wu", "xu, yan, zed")
+    p, r, _ = set_precision_recall("xu, yan, wu", "xu, yan, zed")
     assert (p, r) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
     assert set_precision_recall("xu", "xu; yan") == (1.0, 0.5, pytest.approx(2 / 3))
     assert set_f1("", ["xu"]) == 0.0
