@@ -92,3 +92,40 @@ def generate_verified(
             )
         )
     return tasks
+
+
+def register_wiki_families(
+    set_name: str,
+    level: Level,
+    descriptions: dict[str, str],
+    makers: dict[str, list[Callable[[Any, random.Random], Question | None]]],
+    world: Callable[[dict[str, str]], Any],
+) -> dict[str, Any]:
+    """Register one family per description (and a set of them all); ``world(store meta)``
+    gives the data the family's makers draw from."""
+    from raleval.registry import register_task_family, register_task_set
+    from raleval.tasks.family import TaskFamily
+
+    def generator(family: str):
+        def generate(env: Any, n: int, seed: int) -> list[Task]:
+            w = world(scholar_meta(env, family))
+            return generate_verified(env, family, level, w, makers[family], n, seed)
+
+        return generate
+
+    families = {
+        fid: TaskFamily(
+            id=fid,
+            level=level,
+            domain="wiki",
+            env="wiki",
+            metric="f1",
+            description=desc,
+            generate=generator(fid),
+        )
+        for fid, desc in descriptions.items()
+    }
+    for fid, family in families.items():
+        register_task_family(fid)(family)
+    register_task_set(set_name)(list(families))
+    return families

@@ -22,16 +22,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from raleval.records import Level, Task
-from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily
-from raleval.tasks.wiki_common import (
-    Question,
-    generate_verified,
-    lookup,
-    scholar_meta,
-    search,
-)
+from raleval.records import Level
+from raleval.tasks.wiki_common import Question, lookup, register_wiki_families, search
 
 
 @dataclass
@@ -421,34 +413,12 @@ MAKERS: dict[str, list[Maker]] = {
 }
 
 
-def _generator(family: str):
-    def generate(env: Any, n: int, seed: int) -> list[Task]:
-        meta = scholar_meta(env, family)
-        w = _world(meta["size"], int(meta["seed"]))
-        return generate_verified(env, family, Level.KA, w, MAKERS[family], n, seed)
-
-    return generate
-
-
 _DESCRIPTIONS = {
     "3-1": "Wiki KA: HotpotQA-style bridge and comparison questions",
     "3-2": "Wiki KA: 2WikiMultihopQA-style compositional, inference and comparison questions",
     "3-3": "Wiki KA: MuSiQue-style chains of 2 to 4 hops",
     "3-4": "Wiki KA: KQA Pro-style counting, comparison, qualifiers and set operations",
 }
-FAMILIES = {
-    fid: TaskFamily(
-        id=fid,
-        level=Level.KA,
-        domain="wiki",
-        env="wiki",
-        metric="f1",
-        description=desc,
-        generate=_generator(fid),
-    )
-    for fid, desc in _DESCRIPTIONS.items()
-}
-for _fid, _family in FAMILIES.items():
-    register_task_family(_fid)(_family)
-
-register_task_set("wiki-ka")(list(FAMILIES))
+FAMILIES = register_wiki_families(
+    "wiki-ka", Level.KA, _DESCRIPTIONS, MAKERS, lambda meta: _world(meta["size"], int(meta["seed"]))
+)

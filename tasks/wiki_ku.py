@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
 
 from raleval.envs.wiki.concepts import ROOTS, Concept, ConceptWorld, concept_world
-from raleval.records import Level, Task
-from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily
-from raleval.tasks.wiki_common import Question, generate_verified, scholar_meta, search
+from raleval.records import Level
+from raleval.tasks.wiki_common import Question, register_wiki_families, search
 
 
 def _yn(v: bool) -> str:
@@ -148,33 +145,11 @@ MAKERS: dict[str, list[Callable[[ConceptWorld, random.Random], Question | None]]
 }
 
 
-def _generator(family: str):
-    def generate(env: Any, n: int, seed: int) -> list[Task]:
-        meta = scholar_meta(env, family)
-        w = concept_world(int(meta["seed"]))
-        return generate_verified(env, family, Level.KU, w, MAKERS[family], n, seed)
-
-    return generate
-
-
 _DESCRIPTIONS = {
     "2-1": "Wiki KU: is X a kind of Y (COPEN CSJ-style, over an invented taxonomy)",
     "2-2": "Wiki KU: does a concept have a property, inherited or overridden (COPEN CPJ-style)",
     "2-3": "Wiki KU: which concept an ambiguous name belongs to in context (COPEN CiC-style)",
 }
-FAMILIES = {
-    fid: TaskFamily(
-        id=fid,
-        level=Level.KU,
-        domain="wiki",
-        env="wiki",
-        metric="f1",
-        description=desc,
-        generate=_generator(fid),
-    )
-    for fid, desc in _DESCRIPTIONS.items()
-}
-for _fid, _family in FAMILIES.items():
-    register_task_family(_fid)(_family)
-
-register_task_set("wiki-ku")(list(FAMILIES))
+FAMILIES = register_wiki_families(
+    "wiki-ku", Level.KU, _DESCRIPTIONS, MAKERS, lambda meta: concept_world(int(meta["seed"]))
+)
