@@ -38,9 +38,7 @@ def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = Non
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
     if expects_rejection(task) and abstained and traj.termination is Termination.finished:
         # CRAG and RGB count a rejection as correct where no answer exists.
-        traj.scores.update(f1=1.0, em=1.0, relaxed=1.0, crag=1.0)
-        if task.metric in ("set_f1", "numeric", "fields"):
-            traj.scores[task.metric] = 1.0
+        traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed": 1.0, "crag": 1.0, task.metric: 1.0})
         traj.error_type, traj.error_cause = ErrorType.EM, "EM:correct_rejection"
         return
     traj.error_type, traj.error_cause = classify(

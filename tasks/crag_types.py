@@ -18,7 +18,7 @@ from typing import Any
 from raleval.envs.crag.world import price_key
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily, evaluate_answer, execute_solution
+from raleval.tasks.family import TaskFamily, reproduces
 
 INVALID = "invalid question"
 Built = tuple[str, list[ToolCall], str, Any, str] | None  # question, calls, expr, truth, metric
@@ -43,8 +43,10 @@ def _movie(w, rng, t):
     return m if m["release_date"] <= t.date().isoformat() else None
 
 
-def _pick_movie(title: str) -> str:
-    return f"next(m for m in {{r}} if m['title'] == {title!r})"
+def _pick_movie(title: str, result: str) -> str:
+    """An expression selecting the movie titled exactly ``title`` from a search ``result``
+    (look-alikes may rank first)."""
+    return f"next(m for m in {result} if m['title'] == {title!r})"
 
 
 def _artist(w, rng, t, band: bool | None = None):
@@ -178,7 +180,7 @@ def _set_movie(w, rng, t):
     return (
         f"What are the genres of the movie {m['title']}?",
         [_c("movie_get_movie_info", query=m["title"])],
-        "', '.join(g['name'] for g in " + _pick_movie(m["title"]).format(r="r0") + "['genres'])",
+        "', '.join(g['name'] for g in " + _pick_movie(m["title"], "r0") + "['genres'])",
         ", ".join(g["name"] for g in m["genres"]),
         "set_f1",
     )
@@ -266,7 +268,7 @@ def _cmp_movie(w, rng, t):
     a, b = _movie(w, rng, t), _movie(w, rng, t)
     if a is None or b is None or a is b or a["budget"] == b["budget"]:
         return None
-    pa, pb = _pick_movie(a["title"]).format(r="r0"), _pick_movie(b["title"]).format(r="r1")
+    pa, pb = _pick_movie(a["title"], "r0"), _pick_movie(b["title"], "r1")
     return (
         f"Which movie had the bigger budget, {a['title']} or {b['title']}?",
         [
@@ -543,7 +545,7 @@ def _post_movie(w, rng, t):
     m = _movie(w, rng, t)
     if m is None:
         return None
-    pick = _pick_movie(m["title"]).format(r="r0")
+    pick = _pick_movie(m["title"], "r0")
     return (
         f"How much profit (revenue minus budget) did {m['title']} make?",
         [_c("movie_get_movie_info", query=m["title"])],
@@ -620,7 +622,7 @@ def _fp_movie(w, rng, t):
     m = _movie(w, rng, t)
     if m is None or any(a["year_ceremony"] <= t.year for a in m["oscar_awards"]):
         return None
-    pick = _pick_movie(m["title"]).format(r="r0")
+    pick = _pick_movie(m["title"], "r0")
     return (
         f"In which year did {m['title']} win its Oscar?",
         [_c("movie_get_movie_info", query=m["title"])],
@@ -730,12 +732,8 @@ def _generator(family: str):
             question, calls, expr, truth, metric = built
             if question in seen:
                 continue
-            try:
-                results = execute_solution(env.at(query_time), calls)
-                answer = evaluate_answer(expr, results)
-            except Exception:  # a call failed or the expression broke: not emitted
-                continue
-            if answer != str(truth):
+            answer = str(truth)
+            if not reproduces(env.at(query_time), calls, expr, answer):
                 continue
             seen.add(question)
             subject = next((str(v) for c in calls for v in c.arguments.values()), "")

@@ -46,7 +46,8 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _json_list(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Items of a JSON array with the line each starts on (for error messages)."""
-    text = _open(path).read()
+    with _open(path) as fh:
+        text = fh.read()
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

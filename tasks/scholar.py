@@ -103,6 +103,12 @@ class _Ctx:
         ranked = sorted(people.values(), key=lambda x: -x["n_citation"])
         return _strict_top([{**x, "cit": x["n_citation"]} for x in ranked], "cit")
 
+    def top_at_org_on_interest(self) -> dict[str, Any] | None:
+        """The most cited member of the scholar's organization working on ``interest``."""
+        members = self.store.top_members(self.p["org"], 100000)
+        people = self.store.persons_by_rowid(members)
+        return self.top_of([r for r in members if self.interest in people[r]["interests"]][:2])
+
     @cached_property
     def topic_id(self) -> int:
         return next(k for k, v in self.store.topics.items() if v == self.interest)
@@ -158,7 +164,7 @@ def _maybe(f: Callable[[_Ctx], Any], g: Callable[[Any], Any]) -> Callable[[_Ctx]
     return read
 
 
-_BY_ID = {"top_pub": lambda c: c.top_pub, "latest": lambda c: c.latest, "co": lambda c: c.co}
+_BY_ID = {"top_pub": lambda c: c.top_pub, "latest": lambda c: c.latest}
 _S = _chain(_s)
 _S_PUBS = _chain(_s, lambda c: ("getPersonPubs", _pid(c)))
 _S_INFO = _chain(_s, lambda c: ("getPersonBasicInfo", _pid(c)))
@@ -279,17 +285,7 @@ KS = [
         "Which researcher at {org} working on {interest} has the most citations?",
         lambda c: [("searchPerson", {"organization": c.org, "interest": c.interest})],
         _const("r0[0]['name']"),
-        _maybe(
-            lambda c: c.top_of(
-                [
-                    r
-                    for r in c.store.top_members(c.p["org"], 100000)
-                    if r == c.p["rowid"]
-                    or c.interest in c.store.persons_by_rowid([r])[r]["interests"]
-                ][:2]
-            ),
-            lambda x: x["name"],
-        ),
+        _maybe(lambda c: c.top_at_org_on_interest(), lambda x: x["name"]),
     ),
 ]
 
