@@ -16,6 +16,7 @@ from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
 from raleval.tasks.family import SolutionMismatch, TaskFamily, execute_solution
 from raleval.tasks.metrics import normalize_answer
+from raleval.tasks.wiki_common import ScholarWorld, scholar_meta, scholar_world
 
 
 @dataclass(frozen=True)
@@ -37,45 +38,31 @@ _PERSON_TEMPLATES = [
 ]
 
 
-def _people(store: Any) -> list[dict[str, Any]]:
-    from raleval.envs.wiki.generated import person_titles
-
-    titles = person_titles(store)
-    rows = store.query(
-        "SELECT p.rowid, p.name, o.name, p.position, p.n_pubs, p.n_citation, p.education, "
-        "p.email FROM persons p JOIN orgs o ON o.rowid = p.org ORDER BY p.rowid"
-    )
-    people = []
-    for rowid, name, org, position, n_pubs, n_cit, education, email in rows:
-        if titles[rowid] != name:
-            continue  # namesakes: the question could not say which one is meant
-        _, phd_org, phd_year = (s.strip() for s in education.split(","))
-        people.append(
-            {
-                "name": name,
-                "org": org,
-                "position": position,
-                "n_pubs": str(n_pubs),
-                "n_citation": str(n_cit),
-                "phd_org": phd_org,
-                "phd_year": phd_year,
-                "email": email,
-                "popularity": store.popularity(n_cit),
-            }
-        )
-    return people
+def _people(world: ScholarWorld) -> list[dict[str, Any]]:
+    """Scholars whose page title is their bare name (a namesake's question could not say
+    which one is meant), with the facts the templates ask about, as page text shows them."""
+    return [
+        {
+            "name": p["name"],
+            "org": p["org"],
+            "position": p["position"],
+            "n_pubs": str(p["n_pubs"]),
+            "n_citation": str(p["n_cit"]),
+            "phd_org": p["phd_org"],
+            "phd_year": str(p["phd_year"]),
+            "email": p["email"],
+            "popularity": world.store.popularity(p["n_cit"]),
+        }
+        for _, p in sorted(world.people.items())
+        if p["title"] == p["name"]
+    ]
 
 
 def _generator(family: str, popular: bool):
     def generate(env: Any, n: int, seed: int) -> list[Task]:
-        from raleval.envs.scholar.store import load_world
-
-        meta = env.backend.store.meta
-        if meta.get("world") != "scholar":
-            raise ValueError(f"wiki family {family} needs -E backend=generated (a scholar world)")
-        store = load_world(meta["size"], int(meta["seed"]))
+        meta = scholar_meta(env, family)
         want = {"head"} if popular else {"tail"}
-        people = _people(store)
+        people = _people(scholar_world(meta["size"], int(meta["seed"])))
         pool = [p for p in people if p["popularity"] in want]
         if popular and len(pool) < n:  # tiny worlds have few head scholars: add the torso
             pool += [p for p in people if p["popularity"] == "torso"]

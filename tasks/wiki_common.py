@@ -3,14 +3,95 @@ evidence check and the generate loop (execute the gold calls, keep what they sup
 
 from __future__ import annotations
 
+import json
 import random
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.tasks.family import SolutionMismatch, execute_solution
 from raleval.tasks.metrics import normalize_answer
+
+
+@dataclass
+class ScholarWorld:
+    """The scholar world as its encyclopedia pages present it (titles, selected publications,
+    frequent collaborators, organization sizes), for the wiki task generators."""
+
+    people: dict[int, dict[str, Any]]
+    papers: dict[int, dict[str, Any]]
+    orgs: dict[str, int]  # name -> members
+    store: Any
+
+
+@lru_cache(maxsize=4)
+def scholar_world(size: str, seed: int) -> ScholarWorld:
+    from raleval.envs.scholar.store import load_world
+    from raleval.envs.wiki.generated import paper_titles, person_titles
+
+    store = load_world(size, seed)
+    titles = person_titles(store)
+    pages = paper_titles(store, titles)
+    people: dict[int, dict[str, Any]] = {}
+    for rowid, name, org, position, n_pubs, n_cit, education, interests, email in store.query(
+        "SELECT p.rowid, p.name, o.name, p.position, p.n_pubs, p.n_citation, p.education, "
+        "p.interests, p.email FROM persons p JOIN orgs o ON o.rowid = p.org ORDER BY p.rowid"
+    ):
+        _, phd_org, phd_year = (s.strip() for s in education.split(","))
+        people[rowid] = {
+            "title": titles[rowid],
+            "name": name,
+            "org": org,
+            "position": position,
+            "n_pubs": n_pubs,
+            "n_cit": n_cit,
+            "phd_org": phd_org,
+            "phd_year": int(phd_year),
+            "interests": json.loads(interests),
+            "email": email,
+            "pubs": [],
+            "collab": [],
+        }
+    for person, title, year, venue, n_cit in store.query(
+        "SELECT a.person, p.title, p.year, p.venue, p.n_citation FROM authorship a "
+        "JOIN pubs p ON p.rowid = a.pub ORDER BY a.person, p.n_citation DESC, p.rowid"
+    ):
+        if len(people[person]["pubs"]) < 5:  # the page's "Selected publications"
+            people[person]["pubs"].append(
+                {"title": title, "year": year, "venue": venue, "cit": n_cit}
+            )
+    weights: dict[int, list[int]] = defaultdict(list)
+    for a, b, w in store.query("SELECT a, b, weight FROM coauthors ORDER BY a, weight DESC, b"):
+        if len(people[a]["collab"]) < 5:
+            people[a]["collab"].append(b)
+            weights[a].append(w)
+    for rowid, ws in weights.items():
+        people[rowid]["top_collab"] = ws[0] > ws[1] if len(ws) > 1 else True
+    papers: dict[int, dict[str, Any]] = {}
+    for rowid, title, year, venue, n_cit in store.query(
+        "SELECT rowid, title, year, venue, n_citation FROM pubs ORDER BY rowid"
+    ):
+        papers[rowid] = {
+            "page": pages[rowid],
+            "title": title,
+            "year": year,
+            "venue": venue,
+            "cit": n_cit,
+            "authors": [],
+        }
+    for pub, person in store.query("SELECT pub, person FROM authorship ORDER BY pub, position"):
+        papers[pub]["authors"].append(person)
+    orgs = {
+        name: n
+        for name, n in store.query(
+            "SELECT o.name, count(p.rowid) FROM orgs o LEFT JOIN persons p ON p.org = o.rowid "
+            "GROUP BY o.rowid"
+        )
+    }
+    return ScholarWorld(people, papers, orgs, store)
 
 
 def search(x: str) -> ToolCall:

@@ -14,108 +14,34 @@ the answer itself) appears in what they returned.
 
 from __future__ import annotations
 
-import json
 import random
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from raleval.records import Level
-from raleval.tasks.wiki_common import Question, lookup, register_wiki_families, search
+from raleval.tasks.wiki_common import (
+    Question,
+    ScholarWorld,
+    lookup,
+    register_wiki_families,
+    scholar_world,
+    search,
+)
 
 
-@dataclass
-class _World:
-    people: dict[int, dict[str, Any]]
-    papers: dict[int, dict[str, Any]]
-    orgs: dict[str, int]  # name -> members
-    store: Any
-
-
-@lru_cache(maxsize=4)
-def _world(size: str, seed: int) -> _World:
-    from raleval.envs.scholar.store import load_world
-    from raleval.envs.wiki.generated import paper_titles, person_titles
-
-    store = load_world(size, seed)
-    titles = person_titles(store)
-    pages = paper_titles(store, titles)
-    people: dict[int, dict[str, Any]] = {}
-    for rowid, name, org, position, n_pubs, n_cit, education, interests in store.query(
-        "SELECT p.rowid, p.name, o.name, p.position, p.n_pubs, p.n_citation, p.education, "
-        "p.interests FROM persons p JOIN orgs o ON o.rowid = p.org ORDER BY p.rowid"
-    ):
-        _, phd_org, phd_year = (s.strip() for s in education.split(","))
-        people[rowid] = {
-            "title": titles[rowid],
-            "name": name,
-            "org": org,
-            "position": position,
-            "n_pubs": n_pubs,
-            "n_cit": n_cit,
-            "phd_org": phd_org,
-            "phd_year": int(phd_year),
-            "interests": json.loads(interests),
-            "pubs": [],
-            "collab": [],
-        }
-    for person, title, year, venue, n_cit in store.query(
-        "SELECT a.person, p.title, p.year, p.venue, p.n_citation FROM authorship a "
-        "JOIN pubs p ON p.rowid = a.pub ORDER BY a.person, p.n_citation DESC, p.rowid"
-    ):
-        if len(people[person]["pubs"]) < 5:  # the page's "Selected publications"
-            people[person]["pubs"].append(
-                {"title": title, "year": year, "venue": venue, "cit": n_cit}
-            )
-    weights: dict[int, list[int]] = defaultdict(list)
-    for a, b, w in store.query("SELECT a, b, weight FROM coauthors ORDER BY a, weight DESC, b"):
-        if len(people[a]["collab"]) < 5:
-            people[a]["collab"].append(b)
-            weights[a].append(w)
-    for rowid, ws in weights.items():
-        people[rowid]["top_collab"] = ws[0] > ws[1] if len(ws) > 1 else True
-    papers: dict[int, dict[str, Any]] = {}
-    for rowid, title, year, venue, n_cit in store.query(
-        "SELECT rowid, title, year, venue, n_citation FROM pubs ORDER BY rowid"
-    ):
-        papers[rowid] = {
-            "page": pages[rowid],
-            "title": title,
-            "year": year,
-            "venue": venue,
-            "cit": n_cit,
-            "authors": [],
-        }
-    for pub, person in store.query("SELECT pub, person FROM authorship ORDER BY pub, position"):
-        papers[pub]["authors"].append(person)
-    orgs = {
-        name: n
-        for name, n in store.query(
-            "SELECT o.name, count(p.rowid) FROM orgs o LEFT JOIN persons p ON p.org = o.rowid "
-            "GROUP BY o.rowid"
-        )
-    }
-    return _World(people, papers, orgs, store)
-
-
-Maker = Callable[[_World, random.Random], Question | None]
-
-
-def _paper(w: _World, rng: random.Random) -> dict[str, Any]:
+def _paper(w: ScholarWorld, rng: random.Random) -> dict[str, Any]:
     return w.papers[rng.randrange(1, len(w.papers) + 1)]
 
 
-def _person(w: _World, rng: random.Random) -> dict[str, Any]:
+def _person(w: ScholarWorld, rng: random.Random) -> dict[str, Any]:
     return w.people[rng.randrange(1, len(w.people) + 1)]
 
 
-def _first(w: _World, paper: dict[str, Any]) -> dict[str, Any]:
+def _first(w: ScholarWorld, paper: dict[str, Any]) -> dict[str, Any]:
     return w.people[paper["authors"][0]]
 
 
-def _collab(w: _World, p: dict[str, Any]) -> dict[str, Any] | None:
+def _collab(w: ScholarWorld, p: dict[str, Any]) -> dict[str, Any] | None:
     return w.people[p["collab"][0]] if p["collab"] and p.get("top_collab") else None
 
 
@@ -405,6 +331,8 @@ def _k_difference(w, rng):
     )
 
 
+Maker = Callable[[ScholarWorld, random.Random], Question | None]
+
 MAKERS: dict[str, list[Maker]] = {
     "3-1": [_h_bridge_org, _h_bridge_cit, _h_cmp_papers, _h_cmp_people],
     "3-2": [_w_compositional, _w_inference, _w_cmp_phd, _w_same_org],
@@ -420,5 +348,9 @@ _DESCRIPTIONS = {
     "3-4": "Wiki KA: KQA Pro-style counting, comparison, qualifiers and set operations",
 }
 FAMILIES = register_wiki_families(
-    "wiki-ka", Level.KA, _DESCRIPTIONS, MAKERS, lambda meta: _world(meta["size"], int(meta["seed"]))
+    "wiki-ka",
+    Level.KA,
+    _DESCRIPTIONS,
+    MAKERS,
+    lambda meta: scholar_world(meta["size"], int(meta["seed"])),
 )
