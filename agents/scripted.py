@@ -78,7 +78,8 @@ class OracleModel(ScriptedModel):
     """Replays a task's gold solution in the workflow's format, then gives the gold answer.
 
     Variants, for exercising the taxonomy: ``memorizer`` gives the gold answer without calling
-    any tool (AM); ``oracle-wrong`` makes the gold calls and then answers wrongly (GE).
+    any tool (AM) and, on a counterfactual testbed, the real world's answer rather than the
+    tools'; ``oracle-wrong`` makes the gold calls and then answers wrongly (GE).
     """
 
     def __init__(
@@ -100,7 +101,11 @@ class OracleModel(ScriptedModel):
     @property
     def _answer(self) -> str:
         assert self.task is not None
-        return WRONG_ANSWER if self.variant == "oracle-wrong" else self.task.answers[0]
+        if self.variant == "oracle-wrong":
+            return WRONG_ANSWER
+        if self.variant == "memorizer":  # what it remembers of the real world, not the tools'
+            return self.task.metadata.get("original_answers", self.task.answers)[0]
+        return self.task.answers[0]
 
     def _program(self) -> str:
         """PAL: the gold calls as a program, then the gold answer."""

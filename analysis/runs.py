@@ -3,6 +3,7 @@ CRAG-style slices. Reads stored trajectories only; never calls a model or a tool
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -96,6 +97,67 @@ def robustness(runs: Iterable[Run]) -> dict[str, dict[float, float]]:
             if isinstance(ratio, (int, float)):
                 values[run.system][float(ratio)].append(t.scores.get("f1", 0.0))
     return {s: {r: sum(v) / len(v) for r, v in sorted(d.items())} for s, d in values.items()}
+
+
+# RGB: an answer that says the retrieved facts are wrong has detected the counterfactual
+_DETECTS = re.compile(
+    r"\b(factual errors?|incorrect|contradict\w*|inconsistent|misinformation|wrong"
+    r"|not (correct|true))\b",
+    re.IGNORECASE,
+)
+
+
+def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
+    """Per robustness testbed (``task.metadata["testbed"]``), what the agent did.
+
+    - negative: ``rejection_rate`` (RGB) and ``hallucination`` (answered anyway);
+    - false-premise: ``invalid`` (said the question is invalid), ``missing``, ``hallucination``;
+    - counterfactual: ``trusts_tools`` (answered the tools' value), ``from_memory`` (answered the
+      real world's), ``error_detection`` and ``error_correction`` (RGB: flagged the facts as wrong,
+      and gave the real answer);
+    - noise=R: mean ``f1`` at that ratio.
+    """
+    from raleval.tasks.metrics import f1_score, is_abstention, rejection_rate
+
+    groups: dict[str, list[tuple[Task, Trajectory]]] = defaultdict(list)
+    for t in run.results:
+        task = run.tasks.get(t.task_id)
+        spec = task.metadata.get("testbed") if task else None
+        if task is not None and isinstance(spec, dict):
+            kind = spec.get("kind", "?")
+            label = f"noise={float(spec.get('ratio', 0)):g}" if kind == "noise" else kind
+            groups[label].append((task, t))
+    out: dict[str, dict[str, float]] = {}
+    for label, pairs in sorted(groups.items()):
+        n = len(pairs)
+        answers = [t.answer for _, t in pairs]
+        row: dict[str, float] = {"n": float(n)}
+        if label == "negative":
+            row["rejection_rate"] = rejection_rate(answers)
+            row["hallucination"] = 1.0 - row["rejection_rate"]
+        elif label == "false-premise":
+            invalid = [("invalid" in (a or "").lower()) for a in answers]
+            missing = [is_abstention(a) and not i for a, i in zip(answers, invalid, strict=True)]
+            row["invalid"] = sum(invalid) / n
+            row["missing"] = sum(missing) / n
+            row["hallucination"] = 1.0 - row["invalid"] - row["missing"]
+        elif label == "counterfactual":
+            tools = [f1_score(t.answer, task.answers) >= 0.5 for task, t in pairs]
+            memory = [
+                f1_score(t.answer, task.metadata.get("original_answers", [])) >= 0.5
+                for task, t in pairs
+            ]
+            detected = [bool(_DETECTS.search(a or "")) for a in answers]
+            row["trusts_tools"] = sum(tools) / n
+            row["from_memory"] = sum(memory) / n
+            row["error_detection"] = sum(detected) / n
+            row["error_correction"] = (
+                sum(d and m for d, m in zip(detected, memory, strict=True)) / n
+            )
+        else:
+            row["f1"] = sum(t.scores.get("f1", 0.0) for _, t in pairs) / n
+        out[label] = row
+    return out
 
 
 @dataclass

@@ -14,9 +14,15 @@ from raleval.tasks.metrics import (
 )
 
 
-def expects_rejection(task: Task) -> bool:
-    """Negative-rejection and false-premise tasks: declining to answer is the right answer."""
-    return not task.tags.answerable or task.tags.question_type == "false_premise"
+def rejects_correctly(task: Task, answer: str | None) -> bool:
+    """Whether ``answer`` is the right way to decline ``task``: any abstention where the answer
+    is absent (RGB), but only "invalid question" on a false premise (CRAG counts "I don't know"
+    there as missing)."""
+    if not task.tags.answerable:
+        return is_abstention(answer) or "invalid" in (answer or "").lower()
+    if task.tags.question_type == "false_premise":
+        return "invalid" in (answer or "").lower()
+    return False
 
 
 def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = None) -> None:
@@ -36,7 +42,7 @@ def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = Non
     }
     if task.metric not in traj.scores:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
-    if expects_rejection(task) and abstained and traj.termination is Termination.finished:
+    if rejects_correctly(task, traj.answer) and traj.termination is Termination.finished:
         # CRAG and RGB count a rejection as correct where no answer exists.
         traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed": 1.0, "crag": 1.0, task.metric: 1.0})
         traj.error_type, traj.error_cause = ErrorType.EM, "EM:correct_rejection"

@@ -214,7 +214,7 @@ def _run_one(cfg: Any, display: str) -> None:
     if summary.interrupted:
         _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
     from raleval.analysis.report import save_report
-    from raleval.analysis.runs import load_run, pass_at_k
+    from raleval.analysis.runs import load_run, pass_at_k, robustness_rates
 
     run = load_run(summary.run_dir)  # read once for the table, pass@k and the report
     rows = summarize(run.results, run.tasks)
@@ -225,6 +225,9 @@ def _run_one(cfg: Any, display: str) -> None:
         f"results in {summary.run_dir / RESULTS}",
         highlight=False,
     )
+    for label, rates in robustness_rates(run).items():
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
+        console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
     passes = pass_at_k(run) if cfg.epochs > 1 else None
     if passes:
         k = int(passes["k"])

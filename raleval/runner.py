@@ -118,6 +118,7 @@ async def run_episode(
 
     ``graph`` is the workflow compiled once for the run; without it one is compiled here.
     """
+    from raleval.tasks.testbeds import wrap_session
     from raleval.workflows.common import EpisodeRecord
 
     started_at = datetime.now(timezone.utc)
@@ -125,7 +126,7 @@ async def run_episode(
     try:
         if epoch and hasattr(model, "with_epoch"):
             model = model.with_epoch(epoch)
-        session = env.session(task)
+        session = wrap_session(env.session(task), task)
         episode_model = (
             model.for_episode(task, session, agent.workflow)
             if hasattr(model, "for_episode")

@@ -32,6 +32,11 @@ def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -
     """
     if spec.endswith(".jsonl") or Path(spec).is_file():
         return read_tasks(Path(spec))
+    from raleval.tasks.testbeds import derive, parse_spec
+
+    base, testbed = parse_spec(spec)
+    if testbed is not None:
+        return derive(load_tasks(base, env, env_name, per_family, seed), env, testbed, seed)
     families = families_for(spec)
     mine = [f for f in families if f.env == env_name]
     if not mine:

@@ -79,13 +79,18 @@ def test_abstention_is_correct_only_where_no_answer_exists():
     unanswerable = Task(**base, answers=["I don't know"], tags={"answerable": False})
     premise = Task(**base, answers=["invalid question"], tags={"question_type": "false_premise"})
     normal = Task(**base, answers=["17"])
-    for task in (unanswerable, premise):
-        t = _traj("I do not know.")
+    for task, rejection in ((unanswerable, "I do not know."), (premise, "Invalid question.")):
+        t = _traj(rejection)
         score_trajectory(t, task)
         assert (t.scores["f1"], t.error_type, t.error_cause) == (1.0, "EM", "EM:correct_rejection")
         wrong = _traj("17")
         score_trajectory(wrong, task)
         assert wrong.scores["f1"] == 0.0 and wrong.error_type == "RE"
+    # CRAG: "I don't know" on a false premise is missing (0), not a correct rejection
+    idk = _traj("I don't know")
+    score_trajectory(idk, premise)
+    assert (idk.scores["crag"], idk.scores["missing"]) == (0.0, 1.0)
+    assert idk.error_cause != "EM:correct_rejection"
     t = _traj("I don't know")
     score_trajectory(t, normal)
     assert t.scores == {"f1": 0.0, "em": 0.0, "relaxed": 0.0, "crag": 0.0, "missing": 1.0}

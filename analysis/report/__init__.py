@@ -27,6 +27,7 @@ from raleval.analysis.runs import (
     per_task_intervals,
     per_task_table,
     robustness,
+    robustness_rates,
     summarize_system,
 )
 from raleval.analysis.summary import LABELS
@@ -183,6 +184,19 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         if crag_parts
         else ""
     )
+
+    bed_parts = []
+    for run in runs:
+        beds = robustness_rates(run)
+        rows = [
+            [label, int(v["n"]), ", ".join(f"{k} {x:.3f}" for k, x in v.items() if k != "n")]
+            for label, v in beds.items()
+        ]
+        if rows:
+            bed_parts.append(
+                f"<h3>{html.escape(run.system)}</h3>" + _table(["testbed", "n", "rates"], rows)
+            )
+    crag_html += "<h2>Robustness testbeds</h2>" + "".join(bed_parts) if bed_parts else ""
 
     figures = []
     if plots.available():
