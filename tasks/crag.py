@@ -102,6 +102,28 @@ TEMPLATES: list[tuple[str, str, str, Builder]] = [
 ]
 
 
+class PopularityQuota:
+    """Equal head / torso / tail buckets, as CRAG samples them: a candidate is taken only when
+    its bucket has no more tasks than the others, or after ``patience`` candidates in a row were
+    passed over (a domain without tail entities, such as its teams, still gets its turn)."""
+
+    BUCKETS = ("head", "torso", "tail")
+
+    def __init__(self, patience: int = 30) -> None:
+        self.counts = dict.fromkeys(self.BUCKETS, 0)
+        self.patience, self.misses = patience, 0
+
+    def accepts(self, bucket: str) -> bool:
+        if self.counts[bucket] == min(self.counts.values()) or self.misses >= self.patience:
+            self.misses = 0
+            return True
+        self.misses += 1
+        return False
+
+    def add(self, bucket: str) -> None:
+        self.counts[bucket] += 1
+
+
 def popularity_by_name(world: Any) -> dict[str, str]:
     """Entity name -> head/torso/tail; the first node with a name wins, in node order."""
     out: dict[str, str] = {}
@@ -118,8 +140,9 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
     tasks: list[Task] = []
     seen: set[str] = set()
     popularity_of = popularity_by_name(world)
+    quota = PopularityQuota()
     attempts = 0
-    while len(tasks) < n and attempts < 20 * n:
+    while len(tasks) < n and attempts < 60 * n:
         attempts += 1
         domain, question, dynamism, build = TEMPLATES[len(tasks) % len(TEMPLATES)]
         query_time = datetime(2024, 1, 1) + timedelta(days=rng.randrange(0, 300), hours=12)
@@ -129,6 +152,9 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
         fill, calls, gold = built
         if question.format(**fill) in seen:
             continue
+        popularity = popularity_of.get(next(iter(fill.values())), "head")
+        if not quota.accepts(popularity):
+            continue
         session = env.at(query_time)
         try:
             results = execute_solution(session, calls)
@@ -136,8 +162,7 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
             continue
         if gold not in json.dumps(results[-1], ensure_ascii=False, default=str):
             continue  # e.g. a look-alike ranked first: the calls do not surface the answer
-        name = next(iter(fill.values()))
-        popularity = popularity_of.get(name, "head")
+        quota.add(popularity)
         seen.add(question.format(**fill))
         tasks.append(
             Task(

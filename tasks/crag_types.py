@@ -714,15 +714,16 @@ def _generator(family: str):
     qtype, level, builders = TYPES[family]
 
     def generate(env: Any, n: int, seed: int) -> list[Task]:
-        from raleval.tasks.crag import popularity_by_name
+        from raleval.tasks.crag import PopularityQuota, popularity_by_name
 
         world = env.world
         rng = random.Random(f"{family}/{seed}")
         popularity = popularity_by_name(world)
+        quota = PopularityQuota()
         tasks: list[Task] = []
         seen: set[str] = set()
         attempts = 0
-        while len(tasks) < n and attempts < 40 * n + 100:
+        while len(tasks) < n and attempts < 120 * n + 100:
             attempts += 1
             domain, dynamism, build = builders[len(tasks) % len(builders)]
             query_time = datetime(2024, 1, 1) + timedelta(days=rng.randrange(0, 300), hours=12)
@@ -732,11 +733,15 @@ def _generator(family: str):
             question, calls, expr, truth, metric = built
             if question in seen:
                 continue
+            subject = next((str(v) for c in calls for v in c.arguments.values()), "")
+            bucket = popularity.get(subject, "head")
+            if not quota.accepts(bucket):
+                continue
             answer = str(truth)
             if not reproduces(env.at(query_time), calls, expr, answer):
                 continue
+            quota.add(bucket)
             seen.add(question)
-            subject = next((str(v) for c in calls for v in c.arguments.values()), "")
             tasks.append(
                 Task(
                     id=f"{family}-s{seed}-{len(tasks):04d}",
@@ -748,7 +753,7 @@ def _generator(family: str):
                     query_time=query_time,
                     tags=TaskTags(
                         question_type=qtype,
-                        popularity=popularity.get(subject, "head"),
+                        popularity=bucket,
                         dynamism=dynamism,
                     ),
                     solution=calls,
