@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,18 +57,96 @@ def evaluate_answer(expr: str, results: list[Any]) -> str:
 def reproduces(env: Any, calls: list[ToolCall], expr: str, gold: str) -> bool:
     """Execute a gold solution and check its answer expression gives the gold answer, and that
     every id a call uses was returned by an earlier call (an agent could have followed it)."""
+    return verified_results(env, calls, expr, gold) is not None
+
+
+def verified_results(env: Any, calls: list[ToolCall], expr: str, gold: str) -> list[Any] | None:
+    """The results of a gold solution that reproduces its answer (see :func:`reproduces`)."""
     try:
         results = execute_solution(env, calls)
     except SolutionMismatch:
-        return False
+        return None
     seen = ""
     for call, result in zip(calls, results, strict=True):
         for key in ("person_id", "pub_id"):
             ident = call.arguments.get(key)
             if ident is not None and f'"{ident}"' not in seen:
-                return False
+                return None
         seen += json.dumps(result, default=str)
     try:
-        return evaluate_answer(expr, results) == gold
+        return results if evaluate_answer(expr, results) == gold else None
     except Exception:  # an expression that breaks on these results: the task is not emitted
-        return False
+        return None
+
+
+class _ReadDict(dict):
+    """A result dict that notes every value an expression reads from it."""
+
+    def __init__(self, data: dict[Any, Any], seen: list[Any]) -> None:
+        super().__init__(data)
+        self._seen = seen
+
+    def __getitem__(self, key: Any) -> Any:
+        return _reading(super().__getitem__(key), self._seen)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default  # noqa: SIM401 (self.get is this)
+
+    def __iter__(self) -> Any:  # iterating reads the keys (dates of a price history)
+        for key in super().__iter__():
+            self._seen.append(key)
+            yield key
+
+    def values(self) -> list[Any]:  # type: ignore[override]
+        return [self[k] for k in super().__iter__()]
+
+    def items(self) -> list[tuple[Any, Any]]:  # type: ignore[override]
+        return [(k, self[k]) for k in super().__iter__()]
+
+
+class _ReadList(list):
+    def __init__(self, data: list[Any], seen: list[Any]) -> None:
+        super().__init__(data)
+        self._seen = seen
+
+    def __getitem__(self, index: Any) -> Any:
+        value = super().__getitem__(index)
+        if isinstance(index, slice):
+            return _ReadList(value, self._seen)
+        return _reading(value, self._seen)
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]
+
+
+def _reading(value: Any, seen: list[Any]) -> Any:
+    if isinstance(value, dict):
+        return _ReadDict(value, seen)
+    if isinstance(value, list):
+        return _ReadList(value, seen)
+    seen.append(value)
+    return value
+
+
+def read_values(expr: str, results: list[Any], limit: int = 12) -> list[str]:
+    """The values of the results that an answer expression reads, as text: what a tool must
+    have returned for a computed answer (a sum, a comparison) to count as grounded."""
+    seen: list[Any] = []
+    wrapped = []
+    for i, r in enumerate(results):
+        if isinstance(r, (dict, list)):
+            wrapped.append(_reading(r, seen))
+        else:  # a bare value is read if the expression names it
+            wrapped.append(r)
+            if re.search(rf"\br{i}\b", expr):
+                seen.append(r)
+    evaluate_answer(expr, wrapped)
+    out: list[str] = []
+    for value in seen:
+        if isinstance(value, bool) or value is None:
+            continue
+        text = str(value)
+        if len(text) >= (2 if isinstance(value, str) else 3) and text not in out:
+            out.append(text)
+    return out[:limit]

@@ -37,7 +37,7 @@ def test_every_family_makes_100_verified_tasks_on_small(family):
     if fam.env == "crag":  # CRAG's equal head / torso / tail buckets (teams have no tail)
         buckets = Counter(t.tags.popularity for t in tasks)
         assert set(buckets) == {"head", "torso", "tail"}
-        assert max(buckets.values()) - min(buckets.values()) <= 10, buckets
+        assert max(buckets.values()) - min(buckets.values()) <= 15, buckets
 
 
 def test_scholar_has_at_least_40_templates():
@@ -115,3 +115,24 @@ def test_task_metric_is_scored():
     score_trajectory(traj, task)
     assert traj.scores["fields"] == pytest.approx(2 / 3)
     assert {"f1", "em", "relaxed", "crag", "missing"} <= set(traj.scores)
+
+
+def test_read_values_are_what_a_computed_answer_reads():
+    from raleval.tasks.family import read_values
+
+    results = [{"a": [{"x": 1.25, "n": "Foo"}, {"x": 2.5, "n": "Bar"}]}, "ABCD", {"2024-01-02": 7}]
+    assert read_values("max(r0['a'], key=lambda d: d['x'])['n']", results) == [
+        "1.25", "2.5", "Bar",
+    ]  # fmt: skip
+    assert read_values("r1[:2]", results) == ["ABCD"]
+    assert read_values("sum(d['x'] for d in r0['a'])", results) == ["1.25", "2.5"]
+    assert read_values("sorted(r2)[0]", results) == ["2024-01-02"]  # keys read by iterating
+
+
+def test_computed_crag_answers_carry_the_values_they_read_as_evidence():
+    fam = registry.task_families.get("crag-aggregation")
+    tasks = fam.generate(_env("crag"), 20, 3)
+    computed = [t for t in tasks if t.evidence]
+    assert len(computed) >= 5
+    for t in computed:
+        assert all(e != t.answers[0] for e in t.evidence)
