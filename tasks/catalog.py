@@ -77,21 +77,28 @@ def build_catalog(
     write ``test.jsonl``, ``examples.jsonl`` and ``manifest.json`` (with content hashes)."""
     from raleval import __version__
     from raleval.store import write_tasks
+    from raleval.tasks.testbeds import derive, parse_spec
 
+    base, testbed = parse_spec(spec)
     seed = season_seed(season)
     test: list[Task] = []
     pool: list[Task] = []
     per_family: dict[str, dict[str, Any]] = {}
     envs: dict[str, Any] = {}
-    for family in families_for(spec):
+    for family in families_for(base):
         if family.env not in envs:
             options = {"size": world, **(env_options or {}).get(family.env, {})}
             envs[family.env] = registry.envs.get(family.env)(**options)
         started = time.perf_counter()
-        tasks = stamp(family, family.generate(envs[family.env], size + examples, seed))
+        # a testbed cannot vary every task (a yes/no answer has no counterfactual): draw twice
+        # as many and keep the variants it can make
+        wanted = (size + examples) * (1 if testbed is None else 2)
+        tasks = stamp(family, family.generate(envs[family.env], wanted, seed))
+        if testbed is not None:
+            tasks = derive(tasks, envs[family.env], testbed, seed)
         seen: set[str] = set()
         unique = [t for t in tasks if not (t.question in seen or seen.add(t.question))]
-        fam_test, fam_pool = unique[:size], unique[size:]
+        fam_test, fam_pool = unique[:size], unique[size : size + examples]
         for t in fam_pool:
             t.id = t.id.replace(f"-s{seed}-", f"-s{seed}-ex")
         test += fam_test
@@ -110,6 +117,7 @@ def build_catalog(
     write_tasks(out / "examples.jsonl", pool)
     manifest = {
         "set": spec,
+        "testbed": testbed.label if testbed else None,
         "season": season,
         "seed": seed,
         "world_size": world,

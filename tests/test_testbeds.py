@@ -203,3 +203,14 @@ def test_false_premise_oracle_says_invalid_and_abstention_is_missing(tmp_path):
     assert all(r.scores["crag"] == 0.0 and r.scores["missing"] == 1.0 for r in abstain)
     rates = robustness_rates(load_run(next((tmp_path / "a").glob("*"))))["false-premise"]
     assert (rates["invalid"], rates["missing"]) == (0.0, 1.0)
+
+
+def test_a_season_can_be_built_for_a_testbed(tmp_path):
+    from raleval.tasks.catalog import build_catalog
+
+    first = build_catalog("scholar@negative", tmp_path / "a", "2026-11", 10, 2, "tiny")
+    again = build_catalog("scholar@negative", tmp_path / "b", "2026-11", 10, 2, "tiny")
+    assert first["testbed"] == "negative" and first["files"] == again["files"]
+    assert all(f["test"] == 10 and f["examples"] == 2 for f in first["families"].values())
+    lines = (tmp_path / "a" / "test.jsonl").read_text().splitlines()
+    assert len(lines) == 30 and all('@neg"' in line for line in lines)
