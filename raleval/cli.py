@@ -603,6 +603,39 @@ def tasks_build(
     typer.echo(f"test.jsonl sha256 {manifest['files']['test.jsonl']}")
 
 
+@tasks_app.command("expand")
+def tasks_expand(
+    family: Annotated[str, typer.Argument(help="a family id with surface templates (1-1, 1-3)")],
+    model: Annotated[str, typer.Option(help="model spec that proposes the paraphrases")],
+    out: Annotated[Path, typer.Option(help="YAML file to review")] = Path("templates.yaml"),
+    per_template: Annotated[int, typer.Option(help="proposals kept per template")] = 3,
+    world: Annotated[str, typer.Option(help="world size the templates are read from")] = "tiny",
+) -> None:
+    """Ask a model for new wordings of a family's templates and write them to a file for a
+    person to review (no generator or benchmark ever reads it)."""
+    import asyncio
+
+    from raleval import registry
+    from raleval.agents.agent import resolve_model
+    from raleval.model import ModelError
+    from raleval.tasks.expand import expand_templates, surface_templates, write_review_file
+
+    try:
+        fam = registry.task_families.get(family)
+        templates = surface_templates(fam, registry.envs.get(fam.env)(size=world))
+        if not templates:
+            raise ValueError(
+                f"family {family} builds its questions in code, with no surface templates"
+            )
+        llm = resolve_model(model)
+        entries = asyncio.run(expand_templates(templates, llm, per_template))
+    except (ModelError, *_user_errors()) as exc:
+        _fail(str(exc))
+    write_review_file(out, family, model, entries)
+    kept = sum(len(e["candidates"]) for e in entries)
+    typer.echo(f"{kept} proposals for {len(entries)} templates -> {out} (for review)")
+
+
 @tasks_app.command("load")
 def tasks_load(
     kind: Annotated[

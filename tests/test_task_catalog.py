@@ -136,3 +136,60 @@ def test_computed_crag_answers_carry_the_values_they_read_as_evidence():
     assert len(computed) >= 5
     for t in computed:
         assert all(e != t.answers[0] for e in t.evidence)
+
+
+def test_template_expansion_keeps_only_well_formed_proposals(tmp_path):
+    import asyncio
+
+    import yaml
+
+    from raleval.model import Generation
+    from raleval.tasks.expand import (
+        expand_templates,
+        parse_candidates,
+        surface_templates,
+        write_review_file,
+    )
+
+    template = "Which organization is {name} affiliated with?"
+    kept, rejected = parse_candidates(
+        "1. Where is {name} employed?\n- 'What institution does {name} belong to?'\n"
+        "Which organization is {name} affiliated with?\nWhere does {person} work?\n"
+        "Tell me where {name} works.\n2) Where is {name} employed?\n"
+        "Paraphrases: Who employs {name}?",
+        template,
+    )
+    assert kept == [
+        "Where is {name} employed?",
+        "What institution does {name} belong to?",
+        "Who employs {name}?",
+    ]
+    assert [r["why"] for r in rejected] == [
+        "same as the template", "placeholders differ", "not a question", "duplicate",
+    ]  # fmt: skip
+
+    class Paraphraser:  # a model that answers every template with two lines
+        async def generate(self, request):
+            assert "{name}" in request.messages[0].content
+            return Generation(text="Who employs {name}?\nWhere does {name} work today?")
+
+    templates = surface_templates(registry.task_families.get("1-1"), _env("wiki"))
+    assert len(templates) >= 5 and all("{name}" in t for t in templates)
+    entries = asyncio.run(expand_templates(templates[:2], Paraphraser(), 3))
+    doc = write_review_file(tmp_path / "t.yaml", "1-1", "fake", entries)
+    assert yaml.safe_load((tmp_path / "t.yaml").read_text()) == doc
+    assert doc["templates"][0]["candidates"] == [
+        "Who employs {name}?",
+        "Where does {name} work today?",
+    ]
+    # the proposals are only in the review file: the family still asks what it asked before
+    assert surface_templates(registry.task_families.get("1-1"), _env("wiki")) == templates
+
+
+def test_template_expansion_cli_refuses_code_built_families():
+    from typer.testing import CliRunner
+
+    from raleval.cli import app
+
+    result = CliRunner().invoke(app, ["tasks", "expand", "crag-set", "--model", "scripted/abstain"])
+    assert result.exit_code != 0 and "no surface templates" in result.output
