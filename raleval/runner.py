@@ -387,7 +387,7 @@ async def run(
                 task, model, env, builder, wf_config, agent, epoch=epoch, graph=graph
             )
             score_trajectory(traj, task)  # raleval.analysis.scoring
-            results.append(traj)
+            await results.append_async(traj)
             tally.add(traj)
             progress.advance(tally.mean_f1 or 0.0)
 

@@ -7,8 +7,10 @@ run neither loses nor duplicates an episode.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -82,6 +84,7 @@ class ResultsFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._lock = threading.Lock()
 
     def repair(self) -> int:
         """Cut a torn (unterminated or unparsable) last line; return the bytes removed."""
@@ -126,8 +129,14 @@ class ResultsFile:
     def append(self, trajectory: Trajectory) -> None:
         line = trajectory.model_dump_json() + "\n"
         # One write of one complete line, then fsync: a crash leaves the line whole or torn,
-        # and a torn line is cut by repair() on the next start.
-        with open(self.path, "a", encoding="utf-8") as fh:
+        # and a torn line is cut by repair() on the next start. The lock keeps lines whole
+        # when episodes are written from a thread pool (see ``append_async``).
+        with self._lock, open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+    async def append_async(self, trajectory: Trajectory) -> None:
+        """:meth:`append` in a worker thread: the fsync does not stall the episodes in flight.
+        A cancelled caller still gets its line written whole (threads run to the end)."""
+        await asyncio.to_thread(self.append, trajectory)
