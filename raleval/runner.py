@@ -234,7 +234,11 @@ def k_shot_examples(
         raise ConfigError(f"workflow {config.workflow!r} does not take k-shot examples")
     if config.tasks.endswith(".jsonl"):
         raise ConfigError("k-shot examples are drawn from a generated task set, not a file")
-    pool = load_tasks(config.tasks, env, config.env, max(3 * n, 10), config.seed + POOL_SEED_OFFSET)
+    from raleval.tasks.testbeds import parse_spec
+
+    # examples show the ordinary world: a testbed changes only the tasks under test
+    base, _ = parse_spec(config.tasks)
+    pool = load_tasks(base, env, config.env, max(3 * n, 10), config.seed + POOL_SEED_OFFSET)
     taken = {t.question for t in tasks}
     by_family: dict[str, list[Task]] = {}
     for t in pool:

@@ -285,7 +285,6 @@ class TestbedSession:
         self.tools, self.name = session.tools, session.name
         spec = task.metadata["testbed"]
         self.kind = spec["kind"]
-        self._calls = 0
         if self.kind == "negative":
             self._pattern = _pattern(spec["withhold"])
         elif self.kind == "counterfactual":
@@ -318,7 +317,6 @@ class TestbedSession:
         return data, False
 
     def _apply(self, name: str, result: ToolResult) -> ToolResult:
-        self._calls += 1
         if result.kind is not OutcomeKind.ok or result.data is None:
             return result
         data, changed = self._transform(name, result.data)

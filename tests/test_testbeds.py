@@ -214,3 +214,21 @@ def test_a_season_can_be_built_for_a_testbed(tmp_path):
     assert all(f["test"] == 10 and f["examples"] == 2 for f in first["families"].values())
     lines = (tmp_path / "a" / "test.jsonl").read_text().splitlines()
     assert len(lines) == 30 and all('@neg"' in line for line in lines)
+
+
+def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path):
+    from raleval.config import RunConfig
+    from raleval.runner import k_shot_examples
+
+    env = registry.envs.get("scholar")(size="tiny")
+    config = RunConfig(
+        env="scholar",
+        env_options={"size": "tiny"},
+        workflow="react",
+        model="scripted/oracle",
+        tasks="scholar@negative",
+        log_dir=tmp_path,
+    )
+    tasks = load_tasks("scholar@negative", env, "scholar", 2, config.seed)
+    examples = k_shot_examples(config, env, tasks, registry.workflows.get("react"), 2)
+    assert len(examples) == 2 and not any(REJECTION_ANSWER in e for e in examples)
