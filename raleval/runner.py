@@ -28,6 +28,7 @@ from raleval.store import (
     RESULTS,
     TASKS,
     ResultsFile,
+    ResultsWriter,
     read_header,
     read_tasks,
     write_header,
@@ -378,6 +379,7 @@ async def run(
         queue.put_nowait(item)
     tally = Tally()
     progress = make_progress(display, total=len(pending), title=config.slug())
+    writer = ResultsWriter(results)
 
     async def worker() -> None:
         while True:
@@ -391,7 +393,7 @@ async def run(
                 task, model, env, builder, wf_config, agent, epoch=epoch, graph=graph
             )
             score_trajectory(traj, task)  # raleval.analysis.scoring
-            await results.append_async(traj)
+            writer.put(traj)
             tally.add(traj)
             progress.advance(tally.mean_f1 or 0.0)
 
@@ -428,6 +430,7 @@ async def run(
         except asyncio.CancelledError:
             pass
         finally:
+            await writer.close()  # every finished episode is on disk before we return
             if handling_sigint:
                 loop.remove_signal_handler(signal.SIGINT)
                 if stopping.is_set():

@@ -127,16 +127,48 @@ class ResultsFile:
         return {(t.task_id, t.epoch) for t in self}
 
     def append(self, trajectory: Trajectory) -> None:
-        line = trajectory.model_dump_json() + "\n"
-        # One write of one complete line, then fsync: a crash leaves the line whole or torn,
-        # and a torn line is cut by repair() on the next start. The lock keeps lines whole
-        # when episodes are written from a thread pool (see ``append_async``).
+        self.append_many([trajectory])
+
+    def append_many(self, trajectories: list[Trajectory]) -> None:
+        """Complete lines in one write, then one fsync: a crash leaves every line whole or the
+        last one torn, and a torn line is cut by repair() on the next start."""
+        text = "".join(t.model_dump_json() + "\n" for t in trajectories)
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
 
-    async def append_async(self, trajectory: Trajectory) -> None:
-        """:meth:`append` in a worker thread: the fsync does not stall the episodes in flight.
-        A cancelled caller still gets its line written whole (threads run to the end)."""
-        await asyncio.to_thread(self.append, trajectory)
+
+class ResultsWriter:
+    """Writes finished episodes in the order they finish, from one worker thread, so a slow
+    fsync never stalls the episodes in flight; episodes that finish during a write go out
+    together in the next one (one fsync for all of them)."""
+
+    def __init__(self, results: ResultsFile) -> None:
+        self.results = results
+        self._queue: asyncio.Queue[Trajectory | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def put(self, trajectory: Trajectory) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._run())
+        self._queue.put_nowait(trajectory)
+
+    async def _run(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            done = batch[-1] is None
+            lines = [t for t in batch if t is not None]
+            if lines:
+                # a thread runs to its end: even if this task is cancelled, the batch is whole
+                await asyncio.to_thread(self.results.append_many, lines)
+            if done:
+                return
+
+    async def close(self) -> None:
+        """Write everything put so far, then stop."""
+        if self._task is not None:
+            self._queue.put_nowait(None)
+            await self._task
