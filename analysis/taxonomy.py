@@ -49,7 +49,7 @@ _OUTSIDE = {
 }
 
 
-def _contains_tokens(haystack: list[str], needle: list[str]) -> bool:
+def contains_tokens(haystack: list[str], needle: list[str]) -> bool:
     n = len(needle)
     if n == 0:
         return False
@@ -67,7 +67,7 @@ def evidence_found(trajectory: Trajectory, golds: Sequence[str]) -> bool:
         if step.kind is not OutcomeKind.ok or not step.observation or step.tool in (None, "Finish"):
             continue
         tokens = normalize_answer(step.observation).split()
-        if any(_contains_tokens(tokens, n) for n in needles):
+        if any(contains_tokens(tokens, n) for n in needles):
             return True
     return False
 

@@ -10,9 +10,7 @@ kept only if the expression reproduces the truth. False-premise questions expect
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 from raleval.envs.crag.world import price_key
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily, read_values, verified_results
+from raleval.tasks.family import TaskFamily, grounding_evidence, verified_results
 
 INVALID = "invalid question"
 Built = tuple[str, list[ToolCall], str, Any, str] | None  # question, calls, expr, truth, metric
@@ -743,10 +741,7 @@ def _generator(family: str):
             results = verified_results(env.at(query_time), calls, expr, answer)
             if results is None:
                 continue
-            # a computed answer (a sum, a comparison) is grounded by the values it reads
-            shown = json.dumps(results, ensure_ascii=False, default=str)
-            verbatim = re.search(rf"(?<![\w.]){re.escape(answer)}(?![\w.])", shown)
-            evidence = None if verbatim else read_values(expr, results) or None
+            evidence = grounding_evidence(expr, results, answer)
             quota.add(bucket)
             seen.add(question)
             tasks.append(

@@ -92,6 +92,10 @@ class _ReadDict(dict):
     def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default  # noqa: SIM401 (self.get is this)
 
+    def __len__(self) -> int:  # counting reads what is counted
+        self._seen.extend(v for v in super().values() if not isinstance(v, (dict, list)))
+        return super().__len__()
+
     def __iter__(self) -> Any:  # iterating reads the keys (dates of a price history)
         for key in super().__iter__():
             self._seen.append(key)
@@ -115,8 +119,12 @@ class _ReadList(list):
             return _ReadList(value, self._seen)
         return _reading(value, self._seen)
 
+    def __len__(self) -> int:  # counting reads what is counted
+        self._seen.extend(v for v in list.__iter__(self) if not isinstance(v, (dict, list)))
+        return super().__len__()
+
     def __iter__(self) -> Any:
-        for i in range(len(self)):
+        for i in range(super().__len__()):
             yield self[i]
 
 
@@ -147,6 +155,21 @@ def read_values(expr: str, results: list[Any], limit: int = 12) -> list[str]:
         if isinstance(value, bool) or value is None:
             continue
         text = str(value)
-        if len(text) >= (2 if isinstance(value, str) else 3) and text not in out:
+        if len(text) >= 2 and text not in out:
             out.append(text)
     return out[:limit]
+
+
+def grounding_evidence(expr: str, results: list[Any], answer: str) -> list[str] | None:
+    """What must appear in an observation for a right ``answer`` to count as retrieved: None
+    when the answer itself appears in the results; else the values the expression reads
+    (a computed sum, a count, a yes/no comparison, a joined list)."""
+    from raleval.analysis.taxonomy import contains_tokens
+    from raleval.tasks.metrics import normalize_answer
+
+    # the taxonomy's own test: the normalised answer, token-aligned, in a result
+    shown = normalize_answer(json.dumps(results, ensure_ascii=False, default=str)).split()
+    yes_no = answer.strip().lower() in ("yes", "no")
+    if not yes_no and contains_tokens(shown, normalize_answer(answer).split()):
+        return None
+    return read_values(expr, results) or None

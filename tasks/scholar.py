@@ -24,7 +24,7 @@ from typing import Any
 
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily, reproduces
+from raleval.tasks.family import TaskFamily, grounding_evidence, verified_results
 
 
 class _Ctx:
@@ -613,8 +613,11 @@ def _build(c: _Ctx, t: _T, family: str, level: Level, seed: int, k: int, env: An
         return None
     calls = [ToolCall(tool=tool, arguments=args) for tool, args in raw]
     gold = str(truth)
-    if not reproduces(env, calls, expr, gold):
+    results = verified_results(env, calls, expr, gold)
+    if results is None:
         return None
+    if evidence is None:  # a joined list or a count: grounded by the values it reads
+        evidence = grounding_evidence(expr, results, gold)
     return Task(
         id=f"scholar-{family}-s{seed}-{k:04d}",
         domain="scholar",

@@ -193,3 +193,16 @@ def test_template_expansion_cli_refuses_code_built_families():
 
     result = CliRunner().invoke(app, ["tasks", "expand", "crag-set", "--model", "scripted/abstain"])
     assert result.exit_code != 0 and "no surface templates" in result.output
+
+
+def test_grounding_evidence_uses_the_taxonomys_token_test():
+    from raleval.tasks.family import grounding_evidence
+
+    games = [{"game_id": {"0": "g-101", "1": "g-102"}, "game_date": {"0": "2024-01-13"}}]
+    # "13" is inside a date, not a token of its own: the count is grounded by what it counts
+    assert grounding_evidence("str(len(r0['game_id']))", games, "2") == ["g-101", "g-102"]
+    assert grounding_evidence("r0['game_id']['0']", games, "g-101") is None  # shown as is
+    points = [{"pts_home": {"0": 98}, "pts_away": {"0": 104}}]
+    # yes/no is never "shown": the numbers compared are the evidence
+    expr = "'yes' if r0['pts_home']['0'] > r0['pts_away']['0'] else 'no'"
+    assert grounding_evidence(expr, points, "no") == ["98", "104"]
