@@ -28,15 +28,20 @@ class SolutionMismatch(RuntimeError):
     """A gold solution did not reproduce its gold answer; the task is not emitted."""
 
 
-def execute_solution(env: Any, calls: list[ToolCall]) -> list[Any]:
-    """Run a gold solution against ``env`` and return each call's structured result."""
+def run_solution(env: Any, calls: list[ToolCall]) -> list[Any]:
+    """Run a gold solution against ``env`` and return each call's ``ToolResult``."""
     out = []
     for call in calls:
         result = env.call_sync(call.tool, call.arguments)
         if result.kind.value != "ok":
             raise SolutionMismatch(f"{call.tool} failed: {result.observation}")
-        out.append(result.data)
+        out.append(result)
     return out
+
+
+def execute_solution(env: Any, calls: list[ToolCall]) -> list[Any]:
+    """Run a gold solution against ``env`` and return each call's structured result."""
+    return [result.data for result in run_solution(env, calls)]
 
 
 # Builtins an answer expression may use (it is our own code, but keep it to pure functions so
@@ -52,6 +57,14 @@ def evaluate_answer(expr: str, results: list[Any]) -> str:
     scope: dict[str, Any] = {f"r{i}": r for i, r in enumerate(results)}
     scope["__builtins__"] = _EXPR_BUILTINS
     return str(eval(expr, scope))  # the template tables are the only source of expressions
+
+
+def answer_of(expr: str, results: list[Any]) -> str | None:
+    """The expression's answer over ``results``, or None where it breaks on them."""
+    try:
+        return evaluate_answer(expr, results)
+    except Exception:  # our own expressions, but a result may lack what they read
+        return None
 
 
 def reproduces(env: Any, calls: list[ToolCall], expr: str, gold: str) -> bool:
@@ -73,10 +86,8 @@ def verified_results(env: Any, calls: list[ToolCall], expr: str, gold: str) -> l
             if ident is not None and f'"{ident}"' not in seen:
                 return None
         seen += json.dumps(result, default=str)
-    try:
-        return results if evaluate_answer(expr, results) == gold else None
-    except Exception:  # an expression that breaks on these results: the task is not emitted
-        return None
+    # an expression that breaks on these results: the task is not emitted
+    return results if answer_of(expr, results) == gold else None
 
 
 class _ReadDict(dict):

@@ -30,7 +30,7 @@ from typing import Any
 
 from raleval.envs.spec import ToolResult, render_observation
 from raleval.records import OutcomeKind, Task, ToolCall
-from raleval.tasks.family import evaluate_answer
+from raleval.tasks.family import SolutionMismatch, answer_of, run_solution
 from raleval.tasks.metrics import split_items
 
 KINDS = ("negative", "false-premise", "counterfactual", "noise")
@@ -350,13 +350,10 @@ def wrap_session(session: Any, task: Task) -> Any:
 
 
 def _run_solution(session: Any, calls: list[ToolCall]) -> list[ToolResult] | None:
-    results = []
-    for call in calls:
-        result = session.call_sync(call.tool, call.arguments)
-        if result.kind is not OutcomeKind.ok:
-            return None
-        results.append(result)
-    return results
+    try:
+        return run_solution(session, calls)
+    except SolutionMismatch:
+        return None
 
 
 def _variant(task: Task, kind: str, **changes: Any) -> Task:
@@ -373,8 +370,10 @@ def _observed(env: Any, task: Task) -> list[ToolResult] | None:
     return _run_solution(env.session(task), task.solution)
 
 
-def negative(env: Any, task: Task, pools: dict[str, list[str]], rng: random.Random) -> Task | None:
-    observed = _observed(env, task)
+def negative(
+    env: Any, task: Task, observed: list[ToolResult] | None, pools: dict[str, list[str]],
+    rng: random.Random,
+) -> Task | None:  # fmt: skip
     if observed is None:
         return None
     items = [i for a in task.answers for i in split_items(a)] if task.metric == "set_f1" else []
@@ -402,9 +401,9 @@ def negative(env: Any, task: Task, pools: dict[str, list[str]], rng: random.Rand
 
 
 def counterfactual(
-    env: Any, task: Task, pools: dict[str, list[str]], rng: random.Random
-) -> Task | None:
-    observed = _observed(env, task)
+    env: Any, task: Task, observed: list[ToolResult] | None, pools: dict[str, list[str]],
+    rng: random.Random,
+) -> Task | None:  # fmt: skip
     if observed is None:
         return None
     old = task.answers[0]
@@ -439,12 +438,8 @@ def counterfactual(
     text = " ".join(r.observation for r in results)
     if _mentions(old_pattern, text) or not _mentions(_pattern([new]), text):
         return None
-    if expr:
-        try:
-            if evaluate_answer(expr, [r.data for r in results]) != new:
-                return None
-        except Exception:
-            return None
+    if expr and answer_of(expr, [r.data for r in results]) != new:
+        return None
     return variant
 
 
@@ -512,8 +507,9 @@ def _shape(value: str, like: str) -> bool:
 
 
 def false_premise(
-    env: Any, task: Task, pools: dict[str, list[str]], rng: random.Random
-) -> Task | None:
+    env: Any, task: Task, observed: list[ToolResult] | None, pools: dict[str, list[str]],
+    rng: random.Random,
+) -> Task | None:  # fmt: skip
     if not task.solution:
         return None
     first = task.solution[0]
@@ -622,8 +618,9 @@ def _fake_name(real: str, others: list[str], rng: random.Random) -> str | None:
 
 
 def noise(
-    env: Any, task: Task, pools: dict[str, list[str]], rng: random.Random, ratio: float = 0.0
-) -> Task | None:
+    env: Any, task: Task, observed: list[ToolResult] | None, pools: dict[str, list[str]],
+    rng: random.Random, ratio: float = 0.0,
+) -> Task | None:  # fmt: skip
     if not task.solution:
         return None
     protect = [a for a in [*task.answers, *(task.evidence or [])] if len(a.strip()) >= 2]
@@ -641,15 +638,10 @@ def noise(
     if results is None:
         return None
     expr = task.metadata.get("answer_expr")
-    if expr:
-        # The expression was written for clean results; when noise moves the record it reads,
-        # it is no longer a gold program, so the variant keeps only the answer.
-        try:
-            still = evaluate_answer(expr, [r.data for r in results]) == task.answers[0]
-        except Exception:
-            still = False
-        if not still:
-            variant.metadata["answer_expr"] = None
+    # The expression was written for clean results; when noise moves the record it reads,
+    # it is no longer a gold program, so the variant keeps only the answer.
+    if expr and answer_of(expr, [r.data for r in results]) != task.answers[0]:
+        variant.metadata["answer_expr"] = None
     return variant
 
 
@@ -663,11 +655,14 @@ _DERIVE: dict[str, Callable[..., Task | None]] = {
 
 def derive(tasks: list[Task], env: Any, testbed: Testbed, seed: int) -> list[Task]:
     """The testbed's verified variants of ``tasks`` (tasks it cannot transform are left out)."""
+    # the base solutions' results, run once: negative and counterfactual start from them
+    needs_results = testbed.kind in ("negative", "counterfactual")
+    observed = {t.id: _observed(env, t) for t in tasks} if needs_results else {}
     pools: dict[str, list[str]] = {}
     for t in tasks:
         pools.setdefault(_kind(t), []).append(t.answers[0])
-        if testbed.kind == "counterfactual" and (observed := _observed(env, t)):
-            place = _result_place(t, observed, t.answers[0])
+        if testbed.kind == "counterfactual" and (results := observed[t.id]):
+            place = _result_place(t, results, t.answers[0])
             pools.setdefault(f"place:{place}", []).append(t.answers[0])
         key = _subject_key(t)
         if key is not None and t.solution:
@@ -678,7 +673,7 @@ def derive(tasks: list[Task], env: Any, testbed: Testbed, seed: int) -> list[Tas
     for t in tasks:
         rng = random.Random(f"{seed}:{testbed.label}:{t.id}")
         extra = {"ratio": testbed.ratio} if testbed.kind == "noise" else {}
-        variant = _DERIVE[testbed.kind](env, t, pools, rng, **extra)
+        variant = _DERIVE[testbed.kind](env, t, observed.get(t.id), pools, rng, **extra)
         if variant is not None:
             out.append(variant)
     return out
