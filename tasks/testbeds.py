@@ -376,7 +376,10 @@ def negative(
 ) -> Task | None:  # fmt: skip
     if observed is None:
         return None
-    items = [i for a in task.answers for i in split_items(a)] if task.metric == "set_f1" else []
+    # sorted: a set's order changes with the process's hash seed, and seasons must not
+    items = (
+        sorted({i for a in task.answers for i in split_items(a)}) if task.metric == "set_f1" else []
+    )
     values = [a for a in [*task.answers, *items, *(task.evidence or [])]
               if len(a.strip()) >= 2 and a.strip().lower() not in ("yes", "no")]  # fmt: skip
     pattern = _pattern(values)

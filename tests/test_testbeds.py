@@ -232,3 +232,20 @@ def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path)
     tasks = load_tasks("scholar@negative", env, "scholar", 2, config.seed)
     examples = k_shot_examples(config, env, tasks, registry.workflows.get("react"), 2)
     assert len(examples) == 2 and not any(REJECTION_ANSWER in e for e in examples)
+
+
+def test_testbed_seasons_do_not_depend_on_the_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    hashes = set()
+    for hash_seed in ("1", "2", "3"):
+        out = tmp_path / hash_seed
+        subprocess.run(
+            [sys.executable, "-m", "raleval", "tasks", "build", "3-4@negative", "--size", "10",
+             "--examples", "0", "--world", "tiny", "--out", str(out)],
+            check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )  # fmt: skip
+        hashes.add((out / "test.jsonl").read_bytes())
+    assert len(hashes) == 1
