@@ -117,7 +117,7 @@ def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
       and gave the real answer);
     - noise=R: mean ``f1`` at that ratio.
     """
-    from raleval.tasks.metrics import f1_score, is_abstention, rejection_rate
+    from raleval.tasks.metrics import f1_score, is_abstention, rejection_rate, says_invalid
 
     groups: dict[str, list[tuple[Task, Trajectory]]] = defaultdict(list)
     for t in run.results:
@@ -136,7 +136,7 @@ def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
             row["rejection_rate"] = rejection_rate(answers)
             row["hallucination"] = 1.0 - row["rejection_rate"]
         elif label == "false-premise":
-            invalid = [("invalid" in (a or "").lower()) for a in answers]
+            invalid = [says_invalid(a) for a in answers]
             missing = [is_abstention(a) and not i for a, i in zip(answers, invalid, strict=True)]
             row["invalid"] = sum(invalid) / n
             row["missing"] = sum(missing) / n

@@ -10,7 +10,9 @@ from raleval.tasks.metrics import (
     exact_match,
     f1_score,
     is_abstention,
+    is_rejection,
     relaxed_match,
+    says_invalid,
 )
 
 
@@ -19,9 +21,9 @@ def rejects_correctly(task: Task, answer: str | None) -> bool:
     is absent (RGB), but only "invalid question" on a false premise (CRAG counts "I don't know"
     there as missing)."""
     if not task.tags.answerable:
-        return is_abstention(answer) or "invalid" in (answer or "").lower()
+        return is_rejection(answer)
     if task.tags.question_type == "false_premise":
-        return "invalid" in (answer or "").lower()
+        return says_invalid(answer)
     return False
 
 

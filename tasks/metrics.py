@@ -308,11 +308,19 @@ def crag_score(verdicts: Sequence[str]) -> dict[str, float]:
     return {"accuracy": acc, "missing": miss, "hallucination": hall, "score": acc - hall}
 
 
+def says_invalid(prediction: str | None) -> bool:
+    """Whether an answer calls the question invalid (CRAG's false-premise answer)."""
+    return "invalid" in (prediction or "").lower()
+
+
+def is_rejection(prediction: str | None) -> bool:
+    """Whether an answer declines: an abstention or "invalid question"."""
+    return is_abstention(prediction) or says_invalid(prediction)
+
+
 def rejection_rate(predictions: Sequence[str | None]) -> float:
     """RGB's rejection rate: the share of answers that decline (on questions whose answer is
     not in the environment, 1.0 is perfect)."""
     if not predictions:
         return 0.0
-    return sum(is_abstention(p) or "invalid" in (p or "").lower() for p in predictions) / len(
-        predictions
-    )
+    return sum(map(is_rejection, predictions)) / len(predictions)
