@@ -585,16 +585,24 @@ def _post_sports(w, rng, t):
     )
 
 
+# (entity kind, question, field, factor): a unit conversion of one structured fact
+_CONVERSIONS = [
+    ("mountain", "How tall is {} in feet, rounded to the nearest foot?", "height_m", 3.28084),
+    ("river", "How long is {} in miles, rounded to the nearest mile?", "length_km", 0.621371),
+]
+
+
 def _post_open(w, rng, t):
-    name = _open(w, rng, "mountain")
+    kind, question, field, factor = rng.choice(_CONVERSIONS)
+    name = _open(w, rng, kind)
     if name is None:
         return None
-    m = w.open_entities[name]["summary_structured"]["height_m"]
+    value = w.open_entities[name]["summary_structured"][field]
     return (
-        f"How tall is {name} in feet, rounded to the nearest foot?",
+        question.format(name),
         [_c("open_get_entity", query=name)],
-        "str(round(r0['summary_structured']['height_m'] * 3.28084))",
-        round(m * 3.28084),
+        f"str(round(r0['summary_structured'][{field!r}] * {factor}))",
+        round(value * factor),
         "numeric",
     )
 

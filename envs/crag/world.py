@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import cached_property
@@ -23,9 +24,12 @@ import networkx as nx
 
 from raleval.envs.fuzzy import FuzzyIndex
 
-GENERATOR_VERSION = 1
-# (core entities per domain, extra open entities)
-SIZES: dict[str, int] = {"tiny": 12, "small": 120, "medium": 1200}
+# 2: a core song's look-alikes go to artists drawn in generation order (was a sorted copy of
+# every artist name per song, quadratic in the world's size); names of 2-4 syllables
+GENERATOR_VERSION = 2
+# core entities per domain; each brings about 320 entities with its distractors, songs and
+# band members (small: 38,993; large: about 2.6M, CRAG's size)
+SIZES: dict[str, int] = {"tiny": 12, "small": 120, "medium": 1200, "large": 8260}
 START = date(2022, 1, 3)  # first trading day of the generated history
 END = date(2024, 12, 31)
 DEFAULT_QUERY_DATE = date(2024, 3, 15)  # "now" when a task has no query_time
@@ -127,8 +131,10 @@ BILLBOARD_ATTRIBUTES = ("rank", "rank_last_week", "weeks_in_chart", "top_positio
 
 
 def _name(rng: random.Random, parts: int = 2) -> str:
+    # 2-4 syllables: about 346k one-word names, enough for the large world's 730k song titles
+    # and 243k company names (2-3 syllables gave 14k, and the large world never finished)
     return " ".join(
-        "".join(rng.choice(_SYL) for _ in range(rng.randint(2, 3))).capitalize()
+        "".join(rng.choice(_SYL) for _ in range(rng.randint(2, 4))).capitalize()
         for _ in range(parts)
     )
 
@@ -165,19 +171,30 @@ class CragWorld:
     size: str
     seed: int
     snr: float
-    graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
-    companies: dict[str, dict[str, Any]] = field(default_factory=dict)  # by ticker
-    movies: dict[int, dict[str, Any]] = field(default_factory=dict)
-    people: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Entity stores are dicts while generating; a world reopened from disk
+    # (:mod:`raleval.envs.crag.store`) has read-only SQLite mappings there instead, and its
+    # graph is read on first use.
+    companies: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # by ticker
+    movies: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    people: Mapping[int, dict[str, Any]] = field(default_factory=dict)
     oscars: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by ceremony year
-    artists: dict[str, dict[str, Any]] = field(default_factory=dict)  # by name
-    songs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    artists: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # by name
+    songs: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     charts: dict[date, list[dict[str, Any]]] = field(default_factory=dict)  # weekly hot 100
     grammys: dict[int, dict[str, Any]] = field(default_factory=dict)
     soccer: list[dict[str, Any]] = field(default_factory=list)
     nba: list[dict[str, Any]] = field(default_factory=list)
-    open_entities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     _prices: dict[str, dict[date, dict[str, float]]] = field(default_factory=dict, repr=False)
+    backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
+    _graph: nx.MultiDiGraph | None = field(default_factory=nx.MultiDiGraph, repr=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """Entities as nodes, relations as edges (a reopened world reads it on first use)."""
+        if self._graph is None:
+            self._graph = self.backing.graph()
+        return self._graph
 
     def prices(self, ticker: str) -> dict[date, dict[str, float]]:
         """Daily bars of ``ticker``: a seeded random walk, generated on first use (most
@@ -207,22 +224,30 @@ class CragWorld:
     # --- search indexes -------------------------------------------------------------------
     @cached_property
     def company_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(c["name"] for c in self.companies.values())
+        names = sorted(name for _, name in key_values(self.companies, "name"))
         return FuzzyIndex(names), names
 
     @cached_property
     def company_by_name(self) -> dict[str, str]:
-        return {c["name"].casefold(): t for t, c in self.companies.items()}
+        return {name.casefold(): t for t, name in key_values(self.companies, "name")}
 
     @cached_property
     def movie_index(self) -> tuple[FuzzyIndex, list[int]]:
-        ids = sorted(self.movies)
-        return FuzzyIndex([self.movies[i]["title"] for i in ids]), ids
+        pairs = sorted(key_values(self.movies, "title"))
+        return FuzzyIndex([title for _, title in pairs]), [i for i, _ in pairs]
+
+    @cached_property
+    def movies_by_year(self) -> dict[str, list[tuple[str, int]]]:
+        """Release year -> (release date, movie id) pairs, for ``movie_get_year_info``."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for mid, released in key_values(self.movies, "release_date"):
+            out.setdefault(released[:4], []).append((released, mid))
+        return out
 
     @cached_property
     def person_index(self) -> tuple[FuzzyIndex, list[int]]:
-        ids = sorted(self.people)
-        return FuzzyIndex([self.people[i]["name"] for i in ids]), ids
+        pairs = sorted(key_values(self.people, "name"))
+        return FuzzyIndex([name for _, name in pairs]), [i for i, _ in pairs]
 
     @cached_property
     def artist_index(self) -> tuple[FuzzyIndex, list[str]]:
@@ -254,6 +279,11 @@ class CragWorld:
     def warm(self) -> None:
         for name in (
             "company_index",
+            "company_by_name",
+            "movies_by_year",
+            "artist_key",
+            "song_key",
+            "open_key",
             "movie_index",
             "person_index",
             "artist_index",
@@ -263,11 +293,33 @@ class CragWorld:
             getattr(self, name)
 
     def n_entities(self) -> int:
+        if self._graph is None:
+            return self.backing.n_nodes
         return self.graph.number_of_nodes()
 
     def core(self, kind: str) -> list[str]:
         """Graph keys of the core entities of one type, in generation order."""
-        return [k for k, a in self.graph.nodes(data=True) if a.get("type") == kind and a["core"]]
+        return list(self._core_keys.get(kind, ()))
+
+    @cached_property
+    def _core_keys(self) -> dict[str, list[str]]:
+        if self._graph is None:
+            pairs: Iterable[tuple[str, str]] = self.backing.core_nodes()
+        else:
+            pairs = ((k, a["type"]) for k, a in self._graph.nodes(data=True) if a.get("core"))
+        out: dict[str, list[str]] = {}
+        for k, kind in pairs:
+            out.setdefault(kind, []).append(k)
+        return out
+
+
+def key_values(store: Mapping[Any, dict[str, Any]], field: str) -> list[tuple[Any, Any]]:
+    """(key, record[field]) for every record, in store order; a store on disk reads the
+    column without decoding records."""
+    column = getattr(store, "column", None)
+    if column is not None:
+        return column(field)
+    return [(k, v[field]) for k, v in store.items()]
 
 
 class _Unique:
@@ -552,6 +604,7 @@ def _music(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
         return _name(r)
 
     entries: list[tuple[str, bool, int]] = []
+    so_far: list[str] = []  # artists generated so far, in order
     for i in range(n_core):
         a = None
         while a is None:
@@ -570,6 +623,7 @@ def _music(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
                 if rng.random() < 0.3:
                     left = date(start + rng.randint(1, 8), 6, 1)
                 members.append((joined, left.isoformat() if left else None, _name(rng)))
+        so_far.append(name)
         w.artists[name] = {
             "name": name,
             "is_band": is_band,
@@ -626,7 +680,7 @@ def _music(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
                         w.songs[alt] = {
                             **song,
                             "name": alt,
-                            "artist": rng.choice(sorted(w.artists)),
+                            "artist": rng.choice(so_far),
                             "core": False,
                         }
                         w.artists[w.songs[alt]["artist"]]["works"].append(alt)
