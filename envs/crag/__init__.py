@@ -12,16 +12,25 @@ from raleval.envs.crag.world import DEFAULT_QUERY_DATE, CragWorld, generate_worl
 from raleval.envs.spec import Environment
 from raleval.registry import register_env
 
+# Worlds this big are generated once into the cache (envs/crag/store.py) and reopened from it.
+STORED_SIZES = frozenset({"medium", "large"})
+
 _worlds: dict[tuple[str, int, float], CragWorld] = {}
 _lock = threading.Lock()
 
 
 def load_world(size: str = "tiny", seed: int = 0, snr: float = 1 / 30) -> CragWorld:
-    """The world ``(size, seed, snr)``, generated once per process."""
+    """The world ``(size, seed, snr)``, once per process: generated in memory, or for the
+    sizes in ``STORED_SIZES`` reopened from the cache (generated and saved on first use)."""
     with _lock:
         key = (size, int(seed), float(snr))
         if key not in _worlds:
-            world = generate_world(size, int(seed), float(snr))
+            if size in STORED_SIZES:
+                from raleval.envs.crag.store import open_world
+
+                world = open_world(size, int(seed), float(snr))
+            else:
+                world = generate_world(size, int(seed), float(snr))
             world.warm()
             _worlds[key] = world
         return _worlds[key]
@@ -63,7 +72,7 @@ class CragEnv(Environment):
 def make_crag_env(
     size: str = "tiny", seed: int = 0, snr: float = 1 / 30, as_of: str | None = None
 ) -> CragEnv:
-    """CRAG-shaped world: ``-E size=tiny|small|medium``, ``-E seed=N``, ``-E snr=0.0333``
+    """CRAG-shaped world: ``-E size=tiny|small|medium|large``, ``-E seed=N``, ``-E snr=0.0333``
     (signal : noise of entities), ``-E as_of=2024-03-15`` (default query date)."""
     return CragEnv(load_world(size, int(seed), float(snr)), _as_date(as_of))
 

@@ -160,11 +160,8 @@ def build_tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         y = _year(year)
         if y > as_of.year:
             return None
-        movies = [
-            mid
-            for mid, m in w.movies.items()
-            if m["release_date"][:4] == str(y) and m["release_date"] <= as_of.isoformat()
-        ]
+        today = as_of.isoformat()
+        movies = [mid for released, mid in w.movies_by_year.get(str(y), ()) if released <= today]
         awards = w.oscars.get(y, []) if y <= as_of.year else []
         if not movies and not awards:
             return None

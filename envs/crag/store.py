@@ -1,0 +1,261 @@
+"""A CRAG world on disk: generate once, reopen in seconds.
+
+The ``medium`` and ``large`` worlds take from tens of seconds to minutes to generate, so they
+are written once into one SQLite file in raleval's cache and reopened from it. Entity records
+(companies, movies, people, artists, songs, open entities) stay on disk and are decoded when a
+getter asks for them; what searches need (names, keys, release dates) is read as columns
+without decoding records; the small time series (charts, Grammys, Oscars, games) are loaded
+whole; the networkx graph is read only if something asks for it (task generation does, the
+APIs do not). A reopened world answers every API exactly as the generated one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_world
+
+# store name -> (key SQL type, columns kept beside the record for searches and indexes)
+STORES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "companies": ("TEXT", ("name",)),
+    "movies": ("INTEGER", ("title", "release_date")),
+    "people": ("INTEGER", ("name",)),
+    "artists": ("TEXT", ()),
+    "songs": ("TEXT", ()),
+    "open_entities": ("TEXT", ()),
+}
+SERIES = ("oscars", "charts", "grammys", "soccer", "nba")
+NODE_FIELDS = ("type", "domain", "name", "popularity", "core")
+_BATCH = 20_000
+RECORD_CACHE = 8192  # decoded records kept per store (they are read-only)
+
+
+def world_path(size: str, seed: int, snr: float) -> Path:
+    from raleval.cache import cache_dir
+
+    return cache_dir() / "worlds" / f"crag-v{GENERATOR_VERSION}-{size}-s{seed}-snr{snr:.6g}.sqlite"
+
+
+# --- encoding: JSON plus dates and non-string dict keys -----------------------------------
+
+
+def encode(obj: Any) -> Any:
+    """``obj`` as plain JSON values: dates tagged, dicts with non-string keys as pairs,
+    tuples as lists (records only unpack them)."""
+    if isinstance(obj, dict):
+        if all(type(k) is str for k in obj):
+            return {k: encode(v) for k, v in obj.items()}
+        return {"$map": [[encode(k), encode(v)] for k, v in obj.items()]}
+    if isinstance(obj, list | tuple):
+        return [encode(v) for v in obj]
+    if isinstance(obj, date):
+        return {"$date": obj.isoformat()}
+    return obj
+
+
+def _hook(d: dict[str, Any]) -> Any:
+    if len(d) == 1:
+        if "$date" in d:
+            return date.fromisoformat(d["$date"])
+        if "$map" in d:
+            return {_hashable(k): v for k, v in d["$map"]}
+    return d
+
+
+def _hashable(k: Any) -> Any:
+    return tuple(k) if isinstance(k, list) else k
+
+
+def decode(text: str) -> Any:
+    return json.loads(text, object_hook=_hook)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(encode(obj), separators=(",", ":"), ensure_ascii=False)
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def save_world(world: CragWorld, path: Path) -> Path:
+    """Write ``world`` (a generated one) to a new SQLite file at ``path``, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    db = sqlite3.connect(tmp)
+    try:
+        db.execute("PRAGMA journal_mode=OFF")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        meta = {
+            "generator_version": str(GENERATOR_VERSION),
+            "size": world.size,
+            "seed": str(world.seed),
+            "snr": repr(world.snr),
+            "n_nodes": str(world.graph.number_of_nodes()),
+        }
+        meta.update({name: _dumps(getattr(world, name)) for name in SERIES})
+        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        for name, (key_type, columns) in STORES.items():
+            cols = "".join(f", {c} TEXT NOT NULL" for c in columns)
+            db.execute(f"CREATE TABLE {name} (key {key_type} NOT NULL{cols}, body TEXT NOT NULL)")
+            marks = ", ".join("?" * (len(columns) + 2))
+            rows = (
+                (k, *(v[c] for c in columns), _dumps(v)) for k, v in getattr(world, name).items()
+            )
+            _batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
+            db.execute(f"CREATE UNIQUE INDEX {name}_key ON {name}(key)")
+        db.execute(
+            "CREATE TABLE nodes (key TEXT NOT NULL, type TEXT, domain TEXT, name TEXT,"
+            " popularity TEXT, core INTEGER)"
+        )
+        _batched(
+            db,
+            "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
+            ((k, *(a.get(f) for f in NODE_FIELDS)) for k, a in world.graph.nodes(data=True)),
+        )
+        db.execute("CREATE INDEX nodes_core ON nodes(core) WHERE core = 1")
+        db.execute("CREATE TABLE edges (u TEXT NOT NULL, v TEXT NOT NULL, k TEXT NOT NULL)")
+        _batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
+        db.commit()
+    finally:
+        db.close()
+    os.replace(tmp, path)
+    return path
+
+
+def _batched(db: sqlite3.Connection, sql: str, rows: Iterator[tuple]) -> None:
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= _BATCH:
+            db.executemany(sql, batch)
+            batch.clear()
+    if batch:
+        db.executemany(sql, batch)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+class WorldFile:
+    """One world file, read-only; a connection per thread (SQLite connections are not
+    shared across threads)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"no CRAG world at {self.path}")
+        self._local = threading.local()
+        meta = dict(self.query("SELECT key, value FROM meta"))
+        if meta.get("generator_version") != str(GENERATOR_VERSION):
+            raise ValueError(
+                f"{self.path} was written by CRAG world generator "
+                f"v{meta.get('generator_version')}, this is v{GENERATOR_VERSION}; delete it"
+            )
+        self.meta = meta
+        self.n_nodes = int(meta["n_nodes"])
+
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True)
+            db.execute("PRAGMA mmap_size = 17179869184")
+            self._local.db = db
+        return db.execute(sql, params).fetchall()
+
+    def core_nodes(self) -> list[tuple[str, str]]:
+        return self.query("SELECT key, type FROM nodes WHERE core = 1 ORDER BY rowid")
+
+    def graph(self) -> nx.MultiDiGraph:
+        g = nx.MultiDiGraph()
+        rows = self.query("SELECT * FROM nodes ORDER BY rowid")
+        g.add_nodes_from(
+            (k, {f: bool(v) if f == "core" else v for f, v in zip(NODE_FIELDS, attrs, strict=True)})
+            if attrs[0] is not None
+            else (k, {})
+            for k, *attrs in rows
+        )
+        del rows
+        g.add_edges_from(self.query("SELECT u, v, k FROM edges ORDER BY rowid"))
+        return g
+
+    def world(self) -> CragWorld:
+        """The world this file holds; records are read from disk as they are asked for."""
+        m = self.meta
+        series = {name: decode(m[name]) for name in SERIES}
+        stores = {name: RecordStore(self, name) for name in STORES}
+        return CragWorld(
+            m["size"],
+            int(m["seed"]),
+            float(m["snr"]),
+            **stores,
+            **series,
+            backing=self,
+            _graph=None,
+        )
+
+
+class RecordStore(Mapping):
+    """A read-only mapping over one table of records (generation order is the table order)."""
+
+    def __init__(self, file: WorldFile, table: str) -> None:
+        self.file, self.table = file, table
+        self.columns = STORES[table][1]
+        self._key_type = int if STORES[table][0] == "INTEGER" else str
+        self._len: int | None = None
+        self._get = lru_cache(maxsize=RECORD_CACHE)(self._load)
+
+    def _load(self, key: Any) -> dict[str, Any] | None:
+        rows = self.file.query(f"SELECT body FROM {self.table} WHERE key = ?", (key,))
+        return decode(rows[0][0]) if rows else None
+
+    def __getitem__(self, key: Any) -> dict[str, Any]:
+        # SQLite would compare "5" equal to 5 in an INTEGER column; a dict would not.
+        found = self._get(key) if type(key) is self._key_type else None
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return type(key) is self._key_type and self._get(key) is not None
+
+    def __iter__(self) -> Iterator[Any]:
+        return (k for (k,) in self.file.query(f"SELECT key FROM {self.table} ORDER BY rowid"))
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = self.file.query(f"SELECT count(*) FROM {self.table}")[0][0]
+        return self._len
+
+    def items(self) -> Iterator[tuple[Any, dict[str, Any]]]:  # type: ignore[override]
+        rows = self.file.query(f"SELECT key, body FROM {self.table} ORDER BY rowid")
+        return ((k, decode(body)) for k, body in rows)
+
+    def values(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
+        return (v for _, v in self.items())
+
+    def column(self, field: str) -> list[tuple[Any, Any]]:
+        """(key, field) for every record without decoding any (see ``world.key_values``)."""
+        if field not in self.columns:
+            return [(k, v[field]) for k, v in self.items()]
+        return self.file.query(f"SELECT key, {field} FROM {self.table} ORDER BY rowid")
+
+
+def open_world(size: str, seed: int, snr: float, path: Path | None = None) -> CragWorld:
+    """The world ``(size, seed, snr)`` from its file, generating and saving it on first use."""
+    path = Path(path) if path else world_path(size, seed, snr)
+    if not path.exists():
+        save_world(generate_world(size, seed, snr), path)
+    return WorldFile(path).world()
