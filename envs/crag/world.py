@@ -12,8 +12,10 @@ time series, so every getter answers "as of" a query time.
 
 from __future__ import annotations
 
-import math
+import functools
+import hashlib
 import random
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -21,6 +23,7 @@ from functools import cached_property
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from raleval.envs.fuzzy import FuzzyIndex
 
@@ -34,6 +37,7 @@ START = date(2022, 1, 3)  # first trading day of the generated history
 END = date(2024, 12, 31)
 DEFAULT_QUERY_DATE = date(2024, 3, 15)  # "now" when a task has no query_time
 POPULARITY = ("head", "torso", "tail")
+PRICE_CACHE = 4096  # daily series kept per world (each ~780 bars)
 
 _SYL = [
     "ka",
@@ -151,6 +155,11 @@ def _title(rng: random.Random) -> str:
     return f"{_name(rng, 1)} {rng.choice(_NOUNS)}"
 
 
+@functools.cache
+def _trading_days() -> tuple[date, ...]:
+    return tuple(trading_days(START, END))
+
+
 def trading_days(start: date, end: date) -> list[date]:
     out, d = [], start
     while d <= end:
@@ -185,7 +194,9 @@ class CragWorld:
     soccer: list[dict[str, Any]] = field(default_factory=list)
     nba: list[dict[str, Any]] = field(default_factory=list)
     open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    _prices: dict[str, dict[date, dict[str, float]]] = field(default_factory=dict, repr=False)
+    _prices: OrderedDict[str, dict[date, dict[str, float]]] = field(
+        default_factory=OrderedDict, repr=False
+    )
     backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
     _graph: nx.MultiDiGraph | None = field(default_factory=nx.MultiDiGraph, repr=False)
 
@@ -197,26 +208,40 @@ class CragWorld:
         return self._graph
 
     def prices(self, ticker: str) -> dict[date, dict[str, float]]:
-        """Daily bars of ``ticker``: a seeded random walk, generated on first use (most
-        companies are noise an agent never asks about)."""
-        if ticker not in self._prices:
-            rng = random.Random(f"crag/{self.seed}/price/{ticker}")
-            price = self.companies[ticker]["price0"]
-            series: dict[date, dict[str, float]] = {}
-            for d in trading_days(START, END):
-                open_ = price
-                price = max(1.0, price * math.exp(rng.gauss(0.0003, 0.02)))
-                high = max(open_, price) * (1 + abs(rng.gauss(0, 0.006)))
-                low = min(open_, price) * (1 - abs(rng.gauss(0, 0.006)))
-                series[d] = {
-                    "Open": round(open_, 2),
-                    "High": round(high, 2),
-                    "Low": round(low, 2),
-                    "Close": round(price, 2),
-                    "Volume": int(rng.uniform(2e5, 2e7)),
-                }
-            self._prices[ticker] = series
-        return self._prices[ticker]
+        """Daily bars of ``ticker``: a seeded random walk (log-normal steps, floored at 1.0),
+        generated on first use with numpy (most companies are noise nobody asks about); the
+        last ``PRICE_CACHE`` series asked for are kept."""
+        series = self._prices.get(ticker)
+        if series is not None:
+            self._prices.move_to_end(ticker)
+            return series
+        digest = hashlib.blake2b(f"crag/{self.seed}/price/{ticker}".encode(), digest_size=8)
+        rng = np.random.default_rng(int.from_bytes(digest.digest(), "big"))
+        days = _trading_days()
+        n = len(days)
+        close = np.maximum(
+            1.0, self.companies[ticker]["price0"] * np.exp(np.cumsum(rng.normal(0.0003, 0.02, n)))
+        )
+        open_ = np.concatenate(([self.companies[ticker]["price0"]], close[:-1]))
+        high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, n)))
+        low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, n)))
+        volume = rng.integers(200_000, 20_000_000, n)
+        series = {
+            d: {"Open": o, "High": h, "Low": lo, "Close": c, "Volume": v}
+            for d, o, h, lo, c, v in zip(
+                days,
+                open_.round(2).tolist(),
+                high.round(2).tolist(),
+                low.round(2).tolist(),
+                close.round(2).tolist(),
+                volume.tolist(),
+                strict=True,
+            )
+        }
+        self._prices[ticker] = series
+        if len(self._prices) > PRICE_CACHE:
+            self._prices.popitem(last=False)
+        return series
 
     def add_node(self, key: str, **attrs: Any) -> None:
         self.graph.add_node(key, **attrs)
