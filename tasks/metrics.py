@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from raleval.registry import register_metric
 
-_PUNCT = set(string.punctuation)
+_DROP_PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO = {"yes", "no", "noanswer"}
 
@@ -21,7 +21,7 @@ _YES_NO = {"yes", "no", "noanswer"}
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation."""
     text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = text.translate(_DROP_PUNCT)  # a C loop; scoring normalises every observation
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
