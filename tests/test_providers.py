@@ -116,6 +116,33 @@ def test_timeout_is_a_model_error(stub):
     assert err.value.cause == "timeout"
 
 
+def test_one_model_serves_several_event_loops_and_closes_each_session(stub):
+    model = _model(stub, "ok")
+    assert gen(model).text == "Paris"
+    ((first, _),) = model._sessions.values()
+    assert first.closed  # asyncio.run() shut the loop down, and the session with it
+    assert gen(model).text == "Paris"  # a new loop gets a new session
+
+    async def run_and_close():
+        await model.generate(REQ)
+        (session, _) = next(iter(model._sessions.values()))
+        await model.aclose()  # what the runner does at the end of a run
+        return session
+
+    assert asyncio.run(run_and_close()).closed
+
+
+def test_proxies_come_from_the_environment_once(monkeypatch):
+    from raleval.agents.openai_compat import _env_proxy
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert _env_proxy("https://api.openai.com/v1/chat/completions") == "http://proxy.example:3128"
+    assert _env_proxy("http://127.0.0.1:8000/v1/chat/completions") is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    assert _env_proxy("https://api.openai.com/v1/chat/completions") is None
+
+
 def test_unreachable_server_is_a_connection_error():
     model = resolve_model(
         "openai-compatible/x@http://127.0.0.1:9/v1",
