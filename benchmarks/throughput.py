@@ -4,9 +4,11 @@ The server (a separate process) answers every chat completion after a fixed late
 ReAct reply that finishes at once, so one episode costs one model call. For concurrency 1, 8,
 64 and 256 episodes in flight, the benchmark runs ReAct on generated scholar tasks and reports
 episodes per second against the ideal (concurrency / latency per episode), and the memory each
-in-flight episode adds. Target: at least 0.8 of ideal at 64.
+in-flight episode adds. Target: at least 0.8 of ideal at 64. Each level runs ``--waves`` times
+its concurrency in episodes (16 by default: steady state; the first wave also opens every
+connection, which a 4-wave run counts as a quarter of its time).
 
-    pip install -e ".[bench]"; python benchmarks/throughput.py [--latency 0.2]
+    pip install -e ".[bench]"; python benchmarks/throughput.py [--latency 0.2] [--waves 16]
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--levels", default="1,8,64,256")
+    parser.add_argument("--waves", type=int, default=16, help="episodes per level / concurrency")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -151,7 +154,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for level in (int(x) for x in args.levels.split(",")):
-                row = run_at(url, level, max(40, 4 * level), Path(tmp))
+                row = run_at(url, level, max(40, args.waves * level), Path(tmp))
                 ideal = level / args.latency
                 row.update(ideal_episodes_per_s=ideal, ratio_to_ideal=row["episodes_per_s"] / ideal)
                 rows.append(row)
@@ -173,7 +176,12 @@ def main() -> None:
             f"memory per in-flight episode: {per_episode:.3f} MB (peak RSS at concurrency "
             f"{hi['concurrency']} minus at {lo['concurrency']})"
         )
-    payload = {"latency_s": args.latency, "levels": rows, "mb_per_inflight_episode": per_episode}
+    payload = {
+        "latency_s": args.latency,
+        "waves": args.waves,
+        "levels": rows,
+        "mb_per_inflight_episode": per_episode,
+    }
     print(f"wrote {write_json('throughput', payload, args.out)}")
 
 
