@@ -23,6 +23,7 @@ from typing import Any
 
 import networkx as nx
 
+from raleval.envs._sqlite import insert_batched
 from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_world
 
 # store name -> (key SQL type, columns kept beside the record for searches and indexes)
@@ -36,7 +37,6 @@ STORES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 SERIES = ("oscars", "charts", "grammys", "soccer", "nba")
 NODE_FIELDS = ("type", "domain", "name", "popularity", "core")
-_BATCH = 20_000
 RECORD_CACHE = 8192  # decoded records kept per store (they are read-only)
 
 
@@ -114,36 +114,25 @@ def save_world(world: CragWorld, path: Path) -> Path:
             rows = (
                 (k, *(v[c] for c in columns), _dumps(v)) for k, v in getattr(world, name).items()
             )
-            _batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
+            insert_batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
             db.execute(f"CREATE UNIQUE INDEX {name}_key ON {name}(key)")
         db.execute(
             "CREATE TABLE nodes (key TEXT NOT NULL, type TEXT, domain TEXT, name TEXT,"
             " popularity TEXT, core INTEGER)"
         )
-        _batched(
+        insert_batched(
             db,
             "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
             ((k, *(a.get(f) for f in NODE_FIELDS)) for k, a in world.graph.nodes(data=True)),
         )
         db.execute("CREATE INDEX nodes_core ON nodes(core) WHERE core = 1")
         db.execute("CREATE TABLE edges (u TEXT NOT NULL, v TEXT NOT NULL, k TEXT NOT NULL)")
-        _batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
+        insert_batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
         db.commit()
     finally:
         db.close()
     os.replace(tmp, path)
     return path
-
-
-def _batched(db: sqlite3.Connection, sql: str, rows: Iterator[tuple]) -> None:
-    batch: list[tuple] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= _BATCH:
-            db.executemany(sql, batch)
-            batch.clear()
-    if batch:
-        db.executemany(sql, batch)
 
 
 # --- reading ------------------------------------------------------------------------------

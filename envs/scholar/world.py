@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from raleval.envs._sqlite import insert_batched
+
 GENERATOR_VERSION = 3
 
 SIZES: dict[str, tuple[int, int]] = {
@@ -203,8 +205,6 @@ CREATE INDEX persons_org ON persons (org, n_citation);
 CREATE INDEX persons_citation ON persons (n_citation);
 """
 
-_BATCH = 50_000
-
 
 def _hex_id(rng: random.Random) -> str:
     return f"{rng.getrandbits(96):024x}"
@@ -221,17 +221,6 @@ def _near_name(rng: random.Random, name: str) -> str:
     i = rng.randrange(1, len(last)) if len(last) > 1 else 0
     letter = rng.choice("aeiourstnl".replace(last[i].lower(), ""))
     return f"{first} {last[:i]}{letter}{last[i + 1 :]}"
-
-
-def _batched(db: sqlite3.Connection, sql: str, rows: Iterator[tuple]) -> None:
-    batch: list[tuple] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= _BATCH:
-            db.executemany(sql, batch)
-            batch.clear()
-    if batch:
-        db.executemany(sql, batch)
 
 
 def generate_world(size: str, seed: int, path: Path) -> Path:
@@ -313,7 +302,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
                 bio,
             )
 
-    _batched(
+    insert_batched(
         db,
         "INSERT INTO persons (rowid, id, name, org, gender, position, interests, "
         "email, education, bio) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -381,7 +370,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
             )
             yield (pub, _hex_id(rng), title, years[pub - 1], rng.choice(venues), abstract)
 
-    _batched(
+    insert_batched(
         db,
         "INSERT INTO pubs (rowid, id, title, year, venue, abstract) VALUES (?, ?, ?, ?, ?, ?)",
         pubs(),
@@ -392,14 +381,14 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     positions = np.zeros(len(a_pub), dtype=np.int32)
     starts = np.flatnonzero(np.r_[True, a_pub[1:] != a_pub[:-1]])
     positions = np.arange(len(a_pub)) - np.repeat(starts, np.diff(np.r_[starts, len(a_pub)]))
-    _batched(
+    insert_batched(
         db,
         "INSERT INTO authorship VALUES (?, ?, ?)",
         zip(a_pub.tolist(), positions.tolist(), a_person.tolist(), strict=True),
     )
     c_src = np.frombuffer(cite_src, dtype=np.int32)
     c_dst = np.frombuffer(cite_dst, dtype=np.int32)
-    _batched(
+    insert_batched(
         db, "INSERT INTO citations VALUES (?, ?)", zip(c_src.tolist(), c_dst.tolist(), strict=True)
     )
 
@@ -419,7 +408,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
             strict=True,
         ),
     )
-    _batched(
+    insert_batched(
         db,
         "INSERT INTO person_topics VALUES (?, ?, ?)",
         ((t, int(person_cit[p]), p) for p in range(1, n_persons + 1) for t in person_topics[p]),
@@ -440,7 +429,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     uniq, counts = np.unique(keys, return_counts=True)
     ua, ub = (uniq // (n_persons + 1)).tolist(), (uniq % (n_persons + 1)).tolist()
     cnt = counts.tolist()
-    _batched(
+    insert_batched(
         db,
         "INSERT INTO coauthors VALUES (?, ?, ?)",
         (row for i in range(len(cnt)) for row in ((ua[i], ub[i], cnt[i]), (ub[i], ua[i], cnt[i]))),
