@@ -158,7 +158,7 @@ class OpenAICompatibleModel:
         # thread on every request, which doubled the client's CPU per call)
         self._proxy = _env_proxy(self._url)
         # one session per event loop (a session belongs to the loop that opened it)
-        self._sessions: dict[int, tuple[aiohttp.ClientSession, Any]] = {}
+        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, Any]] = {}
         self.max_retries = max_retries
         # The server continues a final assistant message instead of starting a new turn.
         self.supports_prefill = prefill
@@ -184,9 +184,12 @@ class OpenAICompatibleModel:
         return self._sems[loop_id]
 
     async def _session(self) -> aiohttp.ClientSession:
-        loop_id = id(asyncio.get_running_loop())
-        entry = self._sessions.get(loop_id)
-        if entry is None or entry[0].closed:
+        loop = asyncio.get_running_loop()
+        entry = self._sessions.get(id(loop))
+        if entry is None or entry[0] is not loop or entry[1].closed:
+            # forget sessions of loops that have ended (each was closed with its loop)
+            for key in [k for k, (old, _, _) in self._sessions.items() if old.is_closed()]:
+                del self._sessions[key]
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._limit or 0, ssl=_tls_context()),
                 timeout=self._timeout,
@@ -194,8 +197,8 @@ class OpenAICompatibleModel:
             )
             closer = _close_with_loop(session)
             await closer.__anext__()
-            self._sessions[loop_id] = entry = (session, closer)
-        return entry[0]
+            self._sessions[id(loop)] = entry = (loop, session, closer)
+        return entry[1]
 
     async def _post(self, body: dict[str, Any]) -> bytes:
         session = await self._session()
@@ -303,7 +306,7 @@ class OpenAICompatibleModel:
         """Close this loop's HTTP session (the runner calls it when a run ends)."""
         entry = self._sessions.pop(id(asyncio.get_running_loop()), None)
         if entry is not None:
-            session, closer = entry
+            _, session, closer = entry
             await session.close()
             await closer.aclose()
 
