@@ -248,13 +248,17 @@ class CragWorld:
 
     # --- search indexes -------------------------------------------------------------------
     @cached_property
+    def _company_names(self) -> list[tuple[str, str]]:
+        return key_values(self.companies, "name")  # (ticker, name)
+
+    @cached_property
     def company_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(name for _, name in key_values(self.companies, "name"))
+        names = sorted(name for _, name in self._company_names)
         return FuzzyIndex(names), names
 
     @cached_property
     def company_by_name(self) -> dict[str, str]:
-        return {name.casefold(): t for t, name in key_values(self.companies, "name")}
+        return {name.casefold(): t for t, name in self._company_names}
 
     @cached_property
     def movie_index(self) -> tuple[FuzzyIndex, list[int]]:
