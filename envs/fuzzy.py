@@ -42,13 +42,16 @@ class FuzzyIndex:
         self.vocab = sorted(postings)
         # Postings are built in id order, so every array is sorted (binary search below).
         self._postings = {t: np.asarray(postings[t], dtype=np.int32) for t in self.vocab}
-        # Out-of-vocabulary tokens (typos) are matched within a (first letter, length) bucket,
-        # not against the whole vocabulary, which has hundreds of thousands of tokens.
-        # Two keys, first and last letter, so a typo at either end still reaches its token.
+        # Out-of-vocabulary tokens (typos) are matched within buckets of similar length that
+        # share the first or last two letters (one substitution in a token of four or more
+        # letters always leaves one of the two intact), and only when those hold nothing
+        # close, within the wider first- or last-letter buckets: a large world's vocabulary
+        # has tens of thousands of tokens per first letter and length, scoring them all
+        # took ~20 ms per typo.
         self._buckets: dict[tuple[str, str, int], list[str]] = {}
         for t in self.vocab:
-            self._buckets.setdefault(("first", t[0], len(t)), []).append(t)
-            self._buckets.setdefault(("last", t[-1], len(t)), []).append(t)
+            for key in (("first", t[0]), ("last", t[-1]), ("p2", t[:2]), ("s2", t[-2:])):
+                self._buckets.setdefault((*key, len(t)), []).append(t)
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -59,14 +62,17 @@ class FuzzyIndex:
             return [tok]
         if len(tok) <= 2:
             return []
-        pool: set[str] = set()
-        for n in range(len(tok) - 2, len(tok) + 3):
-            pool.update(self._buckets.get(("first", tok[0], n), ()))
-            pool.update(self._buckets.get(("last", tok[-1], n), ()))
-        close = process.extract(
-            tok, pool, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
-        )
-        return [c for c, _, _ in close]
+        for keys in ((("p2", tok[:2]), ("s2", tok[-2:])), (("first", tok[0]), ("last", tok[-1]))):
+            pool: set[str] = set()
+            for n in range(len(tok) - 2, len(tok) + 3):
+                for key in keys:
+                    pool.update(self._buckets.get((*key, n), ()))
+            close = process.extract(
+                tok, pool, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
+            )
+            if close:
+                return [c for c, _, _ in close]
+        return []
 
     def candidates(self, query: str) -> np.ndarray:
         groups: list[np.ndarray] = []
