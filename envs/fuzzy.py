@@ -6,11 +6,10 @@ token postings: each query token is expanded to near-identical vocabulary tokens
 case), the rarest tokens' postings are intersected (or united when the intersection is empty),
 and only those candidates are scored with rapidfuzz. Postings are int32 numpy arrays.
 
-The trade-off: a typo'd token is matched within buckets of the same first or last letter and
-a similar length, so a
-*different* string that a full scan would score slightly higher can be missed; the string the
-user meant is found whenever a full scan finds it, for up to two typos (a property test
-checks this).
+The trade-off: a typo'd token is matched within buckets of a similar length that share its
+first or last two letters (failing that, its first or last letter), so a *different* string
+that a full scan would score slightly higher can be missed; the string the user meant is
+found whenever a full scan finds it, for up to two typos (a property test checks this).
 """
 
 from __future__ import annotations
