@@ -22,7 +22,7 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 import httpx
@@ -63,6 +63,16 @@ async def _close_with_loop(session: aiohttp.ClientSession) -> Any:
         yield
     finally:
         await session.close()
+
+
+class _PerLoop(NamedTuple):
+    """What belongs to one event loop: its HTTP session (closed with the loop by ``closer``)
+    and its concurrency limit."""
+
+    loop: asyncio.AbstractEventLoop
+    session: aiohttp.ClientSession
+    closer: Any
+    sem: asyncio.Semaphore | None
 
 
 def _env_proxy(url: str) -> str | None:
@@ -157,8 +167,8 @@ class OpenAICompatibleModel:
         # HTTP(S)_PROXY / NO_PROXY, read once (aiohttp's trust_env reads ~/.netrc in a worker
         # thread on every request, which doubled the client's CPU per call)
         self._proxy = _env_proxy(self._url)
-        # one session per event loop (a session belongs to the loop that opened it)
-        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, Any]] = {}
+        # a session and a semaphore per event loop (both belong to the loop that made them)
+        self._per_loop: dict[int, _PerLoop] = {}
         self.max_retries = max_retries
         # The server continues a final assistant message instead of starting a new turn.
         self.supports_prefill = prefill
@@ -166,7 +176,6 @@ class OpenAICompatibleModel:
         if context_window:
             self.context_window = context_window
         self._limit = max_connections
-        self._sems: dict[int, asyncio.Semaphore] = {}
         self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s)
         self.retries_used = 0
 
@@ -175,21 +184,14 @@ class OpenAICompatibleModel:
         after = _retry_after(exc) if exc else None
         return after if after is not None else self._backoff(state)
 
-    def _semaphore(self) -> asyncio.Semaphore | None:
-        if not self._limit:
-            return None
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._sems:
-            self._sems[loop_id] = asyncio.Semaphore(self._limit)
-        return self._sems[loop_id]
-
-    async def _session(self) -> aiohttp.ClientSession:
+    async def _loop_state(self) -> _PerLoop:
         loop = asyncio.get_running_loop()
-        entry = self._sessions.get(id(loop))
-        if entry is None or entry[0] is not loop or entry[1].closed:
-            # forget sessions of loops that have ended (each was closed with its loop)
-            for key in [k for k, (old, _, _) in self._sessions.items() if old.is_closed()]:
-                del self._sessions[key]
+        state = self._per_loop.get(id(loop))
+        # Kept with the loop object itself: a new loop can reuse an ended loop's id.
+        if state is None or state.loop is not loop or state.session.closed:
+            # forget loops that have ended (each session was closed with its loop)
+            for key in [k for k, old in self._per_loop.items() if old.loop.is_closed()]:
+                del self._per_loop[key]
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._limit or 0, ssl=_tls_context()),
                 timeout=self._timeout,
@@ -197,11 +199,11 @@ class OpenAICompatibleModel:
             )
             closer = _close_with_loop(session)
             await closer.__anext__()
-            self._sessions[id(loop)] = entry = (loop, session, closer)
-        return entry[1]
+            sem = asyncio.Semaphore(self._limit) if self._limit else None
+            self._per_loop[id(loop)] = state = _PerLoop(loop, session, closer, sem)
+        return state
 
-    async def _post(self, body: dict[str, Any]) -> bytes:
-        session = await self._session()
+    async def _post(self, session: aiohttp.ClientSession, body: dict[str, Any]) -> bytes:
         async with session.post(self._url, data=json.dumps(body), proxy=self._proxy) as response:
             content = await response.read()
             if response.status >= 400:
@@ -211,12 +213,12 @@ class OpenAICompatibleModel:
 
     async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion as JSON (with any extra fields, such as llama.cpp's ``timings``)."""
-        sem = self._semaphore()
-        if sem is None:
-            content = await self._post(body)
+        state = await self._loop_state()
+        if state.sem is None:
+            content = await self._post(state.session, body)
         else:
-            async with sem:
-                content = await self._post(body)
+            async with state.sem:
+                content = await self._post(state.session, body)
         data = json.loads(content)
         if not isinstance(data, dict):
             raise ValueError(f"a completion must be a JSON object, not {type(data).__name__}")
@@ -304,11 +306,10 @@ class OpenAICompatibleModel:
 
     async def aclose(self) -> None:
         """Close this loop's HTTP session (the runner calls it when a run ends)."""
-        entry = self._sessions.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None:
-            _, session, closer = entry
-            await session.close()
-            await closer.aclose()
+        state = self._per_loop.pop(id(asyncio.get_running_loop()), None)
+        if state is not None:
+            await state.session.close()
+            await state.closer.aclose()
 
 
 @register_model_provider("openai-compatible")

@@ -119,14 +119,15 @@ def test_timeout_is_a_model_error(stub):
 def test_one_model_serves_several_event_loops_and_closes_each_session(stub):
     model = _model(stub, "ok")
     assert gen(model).text == "Paris"
-    ((_, first, _),) = model._sessions.values()
+    (state,) = model._per_loop.values()
+    first = state.session
     assert first.closed  # asyncio.run() shut the loop down, and the session with it
     assert gen(model).text == "Paris"  # a new loop gets a new session
-    assert len(model._sessions) == 1  # the ended loop's entry is gone
+    assert len(model._per_loop) == 1  # the ended loop's entry is gone
 
     async def run_and_close():
         await model.generate(REQ)
-        (_, session, _) = next(iter(model._sessions.values()))
+        session = next(iter(model._per_loop.values())).session
         await model.aclose()  # what the runner does at the end of a run
         return session
 
