@@ -68,12 +68,8 @@ def _hook(d: dict[str, Any]) -> Any:
         if "$date" in d:
             return date.fromisoformat(d["$date"])
         if "$map" in d:
-            return {_hashable(k): v for k, v in d["$map"]}
+            return dict(d["$map"])
     return d
-
-
-def _hashable(k: Any) -> Any:
-    return tuple(k) if isinstance(k, list) else k
 
 
 def decode(text: str) -> Any:

@@ -219,10 +219,9 @@ class CragWorld:
         rng = np.random.default_rng(int.from_bytes(digest.digest(), "big"))
         days = _trading_days()
         n = len(days)
-        close = np.maximum(
-            1.0, self.companies[ticker]["price0"] * np.exp(np.cumsum(rng.normal(0.0003, 0.02, n)))
-        )
-        open_ = np.concatenate(([self.companies[ticker]["price0"]], close[:-1]))
+        price0 = self.companies[ticker]["price0"]
+        close = np.maximum(1.0, price0 * np.exp(np.cumsum(rng.normal(0.0003, 0.02, n))))
+        open_ = np.concatenate(([price0], close[:-1]))
         high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, n)))
         low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, n)))
         volume = rng.integers(200_000, 20_000_000, n)
@@ -434,7 +433,7 @@ def _ticker(rng: random.Random, name: str, used: set[str]) -> str:
 
 def _finance(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
     unique, tickers = _Unique(), set()
-    days = trading_days(START, END)
+    days = _trading_days()
 
     def company_name(r: random.Random) -> str:
         return f"{_name(r, 1)} {r.choice(['Systems', 'Energy', 'Labs', 'Bank', 'Motors', 'Foods'])}"
