@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from raleval.records import ErrorType, OutcomeKind, Termination, Trajectory
-from raleval.tasks.metrics import f1_score, normalize_answer
+from raleval.tasks.metrics import f1_score
+from raleval.text import contains_tokens, normalize_answer
 
 DEFAULT_THRESHOLD = 0.5
 REVAL_THRESHOLD = 0.05
@@ -47,14 +48,6 @@ _OUTSIDE = {
     Termination.interrupted,
     Termination.harness_error,
 }
-
-
-def contains_tokens(haystack: list[str], needle: list[str]) -> bool:
-    n = len(needle)
-    if n == 0:
-        return False
-    first = needle[0]
-    return any(tok == first and haystack[i : i + n] == needle for i, tok in enumerate(haystack))
 
 
 def evidence_found(trajectory: Trajectory, golds: Sequence[str]) -> bool:

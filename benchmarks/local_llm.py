@@ -19,8 +19,8 @@ from pathlib import Path
 from _common import write_json
 
 from raleval.agents.local import LOCAL_MODELS, is_installed, stop_servers
+from raleval.app.runner import run_sync
 from raleval.config import RunConfig
-from raleval.runner import run_sync
 from raleval.store import RESULTS, ResultsFile
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from _common import replicate_run, write_json
 
 from raleval.analysis.report import write_report
+from raleval.app.runner import run_sync
 from raleval.config import RunConfig
-from raleval.runner import run_sync
 
 
 def main() -> None:

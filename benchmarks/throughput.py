@@ -81,8 +81,8 @@ def serve(port: int, latency: float) -> None:
 def run_at(url: str, concurrency: int, episodes: int, log_dir: Path) -> dict:
     import psutil
 
+    from raleval.app.runner import run_sync
     from raleval.config import RunConfig
-    from raleval.runner import run_sync
     from raleval.store import RESULTS, ResultsFile
 
     proc = psutil.Process()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from _common import quantile, write_json
 
+from raleval.app.runner import run_sync
 from raleval.config import RunConfig
-from raleval.runner import run_sync
 from raleval.store import RESULTS, ResultsFile
 from raleval.workflows.sandbox import check_isolation
 

@@ -4,6 +4,6 @@ Each environment lives in its own folder (``world.py``, ``tools.py``, ``__init__
 registers a factory with :func:`raleval.registry.register_env`.
 """
 
-from raleval.envs.spec import Environment, ToolFault, ToolMisuse, ToolResult, ToolSpec
+from raleval.environment import Environment, ToolFault, ToolMisuse, ToolResult, ToolSpec
 
 __all__ = ["Environment", "ToolFault", "ToolMisuse", "ToolResult", "ToolSpec"]

@@ -30,8 +30,6 @@ _EXPORTS = {
     "register_task_set": "raleval.registry",
     "register_metric": "raleval.registry",
     "RunConfig": "raleval.config",
-    "run": "raleval.runner",
-    "run_sync": "raleval.runner",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,5 +1,5 @@
 """``python -m raleval`` is the ``raleval`` command."""
 
-from raleval.cli import main
+from raleval.app.cli import main
 
 main()

@@ -43,7 +43,7 @@ class RunConfig(BaseModel):
     epochs: int = Field(1, ge=1, le=100)  # repeat every task; reports pass@k and pass^k
     cache: bool = True
     cache_path: Path | None = None
-    # Fault injection (see raleval.faults): seeded rates and the retries applied to them.
+    # Fault injection (see raleval.app.faults): seeded rates and the retries applied to them.
     tool_fault_rate: float = Field(0.0, ge=0, le=1)
     llm_fault_rate: float = Field(0.0, ge=0, le=1)
     fault_seed: int = 0

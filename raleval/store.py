@@ -132,7 +132,9 @@ class ResultsFile:
     def append_many(self, trajectories: list[Trajectory]) -> None:
         """Complete lines in one write, then one fsync: a crash leaves every line whole or the
         last one torn, and a torn line is cut by repair() on the next start."""
-        text = "".join(t.model_dump_json() + "\n" for t in trajectories)
+        # fallback=repr: a value no JSON type holds (a model's stray Python literal in an
+        # argument) is written as its repr instead of failing the batch it sits in
+        text = "".join(t.model_dump_json(fallback=repr) + "\n" for t in trajectories)
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

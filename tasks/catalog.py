@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from raleval import registry
+from raleval.families import TaskFamily
 from raleval.records import Task
 from raleval.store import read_tasks
-from raleval.tasks.family import TaskFamily
 
 
 def families_for(spec: str) -> list[TaskFamily]:

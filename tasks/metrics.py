@@ -7,23 +7,13 @@ a/an/the, collapse whitespace. F1 and EM take the maximum over all gold aliases.
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from collections.abc import Sequence
 
 from raleval.registry import register_metric
+from raleval.text import normalize_answer
 
-_DROP_PUNCT = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _YES_NO = {"yes", "no", "noanswer"}
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation."""
-    text = text.lower()
-    text = text.translate(_DROP_PUNCT)  # a C loop; scoring normalises every observation
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
 
 
 def _f1_single(prediction: str, gold: str) -> float:

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from raleval.envs.spec import ToolResult, render_observation
+from raleval.environment import ToolResult, render_observation
+from raleval.families import SolutionMismatch, answer_of, run_solution
 from raleval.records import OutcomeKind, Task, ToolCall
-from raleval.tasks.family import SolutionMismatch, answer_of, run_solution
 from raleval.tasks.metrics import split_items
 
 KINDS = ("negative", "false-premise", "counterfactual", "noise")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from raleval.app.runner import RunSummary, run_sync
 from raleval.config import RunConfig
-from raleval.runner import RunSummary, run_sync
 from raleval.store import RESULTS, ResultsFile
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ import contextlib
 
 from typer.testing import CliRunner
 
+from raleval.app.cli import app
 from raleval.cache import CachedModel, ResponseCache, request_key
-from raleval.cli import app
 from raleval.model import GenerateRequest, Generation, Message, ModelError
 from raleval.records import ToolCall
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from raleval.cli import app
+from raleval.app.cli import app
 
 runner = CliRunner()
 BASE = [
@@ -126,7 +126,7 @@ def test_list(kind):
 
 def test_help_is_fast_and_loads_no_plugins():
     code = (
-        "import sys, time; t=time.perf_counter(); from raleval.cli import app; "
+        "import sys, time; t=time.perf_counter(); from raleval.app.cli import app; "
         "print(time.perf_counter()-t, any(m.startswith(('langgraph','transformers',"
         "'raleval.envs')) for m in sys.modules))"
     )

@@ -55,7 +55,8 @@ def test_wheel_contains_every_package_and_no_top_level_folders(wheel):
     assert _package_dirs() <= dirs
     tops = {n.split("/", 1)[0] for n in names}
     assert not tops & set(FOLDERS), "sub-packages must not install as top-level modules"
-    assert "raleval/workflows/prompts/react/scholar.txt" in names
+    assert "raleval/envs/scholar/prompts/react.txt" in names
+    assert "raleval/workflows/prompts/react/default.txt" in names
 
 
 def test_cli_runs_from_fresh_venv_with_the_wheel(wheel, tmp_path):

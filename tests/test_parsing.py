@@ -121,3 +121,16 @@ def test_bracket_text_with_parentheses_is_one_string():
         "entity": "Ada Lin (Qerrin Institute)"
     }
     assert parse_arguments("'x', org='y'", ["a", "org"]) == {"a": "x", "org": "y"}
+
+
+@pytest.mark.parametrize("literal", ["...", "b'x'", "1j", "{1, 2}", "[..., 1]"])
+def test_non_json_literals_stay_text(literal):
+    # a real SmolLM2 run wrote getCoauthors(person_id=...): Ellipsis reached the results file
+    # and its serialiser raised, which lost the run's last batch of episodes
+    import json
+
+    from raleval.workflows.parsing import parse_arguments
+
+    args = parse_arguments(f"person_id={literal}", ["person_id"])
+    assert args == {"person_id": literal}
+    json.dumps(args)

@@ -37,7 +37,7 @@ def test_ray_shards_equal_the_single_process_run(tmp_path):
 
 
 def test_merge_is_idempotent_after_a_crash(tmp_path):
-    from raleval.runner import merge_shards
+    from raleval.app.runner import merge_shards
     from raleval.store import ResultsFile
 
     _, results = run_config(tmp_path, limit=6)

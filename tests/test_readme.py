@@ -33,7 +33,7 @@ def test_readme_main_job_flags_run(tmp_path):
     (the real local models are exercised by test_local_model.py)."""
     from typer.testing import CliRunner
 
-    from raleval.cli import app
+    from raleval.app.cli import app
 
     res = CliRunner().invoke(
         app,

@@ -53,7 +53,7 @@ def test_entry_point_group_adds_an_environment(tmp_path, monkeypatch):
     pkg = tmp_path / "thirdparty_env.py"
     pkg.write_text(
         textwrap.dedent("""
-        from raleval.envs.spec import Environment
+        from raleval.environment import Environment
         def make_env():
             return Environment([])
     """)

@@ -125,7 +125,7 @@ def test_intervals_pareto_and_robustness(runs, tmp_path):
 def test_table_command_formats(runs):
     from typer.testing import CliRunner
 
-    from raleval.cli import app
+    from raleval.app.cli import app
 
     _, good, bad = runs
     for fmt, marker in (

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from raleval.app.serve import crag_route, create_app
 from raleval.envs.crag import make_crag_env
-from raleval.serve import crag_route, create_app
 
 from .conftest import run_config
 
@@ -218,7 +218,7 @@ def test_token_is_enforced_on_every_route(env, secured):
 
 
 def test_non_loopback_bind_needs_a_token(env):
-    from raleval.serve import serve
+    from raleval.app.serve import serve
 
     with pytest.raises(ValueError, match="--token"):
         serve(env, host="0.0.0.0", port=_free_port())

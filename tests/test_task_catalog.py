@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from raleval import registry
 from raleval.analysis.scoring import score_trajectory
-from raleval.cli import app
+from raleval.app.cli import app
+from raleval.envs.scholar import families as scholar
 from raleval.records import Task
 from raleval.store import read_tasks
-from raleval.tasks import scholar
 from raleval.tasks.catalog import build_catalog, load_tasks
 
 _ENVS: dict = {}
@@ -118,7 +118,7 @@ def test_task_metric_is_scored():
 
 
 def test_read_values_are_what_a_computed_answer_reads():
-    from raleval.tasks.family import read_values
+    from raleval.families import read_values
 
     results = [{"a": [{"x": 1.25, "n": "Foo"}, {"x": 2.5, "n": "Bar"}]}, "ABCD", {"2024-01-02": 7}]
     assert read_values("max(r0['a'], key=lambda d: d['x'])['n']", results) == [
@@ -189,14 +189,14 @@ def test_template_expansion_keeps_only_well_formed_proposals(tmp_path):
 def test_template_expansion_cli_refuses_code_built_families():
     from typer.testing import CliRunner
 
-    from raleval.cli import app
+    from raleval.app.cli import app
 
     result = CliRunner().invoke(app, ["tasks", "expand", "crag-set", "--model", "scripted/abstain"])
     assert result.exit_code != 0 and "no surface templates" in result.output
 
 
 def test_grounding_evidence_uses_the_taxonomys_token_test():
-    from raleval.tasks.family import grounding_evidence
+    from raleval.families import grounding_evidence
 
     games = [{"game_id": {"0": "g-101", "1": "g-102"}, "game_date": {"0": "2024-01-13"}}]
     # "13" is inside a date, not a token of its own: the count is grounded by what it counts

@@ -1,7 +1,7 @@
 """The shared tool machinery: one declaration, three renderings, classified outcomes."""
 
+from raleval.environment import Environment, ToolSpec
 from raleval.envs.scholar.tools import PersonIdParams
-from raleval.envs.spec import Environment, ToolSpec
 from raleval.records import OutcomeKind
 
 

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from raleval import registry
+from raleval.app.runner import run_episode
 from raleval.model import Generation
 from raleval.records import AgentSpec, Task, Termination, ToolCall, Trajectory
-from raleval.runner import run_episode
 from raleval.workflows.common import WorkflowConfig
 from raleval.workflows.sandbox import check_isolation
 

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from raleval.envs.spec import Environment
+from raleval.environment import Environment
 from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
@@ -41,7 +41,7 @@ class BaselineState(TypedDict, total=False):
 def build_direct_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
     """One model call, no tools."""
     cfg = config or WorkflowConfig()
-    template = load_prompt("direct", env.name, cfg.prompt_file)
+    template = load_prompt("direct", env, cfg.prompt_file)
 
     async def answer(state: BaselineState, config: RunnableConfig) -> BaselineState:
         ep_model = episode_model(config, model)
@@ -72,7 +72,7 @@ def build_planned_graph(
 ) -> Any:
     """Plan the lookups as JSON, run them, answer from the results."""
     cfg = config or WorkflowConfig()
-    plan_template = load_prompt("planned", env.name, cfg.prompt_file)
+    plan_template = load_prompt("planned", env, cfg.prompt_file)
     answer_template = _answer_template()
     tool_list = "\n".join(f"- {t.react_signature()}: {t.description}" for t in env.tools)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from raleval.envs.spec import ToolResult
+from raleval.environment import ToolResult
 from raleval.model import GenerateRequest, Generation, Message, Model, ModelError
 from raleval.records import LLMCall, OutcomeKind, Step, Termination
 
@@ -88,17 +88,20 @@ def count_tokens(model: Model, text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def load_prompt(workflow: str, env_name: str, override: str | None = None) -> Template:
-    """The prompt template for ``workflow`` on ``env_name`` (falls back to ``default.txt``)."""
+def load_prompt(workflow: str, env: Any, override: str | None = None) -> Template:
+    """The prompt template for ``workflow`` on ``env``: a file given with ``-W prompt_file``,
+    else the environment's own (``envs/<name>/prompts/<workflow>.txt``), else the workflow's
+    ``prompts/<workflow>/default.txt``."""
     if override:
         with open(override, encoding="utf-8") as fh:
             return Template(fh.read())
-    folder = resources.files("raleval.workflows").joinpath("prompts", workflow)
-    for name in (f"{env_name}.txt", "default.txt"):
-        path = folder.joinpath(name)
-        if path.is_file():
-            return Template(path.read_text(encoding="utf-8"))
-    raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {folder}")
+    own = env.prompt_template(workflow)
+    if own is not None:
+        return Template(own)
+    path = resources.files("raleval.workflows").joinpath("prompts", workflow, "default.txt")
+    if path.is_file():
+        return Template(path.read_text(encoding="utf-8"))
+    raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {path}")
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from raleval.envs.spec import Environment
+from raleval.environment import Environment
 from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
@@ -99,7 +99,7 @@ def diversity_message(previous: list[TreeNode]) -> Message:
 def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
     """Compile the DFSDT graph for ``model`` on ``env``'s tools."""
     cfg = config or WorkflowConfig()
-    system = load_prompt("dfsdt", env.name, cfg.prompt_file).substitute(examples=examples_text(cfg))
+    system = load_prompt("dfsdt", env, cfg.prompt_file).substitute(examples=examples_text(cfg))
     schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
 
     async def step(state: DFSState, config: RunnableConfig) -> DFSState:

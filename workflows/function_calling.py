@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from raleval.envs.spec import Environment
+from raleval.environment import Environment
 from raleval.model import GenerateRequest, Generation, Model
 from raleval.records import Termination
 from raleval.registry import register_workflow
@@ -72,7 +72,7 @@ def build_function_calling_graph(
 ) -> Any:
     """Compile the native function-calling graph for ``model`` on ``env``'s tools."""
     cfg = config or WorkflowConfig()
-    system = load_prompt("function_calling", env.name, cfg.prompt_file).substitute(
+    system = load_prompt("function_calling", env, cfg.prompt_file).substitute(
         examples=examples_text(cfg)
     )
     schemas = [t.json_schema() for t in env.tools] + [FINISH_TOOL]

@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from raleval.envs.spec import Environment
+from raleval.environment import Environment
 from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
@@ -74,7 +74,7 @@ def preflight(config: WorkflowConfig) -> None:
 def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
     """Compile the PAL graph: write one program, run it once in the sandbox, answer."""
     cfg = config or WorkflowConfig()
-    template = load_prompt("pal", env.name, cfg.prompt_file)
+    template = load_prompt("pal", env, cfg.prompt_file)
     stubs = "\n".join(t.python_stub() for t in env.tools)
     limits = SandboxLimits(cpu_s=cfg.pal_cpu_s, wall_s=cfg.pal_wall_s, memory_mb=cfg.pal_memory_mb)
     code_cfg = cfg.model_copy(update={"max_tokens": max(cfg.max_tokens, cfg.pal_max_tokens)})

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from raleval.envs.spec import ToolSpec
+from raleval.environment import ToolSpec
 
 FINISH = "Finish"
 _CALL_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*([\[(])")
@@ -74,19 +74,31 @@ def _strip_quotes(value: str) -> str:
     return value
 
 
+def _plain(value: Any) -> bool:
+    """Whether a literal is plain JSON data: ``...``, bytes, complex numbers and sets are
+    Python literals too, but no tool takes them and a trajectory could not record them."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
 def _literal(node: ast.AST) -> Any:
     try:
-        return ast.literal_eval(node)
+        value = ast.literal_eval(node)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return ast.unparse(node)
+    return value if _plain(value) else ast.unparse(node)
 
 
 def _is_literal(node: ast.AST) -> bool:
     try:
-        ast.literal_eval(node)
+        return _plain(ast.literal_eval(node))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
-    return True
 
 
 def parse_arguments(inner: str, param_names: Sequence[str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from raleval.envs.spec import Environment
+from raleval.environment import Environment
 from raleval.model import Message, Model
 from raleval.records import OutcomeKind, Termination
 from raleval.registry import register_workflow
@@ -68,7 +68,7 @@ def invalid_action_message(env: Environment) -> str:
 def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
     """Compile the ReAct graph for ``model`` on ``env``'s tools."""
     cfg = config or WorkflowConfig()
-    template = load_prompt("react", env.name, cfg.prompt_file)
+    template = load_prompt("react", env, cfg.prompt_file)
     context_limit = cfg.max_context_tokens or getattr(
         model, "context_window", DEFAULT_CONTEXT_TOKENS
     )

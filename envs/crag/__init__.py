@@ -7,9 +7,9 @@ import threading
 from datetime import date, datetime
 from typing import Any
 
+from raleval.environment import Environment
 from raleval.envs.crag.tools import build_tools
 from raleval.envs.crag.world import DEFAULT_QUERY_DATE, CragWorld, generate_world
-from raleval.envs.spec import Environment
 from raleval.registry import register_env
 
 # Worlds this big are generated once into the cache (envs/crag/store.py) and reopened from it.

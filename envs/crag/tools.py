@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from raleval.environment import ToolMisuse, ToolSpec
 from raleval.envs.crag.world import BILLBOARD_ATTRIBUTES, CragWorld, price_key
-from raleval.envs.spec import ToolMisuse, ToolSpec
 
 MAX_HITS = 10
 CUTOFF = 60.0

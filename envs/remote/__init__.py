@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from pydantic import ConfigDict, create_model
 
-from raleval.envs.spec import Environment, ToolFault, ToolResult, ToolSpec
+from raleval.environment import Environment, ToolFault, ToolResult, ToolSpec
 from raleval.records import OutcomeKind
 from raleval.registry import register_env
 

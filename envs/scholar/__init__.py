@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from raleval.environment import Environment
 from raleval.envs.scholar.store import ScholarStore, load_world
 from raleval.envs.scholar.tools import build_tools
-from raleval.envs.spec import Environment
 from raleval.registry import register_env
 
 

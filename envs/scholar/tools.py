@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from raleval.environment import ToolSpec
 from raleval.envs.scholar.store import ScholarStore
-from raleval.envs.spec import ToolSpec
 
 MAX_HITS = 10
 NAME_CUTOFF = 80.0

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from raleval.envs.spec import ToolFault
+from raleval.environment import ToolFault
 from raleval.envs.wiki.page import Page
 
 USER_AGENT = "raleval/0.1 (LLM agent evaluation; https://github.com/raleval/raleval)"

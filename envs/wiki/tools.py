@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from raleval.envs.spec import Environment, ToolResult, ToolSpec
+from raleval.environment import Environment, ToolResult, ToolSpec
 from raleval.envs.wiki.page import Page, clean, title_key, truncate
 from raleval.records import OutcomeKind
 

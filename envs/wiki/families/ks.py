@@ -12,11 +12,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from raleval.envs.wiki.families.common import ScholarWorld, scholar_meta, scholar_world
+from raleval.families import SolutionMismatch, TaskFamily, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import SolutionMismatch, TaskFamily, execute_solution
-from raleval.tasks.metrics import normalize_answer
-from raleval.tasks.wiki_common import ScholarWorld, scholar_meta, scholar_world
+from raleval.text import normalize_answer
 
 
 @dataclass(frozen=True)

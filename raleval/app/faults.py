@@ -143,7 +143,7 @@ class FaultyEnvironment:
                 with attempt_ctx:
                     return await once()
         except _TransientFault as exc:
-            from raleval.envs.spec import ToolResult
+            from raleval.environment import ToolResult
 
             self.log.exhausted.add(self.task_id)
             return ToolResult(

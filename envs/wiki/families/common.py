@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from raleval.families import SolutionMismatch, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
-from raleval.tasks.family import SolutionMismatch, execute_solution
-from raleval.tasks.metrics import normalize_answer
+from raleval.text import normalize_answer
 
 
 @dataclass
@@ -184,8 +184,8 @@ def register_wiki_families(
 ) -> dict[str, Any]:
     """Register one family per description (and a set of them all); ``world(store meta)``
     gives the data the family's makers draw from."""
+    from raleval.families import TaskFamily
     from raleval.registry import register_task_family, register_task_set
-    from raleval.tasks.family import TaskFamily
 
     def generator(family: str):
         def generate(env: Any, n: int, seed: int) -> list[Task]:

@@ -198,13 +198,13 @@ def _run_one(cfg: Any, display: str) -> None:
     from rich.console import Console
 
     from raleval.analysis.summary import render_table, summarize
-    from raleval.runner import run as run_async
+    from raleval.app.runner import run as run_async
     from raleval.store import RESULTS
 
     console = Console()
     try:
         if cfg.backend == "ray":
-            from raleval.runner import run_ray
+            from raleval.app.runner import run_ray
 
             summary = run_ray(cfg)
         else:
@@ -465,9 +465,9 @@ def serve(
 ) -> None:
     """Serve an environment over HTTP: CRAG's mock-API routes, POST /tools/{name}, /docs."""
     from raleval import registry
+    from raleval.app.serve import check_bind
+    from raleval.app.serve import serve as run_server
     from raleval.config import parse_key_values
-    from raleval.serve import check_bind
-    from raleval.serve import serve as run_server
 
     try:
         check_bind(host, token)  # before building the env and printing the address

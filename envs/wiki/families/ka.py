@@ -18,8 +18,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from raleval.records import Level
-from raleval.tasks.wiki_common import (
+from raleval.envs.wiki.families.common import (
     Question,
     ScholarWorld,
     lookup,
@@ -27,6 +26,7 @@ from raleval.tasks.wiki_common import (
     scholar_world,
     search,
 )
+from raleval.records import Level
 
 
 def _paper(w: ScholarWorld, rng: random.Random) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from raleval.records import Level, Task, ToolCall
+from raleval.text import contains_tokens, normalize_answer
 
 
 @dataclass(frozen=True)
@@ -175,9 +176,6 @@ def grounding_evidence(expr: str, results: list[Any], answer: str) -> list[str] 
     """What must appear in an observation for a right ``answer`` to count as retrieved: None
     when the answer itself appears in the results; else the values the expression reads
     (a computed sum, a count, a yes/no comparison, a joined list)."""
-    from raleval.analysis.taxonomy import contains_tokens
-    from raleval.tasks.metrics import normalize_answer
-
     # the taxonomy's own test: the normalised answer, token-aligned, in a result
     shown = normalize_answer(json.dumps(results, ensure_ascii=False, default=str)).split()
     yes_no = answer.strip().lower() in ("yes", "no")

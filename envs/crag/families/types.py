@@ -16,9 +16,9 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from raleval.envs.crag.world import price_key
+from raleval.families import TaskFamily, grounding_evidence, verified_results
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily, grounding_evidence, verified_results
 
 INVALID = "invalid question"
 Built = tuple[str, list[ToolCall], str, Any, str] | None  # question, calls, expr, truth, metric
@@ -722,7 +722,7 @@ def _generator(family: str):
     qtype, level, builders = TYPES[family]
 
     def generate(env: Any, n: int, seed: int) -> list[Task]:
-        from raleval.tasks.crag import PopularityQuota, popularity_by_name
+        from raleval.envs.crag.families.simple import PopularityQuota, popularity_by_name
 
         world = env.world
         rng = random.Random(f"{family}/{seed}")

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from raleval.families import SolutionMismatch, TaskFamily, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import SolutionMismatch, TaskFamily, execute_solution
 
 # (domain, question template, dynamism, builder(world, rng, as_of) -> (fill, calls, gold) | None)
 Builder = Callable[

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from raleval import __version__, registry
+from raleval.app.faults import FaultLog, FaultyEnvironment, FaultyModel, RetryingModel
 from raleval.config import ConfigError, RunConfig, redact
-from raleval.faults import FaultLog, FaultyEnvironment, FaultyModel, RetryingModel
 from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
 from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
 from raleval.store import (
@@ -352,7 +352,7 @@ async def run(
 ) -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
     from raleval.analysis.scoring import score_trajectory
-    from raleval.progress import make_progress
+    from raleval.app.progress import make_progress
 
     model = _resolve_model(config)  # first, so a bad model name fails before any world loads
     env, tasks, builder, wf_config = _prepare(config)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from raleval.families import TaskFamily, grounding_evidence, verified_results
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
-from raleval.tasks.family import TaskFamily, grounding_evidence, verified_results
 
 
 class _Ctx:

@@ -17,8 +17,8 @@ import random
 from collections.abc import Callable
 
 from raleval.envs.wiki.concepts import ROOTS, Concept, ConceptWorld, concept_world
+from raleval.envs.wiki.families.common import Question, register_wiki_families, search
 from raleval.records import Level
-from raleval.tasks.wiki_common import Question, register_wiki_families, search
 
 
 def _yn(v: bool) -> str:

@@ -24,7 +24,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import create_model
 
-from raleval.envs.spec import Environment, ToolResult, ToolSpec
+from raleval.environment import Environment, ToolResult, ToolSpec
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 10_000

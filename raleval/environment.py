@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import sys
 import time
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -156,6 +158,9 @@ class Environment:
     """
 
     name: str = "env"
+    description: str = ""
+    # The task set ``raleval run --env <name>`` runs when no --tasks is given.
+    default_tasks: str | None = None
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = list(tools)
@@ -164,6 +169,18 @@ class Environment:
     def session(self, task: Any = None) -> Environment:
         """The environment one episode talks to."""
         return self
+
+    def prompt_template(self, workflow: str) -> str | None:
+        """This environment's prompt for ``workflow``: ``prompts/<workflow>.txt`` in the
+        package that defines the environment's class, or None (the workflow's default)."""
+        package = sys.modules[type(self).__module__].__package__
+        if not package:
+            return None
+        try:
+            path = resources.files(package).joinpath("prompts", f"{workflow}.txt")
+        except ModuleNotFoundError:
+            return None
+        return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def tool(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
