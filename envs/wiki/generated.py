@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from raleval import registry
 from raleval.envs.wiki.store import WikiStore, write_store
 
 # Bump when the rendering changes: cached stores are keyed by it.
@@ -172,21 +173,25 @@ def generated_store_path(world: str, size: str, seed: int) -> Path:
     return cache_dir() / "wiki" / f"{world}-pages-v{PAGES_VERSION}-{size}-s{seed}.sqlite"
 
 
+def scholar_store(size: str, seed: int) -> Any:
+    """The scholar world's store, reached through the registry: the wiki environment reads
+    the scholar world's records but does not import its package (each domain in its folder)."""
+    return registry.envs.get("scholar")(size=size, seed=seed).store
+
+
 def generated_store(world: str = "scholar", size: str = "small", seed: int = 0) -> WikiStore:
     """The encyclopedia of a generated world, rendered into the cache on first use."""
     if world != "scholar":
         raise ValueError(f"no generated encyclopedia for world {world!r}; choose 'scholar'")
-    from raleval.envs.scholar.store import load_world, world_path
-
     path = generated_store_path(world, size, seed)
     if not path.exists():
-        source = load_world(size, seed)
+        source = scholar_store(size, seed)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         meta = {
             "world": world,
             "size": size,
             "seed": str(seed),
-            "world_file": world_path(size, seed).name,
+            "world_file": source.path.name,
         }
         write_store(tmp, world_pages(source, seed), meta).close()
         tmp.replace(path)

@@ -29,10 +29,9 @@ class ScholarWorld:
 
 @lru_cache(maxsize=4)
 def scholar_world(size: str, seed: int) -> ScholarWorld:
-    from raleval.envs.scholar.store import load_world
-    from raleval.envs.wiki.generated import paper_titles, person_titles
+    from raleval.envs.wiki.generated import paper_titles, person_titles, scholar_store
 
-    store = load_world(size, seed)
+    store = scholar_store(size, seed)
     titles = person_titles(store)
     pages = paper_titles(store, titles)
     people: dict[int, dict[str, Any]] = {}
