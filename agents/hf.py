@@ -11,13 +11,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from raleval.model import GenerateRequest, Generation, ModelError, apply_stop
+from raleval.model import (
+    Capabilities,
+    GenerateRequest,
+    Generation,
+    ModelBase,
+    ModelError,
+    apply_stop,
+)
 from raleval.registry import register_model_provider
 
 INSTALL_HINT = 'pip install "raleval[torch]"'
 
 
-class HFModel:
+class HFModel(ModelBase):
     """A causal LM loaded with transformers; generation runs in a worker thread."""
 
     def __init__(
@@ -33,7 +40,7 @@ class HFModel:
         self.name = f"hf/{path}"
         self.endpoint = self.name
         self.max_length = max_length
-        self.context_window = max_length
+        self.capabilities = Capabilities(context_window=max_length)
         self._torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = AutoModelForCausalLM.from_pretrained(

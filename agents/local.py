@@ -333,10 +333,10 @@ def make_local_model(
         base_url=server.base_url,
         name=f"local/{name}",
         context_window=ctx,
+        # More episodes in flight than server slots would evict each other's prompt cache,
+        # so every ReAct step would prefill the whole scratchpad again.
+        max_concurrency=int(parallel),
         **options,
     )
     model.endpoint = f"local/{name}"
-    # More episodes in flight than server slots would evict each other's prompt cache, so
-    # every ReAct step would prefill the whole scratchpad again.
-    model.max_concurrency = int(parallel)
     return model

@@ -34,7 +34,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from raleval.model import GenerateRequest, Generation, Message, ModelError
+from raleval.model import Capabilities, GenerateRequest, Generation, Message, ModelBase, ModelError
 from raleval.records import ToolCall
 from raleval.registry import register_model_provider
 from raleval.toolcalls import tool_calls_from_content
@@ -137,7 +137,7 @@ def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAICompatibleModel:
+class OpenAICompatibleModel(ModelBase):
     """A chat-completions endpoint. ``extra_body`` passes server-specific fields."""
 
     def __init__(
@@ -151,6 +151,7 @@ class OpenAICompatibleModel:
         extra_body: dict[str, Any] | None = None,
         context_window: int | None = None,
         prefill: bool = False,
+        max_concurrency: int | None = None,
         name: str | None = None,
         backoff_initial_s: float = 1.0,
         backoff_max_s: float = 30.0,
@@ -170,11 +171,12 @@ class OpenAICompatibleModel:
         # a session and a semaphore per event loop (both belong to the loop that made them)
         self._per_loop: dict[int, _PerLoop] = {}
         self.max_retries = max_retries
-        # The server continues a final assistant message instead of starting a new turn.
-        self.supports_prefill = prefill
+        self.capabilities = Capabilities(
+            prefill=bool(prefill),
+            context_window=int(context_window) if context_window else None,
+            max_concurrency=int(max_concurrency) if max_concurrency else None,
+        )
         self.extra_body = dict(extra_body or {})
-        if context_window:
-            self.context_window = context_window
         self._limit = max_connections
         self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s)
         self.retries_used = 0

@@ -17,7 +17,14 @@ import json
 import re
 from typing import Any
 
-from raleval.model import GenerateRequest, Generation, ModelError, apply_stop
+from raleval.model import (
+    Capabilities,
+    GenerateRequest,
+    Generation,
+    ModelBase,
+    ModelError,
+    apply_stop,
+)
 from raleval.records import Task, ToolCall
 from raleval.registry import register_model_provider
 
@@ -28,10 +35,11 @@ def _estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-class ScriptedModel:
+class ScriptedModel(ModelBase):
     """Base: subclasses produce the raw text for a prompt; stop sequences apply as on a server."""
 
     endpoint = "scripted"
+    capabilities = Capabilities(cacheable=False)
 
     def __init__(self, name: str) -> None:
         self.name = f"scripted/{name}"

@@ -10,7 +10,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from raleval.model import GenerateRequest, Generation, ModelError, apply_stop
+from raleval.model import (
+    GenerateRequest,
+    Generation,
+    ModelBase,
+    ModelError,
+    apply_stop,
+)
 from raleval.registry import register_model_provider
 
 INSTALL_HINT = 'pip install "raleval[vllm]" (needs a CUDA GPU)'
@@ -54,7 +60,7 @@ class RequestBatcher:
                 fut.set_result(gen)
 
 
-class VLLMModel:
+class VLLMModel(ModelBase):
     def __init__(self, model: str, batch_window_s: float = 0.01, **engine_options: Any) -> None:
         try:
             from vllm import LLM, SamplingParams

@@ -49,16 +49,68 @@ class ModelError(Exception):
         self.cause = cause
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model declares about itself; workflows and the runner read these fields and
+    never probe a model for attributes."""
+
+    # The server continues a final assistant message instead of starting a new turn
+    # (llama.cpp; vLLM with continue_final_message): ReAct's "auto" layout uses it.
+    prefill: bool = False
+    # Tokens one request may hold (prompt and reply); None: the workflow's default budget.
+    context_window: int | None = None
+    # Episodes it serves well at once (llama.cpp slots); None: no limit of its own.
+    max_concurrency: int | None = None
+    # Replies may be kept in the response cache (scripted models cost nothing to ask again
+    # and are the cache's own test subjects).
+    cacheable: bool = True
+
+
 @runtime_checkable
 class Model(Protocol):
-    """Anything with a name and one async ``generate``."""
+    """A model: a name, its capabilities, and one async ``generate``; the per-episode and
+    lifecycle hooks have defaults in :class:`ModelBase`."""
 
     name: str
+    capabilities: Capabilities
 
     async def generate(self, request: GenerateRequest) -> Generation: ...
 
+    def count_tokens(self, text: str) -> int: ...
 
-class ModelWrapper:
+    def for_episode(self, task: Any, env: Any, workflow: Any) -> Model: ...
+
+    def with_epoch(self, epoch: int) -> Model: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ModelBase:
+    """Defaults for everything but ``generate``: providers subclass it."""
+
+    name: str = "model"
+    capabilities: Capabilities = Capabilities()
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        raise NotImplementedError
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text``: the model's own tokenizer where it has one, else ~4 chars each."""
+        return (len(text) + 3) // 4
+
+    def for_episode(self, task: Any, env: Any, workflow: Any) -> Model:
+        """The model one episode talks to (scripted models bind to their task here)."""
+        return self
+
+    def with_epoch(self, epoch: int) -> Model:
+        """The model for repeat ``epoch`` of a task (an uncached model is the same model)."""
+        return self
+
+    async def aclose(self) -> None:
+        """Release connections inside the event loop that opened them."""
+
+
+class ModelWrapper(ModelBase):
     """Base of models that wrap another (caching, concurrency limits): attributes the wrapper
     does not define come from the wrapped model, and a model bound to one episode
     (``for_episode``, as scripted models are) is wrapped the same way."""
@@ -66,6 +118,7 @@ class ModelWrapper:
     def __init__(self, model: Any) -> None:
         self._model = model
         self.name = model.name
+        self.capabilities = model.capabilities
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self._model, item)
@@ -77,10 +130,19 @@ class ModelWrapper:
         clone._model, clone.name = inner, inner.name
         return clone
 
-    def for_episode(self, task: Any, env: Any, workflow: str) -> Any:
-        if not hasattr(self._model, "for_episode"):
-            return self
-        return self.rewrap(self._model.for_episode(task, env, workflow))
+    def count_tokens(self, text: str) -> int:
+        return self._model.count_tokens(text)
+
+    def for_episode(self, task: Any, env: Any, workflow: Any) -> Model:
+        inner = self._model.for_episode(task, env, workflow)
+        return self if inner is self._model else self.rewrap(inner)
+
+    def with_epoch(self, epoch: int) -> Model:
+        inner = self._model.with_epoch(epoch)
+        return self if inner is self._model else self.rewrap(inner)
+
+    async def aclose(self) -> None:
+        await self._model.aclose()
 
     async def generate(self, request: GenerateRequest) -> Generation:
         return await self._model.generate(request)

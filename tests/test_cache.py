@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from raleval.app.cli import app
 from raleval.cache import CachedModel, ResponseCache, request_key
-from raleval.model import GenerateRequest, Generation, Message, ModelError
+from raleval.model import GenerateRequest, Generation, Message, ModelBase, ModelError
 from raleval.records import ToolCall
 
 from .stub_openai import StubServer
@@ -17,7 +17,7 @@ from .stub_openai import StubServer
 REQ = GenerateRequest(messages=(Message("user", "hi"),), max_tokens=5)
 
 
-class Counting:
+class Counting(ModelBase):
     name = "counting/x"
 
     def __init__(self, replies):

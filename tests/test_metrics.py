@@ -4,7 +4,7 @@ and the optional LLM judge (a fake model, counted, so caching is visible)."""
 import pytest
 
 from raleval import registry
-from raleval.model import Generation
+from raleval.model import Generation, ModelBase
 from raleval.tasks.judge import LLMJudge, parse_verdict
 from raleval.tasks.metrics import (
     crag_score,
@@ -152,7 +152,7 @@ def test_parse_verdict(text, score):
     assert parse_verdict(text) == score
 
 
-class _FakeJudge:
+class _FakeJudge(ModelBase):
     calls = 0
 
     def __init__(self, name, reply="1"):

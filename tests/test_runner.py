@@ -5,6 +5,7 @@ import json
 import pytest
 
 from raleval.config import ConfigError
+from raleval.model import Capabilities, ModelBase
 from raleval.records import ErrorType, OutcomeKind, Termination
 from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks
 
@@ -35,13 +36,14 @@ def test_function_calling_oracle_reaches_f1_one(tmp_path):
     assert r.error_type is ErrorType.EM
 
 
-class CapturingModel:
+class CapturingModel(ModelBase):
     """A model that records each request and answers from a fixed list."""
 
     name = "capture"
 
     def __init__(self, replies, prefill):
-        self.replies, self.requests, self.supports_prefill = list(replies), [], prefill
+        self.replies, self.requests = list(replies), []
+        self.capabilities = Capabilities(prefill=prefill)
 
     async def generate(self, request):
         from raleval.model import Generation

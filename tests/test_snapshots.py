@@ -10,7 +10,7 @@ import asyncio
 import json
 import os
 
-from raleval.model import Generation
+from raleval.model import Generation, ModelBase
 from raleval.records import ToolCall
 from raleval.workflows.common import EpisodeRecord
 from raleval.workflows.dfsdt import build_dfsdt_graph
@@ -42,7 +42,7 @@ def test_react_episode_snapshot(tmp_path):
     check_snapshot("react_episode.txt", "\n".join(lines) + "\n")
 
 
-class Scripted:
+class Scripted(ModelBase):
     name = "scripted-dfsdt"
 
     def __init__(self, outputs):

@@ -10,6 +10,7 @@ from raleval import registry
 from raleval.analysis.scoring import score_trajectory
 from raleval.app.cli import app
 from raleval.envs.scholar import families as scholar
+from raleval.model import ModelBase
 from raleval.records import Task
 from raleval.store import read_tasks
 from raleval.tasks.catalog import build_catalog, load_tasks
@@ -168,7 +169,7 @@ def test_template_expansion_keeps_only_well_formed_proposals(tmp_path):
         "same as the template", "placeholders differ", "not a question", "duplicate",
     ]  # fmt: skip
 
-    class Paraphraser:  # a model that answers every template with two lines
+    class Paraphraser(ModelBase):  # a model that answers every template with two lines
         async def generate(self, request):
             assert "{name}" in request.messages[0].content
             return Generation(text="Who employs {name}?\nWhere does {name} work today?")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from raleval import registry
 from raleval.app.runner import run_episode
-from raleval.model import Generation
+from raleval.model import Generation, ModelBase
 from raleval.records import AgentSpec, Task, Termination, ToolCall, Trajectory
 from raleval.workflows.common import WorkflowConfig
 from raleval.workflows.sandbox import check_isolation
@@ -64,7 +64,7 @@ generations = st.builds(
 )
 
 
-class FuzzModel:
+class FuzzModel(ModelBase):
     name = "fuzz"
 
     def __init__(self, outputs: list[Generation]) -> None:

@@ -82,10 +82,7 @@ def episode_env(config: Any, default: Any) -> Any:
 
 def count_tokens(model: Model, text: str) -> int:
     """Tokens of ``text`` with the model's own tokenizer where it has one, else ~4 chars/token."""
-    counter = getattr(model, "count_tokens", None)
-    if counter is not None:
-        return int(counter(text))
-    return (len(text) + 3) // 4
+    return int(model.count_tokens(text))
 
 
 def load_prompt(workflow: str, env: Any, override: str | None = None) -> Template:

@@ -76,8 +76,8 @@ def build_function_calling_graph(
         examples=examples_text(cfg)
     )
     schemas = [t.json_schema() for t in env.tools] + [FINISH_TOOL]
-    context_limit = cfg.max_context_tokens or getattr(
-        model, "context_window", DEFAULT_CONTEXT_TOKENS
+    context_limit = (
+        cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
 
     async def agent(state: FCState, config: RunnableConfig) -> FCState:

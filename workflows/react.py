@@ -69,8 +69,8 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
     """Compile the ReAct graph for ``model`` on ``env``'s tools."""
     cfg = config or WorkflowConfig()
     template = load_prompt("react", env, cfg.prompt_file)
-    context_limit = cfg.max_context_tokens or getattr(
-        model, "context_window", DEFAULT_CONTEXT_TOKENS
+    context_limit = (
+        cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
     invalid_msg = invalid_action_message(env)
 
@@ -83,7 +83,7 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
         ).rstrip()
 
     prefill = cfg.react_layout == "prefill" or (
-        cfg.react_layout == "auto" and getattr(model, "supports_prefill", False)
+        cfg.react_layout == "auto" and model.capabilities.prefill
     )
 
     def messages_for(head: str, pad: str) -> tuple[Message, ...]:

@@ -176,11 +176,7 @@ class FaultyModel(ModelWrapper):
         self.task_id, self._calls, self._slow_s = task_id, 0, slow_s
 
     def for_episode(self, task: Any, env: Any, workflow: str) -> Any:
-        inner = (
-            self._model.for_episode(task, env, workflow)
-            if hasattr(self._model, "for_episode")
-            else self._model
-        )
+        inner = self._model.for_episode(task, env, workflow)
         return FaultyModel(
             inner, self.rate, self.seed, self.log, task.id, self._slow_s, self.persist
         )

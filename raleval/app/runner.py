@@ -143,14 +143,10 @@ async def run_episode(
     started_at = datetime.now(timezone.utc)
     rec = EpisodeRecord()
     try:
-        if epoch and hasattr(model, "with_epoch"):
+        if epoch:
             model = model.with_epoch(epoch)
         session = wrap_session(env.session(task), task)
-        episode_model = (
-            model.for_episode(task, session, agent.workflow)
-            if hasattr(model, "for_episode")
-            else model
-        )
+        episode_model = model.for_episode(task, session, agent.workflow)
         if graph is None:
             graph = builder(episode_model, session, wf_config)
         await asyncio.wait_for(
@@ -384,7 +380,7 @@ async def run(
         )
     cache = None
     # Scripted models cost nothing and are the cache's own test subjects: never cached.
-    if config.cache and not model.name.startswith("scripted/"):
+    if config.cache and model.capabilities.cacheable:
         from raleval.cache import CachedModel, ResponseCache, default_cache_path
 
         cache = ResponseCache(config.cache_path or default_cache_path())
@@ -441,7 +437,7 @@ async def run(
     with progress, _long_lived_heap():
         n_workers = min(config.max_connections, max(1, len(pending)))
         # A model may know how many episodes it serves well at once (llama.cpp slots).
-        n_workers = min(n_workers, getattr(model, "max_concurrency", None) or n_workers)
+        n_workers = min(n_workers, model.capabilities.max_concurrency or n_workers)
         workers.extend(asyncio.ensure_future(worker()) for _ in range(n_workers))
         try:
             await asyncio.gather(*workers, return_exceptions=False)
@@ -457,9 +453,7 @@ async def run(
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cache is not None:
         cache.close()
-    aclose = getattr(model, "aclose", None)
-    if aclose is not None:  # release HTTP connections inside the loop that opened them
-        await aclose()
+    await model.aclose()  # release HTTP connections inside the loop that opened them
     return RunSummary(
         run_dir=run_dir,
         total=len(selected) * config.epochs,
