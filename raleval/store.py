@@ -11,6 +11,8 @@ import asyncio
 import json
 import os
 import threading
+import warnings
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -58,7 +60,20 @@ def read_tasks(path: Path) -> list[Task]:
             tasks.append(Task.model_validate_json(line))
         except ValidationError as exc:
             raise RecordFileError(f"{path}:{lineno}: invalid task: {_describe(exc)}") from exc
+    inferred = Counter(t.answer_type.value for t in tasks if t.answer_type_inferred)
+    if inferred:
+        mix = ", ".join(f"{k}: {v}" for k, v in sorted(inferred.items()))
+        warnings.warn(
+            f"{path}: {sum(inferred.values())} task(s) have no answer_type (written before answer "
+            f"types); inferred {mix}",
+            AnswerTypeInferredWarning,
+            stacklevel=2,
+        )
     return tasks
+
+
+class AnswerTypeInferredWarning(UserWarning):
+    """A task file older than answer types was read; the types were inferred."""
 
 
 def write_tasks(path: Path, tasks: Iterable[Task]) -> None:
