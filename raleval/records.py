@@ -10,7 +10,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from raleval.answers import AnswerType, infer_answer_type, list_elements
 
@@ -122,7 +122,6 @@ class Task(Record):
     answer_type: AnswerType | None = None
     # For a list answer: one entry per gold element, each the element's aliases.
     elements: list[list[str]] | None = None
-    _answer_type_inferred: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
     def _fill_answer_type(self) -> Task:
@@ -130,15 +129,9 @@ class Task(Record):
             self.answer_type = infer_answer_type(
                 self.question, self.answers, self.metric, self.tags.question_type
             )
-            self._answer_type_inferred = True
         if self.answer_type is AnswerType.list and not self.elements:
             self.elements = list_elements(self.answers)
         return self
-
-    @property
-    def answer_type_inferred(self) -> bool:
-        """Whether the answer type was inferred because the record had none."""
-        return self._answer_type_inferred
 
 
 class AgentSpec(Record):

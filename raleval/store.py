@@ -53,14 +53,17 @@ def read_tasks(path: Path) -> list[Task]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordFileError(f"cannot read task file {path}: {exc}") from exc
+    inferred: Counter[str] = Counter()
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            tasks.append(Task.model_validate_json(line))
+            task = Task.model_validate_json(line)
+            tasks.append(task)
+            if '"answer_type"' not in line:  # written before answer types: it was inferred
+                inferred[task.answer_type.value] += 1
         except ValidationError as exc:
             raise RecordFileError(f"{path}:{lineno}: invalid task: {_describe(exc)}") from exc
-    inferred = Counter(t.answer_type.value for t in tasks if t.answer_type_inferred)
     if inferred:
         mix = ", ".join(f"{k}: {v}" for k, v in sorted(inferred.items()))
         warnings.warn(

@@ -10,8 +10,9 @@ Rules per answer type, each with its source:
 type               correct when (score)
 =================  ===========================================================================
 entity             the normalised answer equals a gold alias (SQuAD EM), or contains one as a
-                   whole token run and names nothing else (no "," ";" "/" "&" "and" "or" left
-                   beside it): CRAG's rubric accepts "a concise correct summary" but not a
+                   whole token run that is not part of a longer name (no capitalised word
+                   right beside it) and names nothing else (no "," ";" "/" "&" "and" "or"
+                   left): CRAG's rubric accepts "a concise correct summary" but not a
                    different entity of the same shape, so token F1 >= 0.5 is not enough.
                    (score: 1/0)
 list               every gold element is named and nothing else: set precision and recall over
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import AnswerType, list_elements
+from raleval.registry import register_metric
 from raleval.tasks.metrics import (
     exact_match,
     f1_score,
@@ -218,6 +220,7 @@ def gpt2_tokens(text: str) -> list[int]:
     return _gpt2_tokenizer().encode(text, add_special_tokens=False).ids
 
 
+@register_metric("relaxed_f1")
 def relaxed_f1(prediction: str | None, golds: Sequence[str]) -> float:
     """R-Eval's relaxed F1 (appendix, "token match rate"): prediction and gold are tokenised
     with GPT-2's tokenizer, a prediction token counts when the gold has the same token at the
@@ -237,6 +240,15 @@ def relaxed_f1(prediction: str | None, golds: Sequence[str]) -> float:
             p, r = same / len(pred), same / len(ref)
             best = max(best, 2 * p * r / (p + r))
     return best
+
+
+register_metric("relaxed")(relaxed_f1)
+
+
+@register_metric("correct")
+def correct_entity(prediction: str | None, golds: Sequence[str]) -> float:
+    """1.0 when the answer matches a gold alias as an entity (see :func:`entity_match`)."""
+    return float(entity_match(prediction, golds))
 
 
 # --- value parsers ----------------------------------------------------------------------------
@@ -407,9 +419,10 @@ _TOKEN = re.compile(r"[^\W_]+|[,;/&]")
 _ARTICLES = {"a", "an", "the"}
 
 
-def _tokens(text: str) -> list[str]:
-    """Lower-cased word tokens with list separators kept, articles dropped."""
-    return [t for t in _TOKEN.findall(_apostrophes(text).lower()) if t not in _ARTICLES]
+def _tokens(text: str, lower: bool = True) -> list[str]:
+    """Word tokens with list separators kept, articles dropped."""
+    found = _TOKEN.findall(_apostrophes(text))
+    return [t.lower() if lower else t for t in found if t.lower() not in _ARTICLES]
 
 
 def entity_match(prediction: str | None, aliases: Sequence[str]) -> bool:
@@ -419,17 +432,23 @@ def entity_match(prediction: str | None, aliases: Sequence[str]) -> bool:
         return False
     if exact_match(prediction, aliases):
         return True
-    pred = _tokens(prediction)
+    cased = _tokens(prediction, lower=False)
+    pred = [t.lower() for t in cased]
     for alias in aliases:
         want = [t for t in _tokens(alias) if t not in _SEPARATORS or t in ("and", "&")]
         n = len(want)
         if n == 0:
             continue
         for i in range(len(pred) - n + 1):
-            if pred[i : i + n] == want:
-                rest = pred[:i] + pred[i + n :]
-                if not any(t in _SEPARATORS for t in rest):
-                    return True
+            if pred[i : i + n] != want:
+                continue
+            rest = pred[:i] + pred[i + n :]
+            # part of a longer name ("Ada Lin" for gold "Ada", "Peking University ...")
+            beside = [cased[j] for j in (i - 1, i + n) if 0 <= j < len(cased)]
+            if any(t[:1].isupper() for t in beside):
+                continue
+            if not any(t in _SEPARATORS for t in rest):
+                return True
     return False
 
 
