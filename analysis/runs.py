@@ -46,6 +46,27 @@ class Run:
         return self.path.name
 
 
+def verdict_changes(
+    before: list[tuple[object, str | None, float | None]], after: list[Trajectory]
+) -> list[str]:
+    """One line per episode whose label or correctness differs between ``before`` (stored
+    ``(error_type, error_cause, scores["correct"])`` per episode, in order) and the re-graded
+    ``after``. A run scored before answer types has no stored ``correct``: EM and AM were its
+    correct labels."""
+    lines = []
+    for (label, cause, correct), t in zip(before, after, strict=True):
+        old_label = getattr(label, "value", label)
+        was = bool(correct) if correct is not None else old_label in ("EM", "AM")
+        now = bool(t.scores.get("correct"))
+        new_label = t.error_type.value if t.error_type else None
+        if old_label != new_label or was != now:
+            lines.append(
+                f"{t.task_id} epoch {t.epoch}: {old_label} ({cause}) -> {new_label} "
+                f"({t.error_cause}); correct {was} -> {now}; answer {t.answer!r:.60}"
+            )
+    return lines
+
+
 def load_run(path: Path) -> Run:
     if not (path / RESULTS).exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")

@@ -35,7 +35,7 @@ _INT = re.compile(r"^\s*\d[\d,]*\s*$")
 _NUMBER = re.compile(r"^\s*[-+]?[$€£¥]?\s*\d[\d,]*(\.\d+)?\s*(%|[a-zA-Z]{1,12})?\s*$")
 _ISO_DATE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2})?)?\s*$")
 _YES_NO = {"yes", "no", "true", "false"}
-_COUNT_Q = re.compile(r"^\s*how many\b|\bnumber of\b|\bcount\b", re.IGNORECASE)
+_COUNT_Q = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.IGNORECASE)
 _YEAR_Q = re.compile(r"\b(which|what|in what) year\b|^\s*when\b|\byear\b", re.IGNORECASE)
 
 

@@ -643,3 +643,37 @@ def grade_task(
         grammar=grammar,
         free_text_threshold=free_text_threshold,
     )
+
+
+def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool) -> str:
+    """What ``raleval grade`` prints: for ``list`` each gold is a JSON array of elements (an
+    element may itself be an array of aliases); otherwise the golds are aliases."""
+    try:
+        kind = AnswerType(answer_type)
+    except ValueError:
+        kinds = ", ".join(k.value for k in AnswerType)
+        raise ValueError(f"unknown answer type {answer_type!r}; choose one of {kinds}") from None
+    elements = None
+    if kind is AnswerType.list:
+        elements = []
+        for g in golds:
+            try:
+                items = json.loads(g)
+            except json.JSONDecodeError:
+                raise ValueError(f"--type list takes the gold as a JSON array, got {g!r}") from None
+            if not isinstance(items, list):
+                raise ValueError(f"--type list takes the gold as a JSON array, got {g!r}")
+            elements += [[str(a) for a in x] if isinstance(x, list) else [str(x)] for x in items]
+        golds = [", ".join(e[0] for e in elements)]
+    verdict = grade(answer, list(golds), kind, elements=elements)
+    if as_json:
+        return json.dumps(verdict.to_dict(), sort_keys=True)
+    lines = [
+        f"{'correct' if verdict.correct else 'not correct'} ({verdict.answer_type}); "
+        f"score {verdict.score:.3f}",
+        *(f"  {w}" for w in verdict.explanation),
+        f"  abstained: {verdict.abstained}; says invalid premise: {verdict.claims_invalid}",
+        f"  CRAG: {verdict.crag}; F1 {verdict.f1:.3f}; EM {verdict.em:.0f}; "
+        f"relaxed F1 {verdict.relaxed_f1:.3f}",
+    ]
+    return "\n".join(lines)
