@@ -94,6 +94,9 @@ _CONTINUATIONS = (
     "at",
     "for",
     "yet",
+    "this",
+    "that",
+    "it",
 )
 DEFAULT_ABSTAIN = (
     r"i (?:really )?(?:do not|don't|dont) know",
