@@ -251,7 +251,8 @@ def score(
     threshold: Annotated[
         float,
         typer.Option(
-            envvar="RALEVAL_THRESHOLD", help="F1 at or above which an answer matches (R-Eval: 0.05)"
+            envvar="RALEVAL_THRESHOLD",
+            help="F1 at or above which a free-text answer is correct (R-Eval: 0.05)",
         ),
     ] = 0.5,
 ) -> None:
