@@ -46,6 +46,27 @@ class Run:
         return self.path.name
 
 
+def verdict_changes(
+    before: list[tuple[object, str | None, float | None]], after: list[Trajectory]
+) -> list[str]:
+    """One line per episode whose label or correctness differs between ``before`` (stored
+    ``(error_type, error_cause, scores["correct"])`` per episode, in order) and the re-graded
+    ``after``. A run scored before answer types has no stored ``correct``: EM and AM were its
+    correct labels."""
+    lines = []
+    for (label, cause, correct), t in zip(before, after, strict=True):
+        old_label = getattr(label, "value", label)
+        was = bool(correct) if correct is not None else old_label in ("EM", "AM")
+        now = bool(t.scores.get("correct"))
+        new_label = t.error_type.value if t.error_type else None
+        if old_label != new_label or was != now:
+            lines.append(
+                f"{t.task_id} epoch {t.epoch}: {old_label} ({cause}) -> {new_label} "
+                f"({t.error_cause}); correct {was} -> {now}; answer {t.answer!r:.60}"
+            )
+    return lines
+
+
 def load_run(path: Path) -> Run:
     if not (path / RESULTS).exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
@@ -226,53 +247,48 @@ CRAG_SLICES = ("domain", "question_type", "popularity", "dynamism")
 def crag_slices(run: Run) -> dict[str, dict[str, dict[str, float]]]:
     """slice -> value -> {accuracy, hallucination, missing, score, n} (CRAG's three-way).
 
-    accurate = exact match; missing = an abstention; everything else is a hallucination;
-    score = accuracy - hallucination.
+    Read from each episode's stored verdict (``scores["crag"]``, graded by the task's answer
+    type in ``raleval.analysis.scoring``), the same one the overall score uses, so every
+    slicing adds back up to it.
     """
-    out: dict[str, dict[str, list[str]]] = {s: defaultdict(list) for s in CRAG_SLICES}
-    for t in run.results:
-        task = run.tasks.get(t.task_id)
-        if not task:
-            continue
-        verdict = (
-            "accurate"
-            if t.scores.get("em", 0.0) >= 1.0
-            else "missing"
-            if t.scores.get("missing", 0.0) >= 1.0
-            else "hallucinated"
-        )
-        values = {
-            "domain": task.domain,
-            "question_type": task.tags.question_type,
-            "popularity": task.tags.popularity,
-            "dynamism": task.tags.dynamism,
-        }
-        for s, v in values.items():
-            if v:
-                out[s][v].append(verdict)
+    from raleval.analysis.scoring import aggregate
+
+    def slicer(s: str):
+        def key(t: Trajectory) -> str | None:
+            task = run.tasks.get(t.task_id)
+            if task is None:
+                return None
+            return {
+                "domain": task.domain,
+                "question_type": task.tags.question_type,
+                "popularity": task.tags.popularity,
+                "dynamism": task.tags.dynamism,
+            }[s]
+
+        return key
+
     result: dict[str, dict[str, dict[str, float]]] = {}
-    for s, groups in out.items():
-        result[s] = {}
-        for v, verdicts in sorted(groups.items()):
-            n = len(verdicts)
-            acc = verdicts.count("accurate") / n
-            hal = verdicts.count("hallucinated") / n
-            result[s][v] = {
-                "n": n,
-                "accuracy": acc,
-                "hallucination": hal,
-                "missing": verdicts.count("missing") / n,
-                "score": acc - hal,
+    for s in CRAG_SLICES:
+        result[s] = {
+            v: {
+                "n": a.n,
+                "accuracy": a.correct,
+                "hallucination": a.hallucination,
+                "missing": a.missing,
+                "score": a.crag_score,
             }
+            for v, a in aggregate(run.results, slicer(s)).items()
+        }
     return result
 
 
-def pass_at_k(run: Run, threshold: float = 0.5) -> dict[str, float] | None:
-    """pass@k (some epoch matched) and pass^k (every epoch matched) over tasks, where k is the
-    number of epochs each task ran; ``None`` for a single-epoch run."""
+def pass_at_k(run: Run) -> dict[str, float] | None:
+    """pass@k (some epoch correct) and pass^k (every epoch correct) over tasks, where k is the
+    number of epochs each task ran; ``None`` for a single-epoch run. Correct is the stored
+    per-episode verdict."""
     by_task: dict[str, list[bool]] = defaultdict(list)
     for t in run.results:
-        by_task[t.task_id].append(t.scores.get("f1", 0.0) >= threshold)
+        by_task[t.task_id].append(t.scores.get("correct", 0.0) >= 1.0)
     if not by_task:
         return None
     k = min(len(v) for v in by_task.values())

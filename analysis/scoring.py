@@ -1,54 +1,139 @@
-"""Scores and error labels of a stored trajectory: pure, no model or tool call."""
+"""Scores and error labels of a stored trajectory: pure, no model or tool call.
+
+One scoring path: :func:`score_trajectory` grades the answer once by the task's type
+(``raleval.tasks.grading``) and stores the verdict in ``traj.scores``; every table (overall,
+family, level, CRAG type/domain/popularity/dynamism) aggregates those stored numbers through
+:func:`aggregate`, so slices always add up to the overall score.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
 from raleval import registry
-from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, classify
-from raleval.records import ErrorType, Task, Termination, Trajectory
-from raleval.tasks.metrics import (
-    crag_points,
-    exact_match,
-    f1_score,
-    is_abstention,
-    is_rejection,
-    relaxed_match,
-    says_invalid,
+from raleval.analysis.taxonomy import classify_episode
+from raleval.answers import AnswerType
+from raleval.records import Task, Trajectory
+from raleval.tasks.grading import (
+    CRAG_POINTS,
+    DEFAULT_GRAMMAR,
+    FREE_TEXT_THRESHOLD,
+    PhraseGrammar,
+    Verdict,
+    grade_task,
 )
 
+# What a trajectory's scores hold after scoring (besides the task's own metric).
+SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")
 
-def rejects_correctly(task: Task, answer: str | None) -> bool:
-    """Whether ``answer`` is the right way to decline ``task``: any abstention where the answer
+
+def rejects_correctly(task: Task, verdict: Verdict) -> bool:
+    """Whether the answer is the right way to decline ``task``: any abstention where the answer
     is absent (RGB), but only "invalid question" on a false premise (CRAG counts "I don't know"
     there as missing)."""
     if not task.tags.answerable:
-        return is_rejection(answer)
-    if task.tags.question_type == "false_premise":
-        return says_invalid(answer)
-    return False
+        return verdict.correct
+    return task.answer_type is AnswerType.invalid_premise and verdict.correct
 
 
-def score_trajectory(traj: Trajectory, task: Task, threshold: float | None = None) -> None:
-    """Fill ``traj.scores`` and its error label, in place.
+def score_trajectory(
+    traj: Trajectory,
+    task: Task,
+    threshold: float | None = None,
+    grammar: PhraseGrammar = DEFAULT_GRAMMAR,
+) -> Verdict:
+    """Grade ``traj`` against ``task`` and fill its scores, stop reason and label, in place.
 
-    Scores: f1, em, relaxed (R-Eval's F1 >= 0.05), crag (+1 accurate / 0 missing / -1
-    hallucinated), missing, and the task's own metric when it is another one (set_f1, numeric,
-    fields). Judged CRAG verdicts come from ``raleval score --judge``, never from here.
+    Scores: ``correct`` (0/1 by the answer type's rule), ``score`` (the type's primary metric),
+    ``f1`` and ``em`` (SQuAD, R-Eval's metrics), ``relaxed_f1`` (R-Eval's GPT-2 token match
+    rate), ``crag`` (+1 accurate / 0 missing / -1 incorrect), ``missing`` (abstained), and the
+    task's own registered metric when it is another one. ``threshold`` only moves the F1 at
+    which a free-text answer counts as correct. Judged CRAG verdicts come from
+    ``raleval score --judge``, never from here.
     """
-    abstained = is_abstention(traj.answer)
+    verdict = grade_task(task, traj.answer, grammar, threshold or FREE_TEXT_THRESHOLD)
     traj.scores = {
-        "f1": f1_score(traj.answer, task.answers),
-        "em": exact_match(traj.answer, task.answers),
-        "relaxed": relaxed_match(traj.answer, task.answers),
-        "crag": crag_points(traj.answer, task.answers),
-        "missing": float(abstained),
+        "correct": float(verdict.correct),
+        "score": verdict.score,
+        "f1": verdict.f1,
+        "em": verdict.em,
+        "relaxed_f1": verdict.relaxed_f1,
+        "crag": CRAG_POINTS[verdict.crag],
+        "missing": float(verdict.abstained and not verdict.correct),
     }
-    if task.metric not in traj.scores:
+    if rejects_correctly(task, verdict):
+        # CRAG and RGB count a rejection as the right answer where no answer exists.
+        traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed_f1": 1.0})
+    if task.metric not in traj.scores and task.metric in registry.metrics:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
-    if rejects_correctly(task, traj.answer) and traj.termination is Termination.finished:
-        # CRAG and RGB count a rejection as correct where no answer exists.
-        traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed": 1.0, "crag": 1.0, task.metric: 1.0})
-        traj.error_type, traj.error_cause = ErrorType.EM, "EM:correct_rejection"
-        return
-    traj.error_type, traj.error_cause = classify(
-        traj, task.answers, threshold or DEFAULT_THRESHOLD, task.evidence
+    golds = [g for e in task.elements or [] for g in e] or task.answers
+    premise = task.answer_type is AnswerType.invalid_premise or not task.tags.answerable
+    kind, cause, stop, sub = classify_episode(
+        traj,
+        verdict.correct,
+        golds,
+        task.evidence,
+        question=task.question,
+        premise_check=premise,
     )
+    if premise and verdict.correct:
+        cause = f"{kind.value}:correct_rejection"
+    traj.error_type, traj.error_cause = kind, cause
+    traj.stop_reason, traj.error_subcause = stop, sub
+    return verdict
+
+
+# --- aggregation: the one way every table reads per-episode verdicts ---------------------------
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Means of the per-episode verdicts over a group of episodes."""
+
+    n: int
+    correct: float  # accuracy: share of episodes graded correct
+    score: float  # mean of the type's primary metric
+    f1: float
+    em: float
+    relaxed_f1: float
+    missing: float
+    hallucination: float  # CRAG: answered and wrong
+    crag_score: float  # CRAG: accuracy - hallucination
+
+    @classmethod
+    def of(cls, trajs: list[Trajectory]) -> Aggregate:
+        n = len(trajs)
+        if n == 0:
+            return cls(0, *(float("nan"),) * 8)
+
+        def mean(key: str) -> float:
+            return sum(t.scores.get(key, 0.0) for t in trajs) / n
+
+        correct = mean("correct")
+        missing = sum(t.scores.get("crag", 0.0) == 0.0 for t in trajs) / n
+        hall = sum(t.scores.get("crag", 0.0) < 0 for t in trajs) / n
+        return cls(
+            n=n,
+            correct=correct,
+            score=mean("score"),
+            f1=mean("f1"),
+            em=mean("em"),
+            relaxed_f1=mean("relaxed_f1"),
+            missing=missing,
+            hallucination=hall,
+            crag_score=correct - hall,
+        )
+
+
+def aggregate(
+    trajs: Iterable[Trajectory], key: Callable[[Trajectory], str | None] | None = None
+) -> dict[str, Aggregate]:
+    """Group episodes by ``key`` (all in one ``"all"`` group without one) and aggregate each;
+    episodes whose key is ``None`` are left out of that slicing."""
+    groups: dict[str, list[Trajectory]] = {}
+    for t in trajs:
+        k = "all" if key is None else key(t)
+        if k is not None:
+            groups.setdefault(k, []).append(t)
+    return {k: Aggregate.of(v) for k, v in sorted(groups.items())}

@@ -1,4 +1,5 @@
-"""Per-family summary of a run: episodes, mean F1/EM, abstentions and the error-type mix."""
+"""Per-family summary of a run: episodes, accuracy, mean F1/EM, abstentions and the error-type
+mix, all read from the per-episode verdicts through ``raleval.analysis.scoring.aggregate``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class SummaryRow:
     family: str
     level: str
     n: int = 0
+    correct: float = 0.0
     f1: float = 0.0
     em: float = 0.0
     missing: float = 0.0
@@ -25,6 +27,8 @@ class SummaryRow:
 
 def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
     """Rows per task family plus an ``all`` row (unweighted mean over families)."""
+    from raleval.analysis.scoring import aggregate
+
     groups: dict[str, list[Trajectory]] = defaultdict(list)
     for t in trajectories:
         task = tasks.get(t.task_id)
@@ -34,21 +38,23 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
         trajs = groups[family]
         level = next((tasks[t.task_id].level.value for t in trajs if t.task_id in tasks), "?")
         n = len(trajs)
+        agg = aggregate(trajs)["all"]
         rows.append(
             SummaryRow(
                 family=family,
                 level=level,
                 n=n,
-                f1=sum(t.scores.get("f1", 0.0) for t in trajs) / n,
-                em=sum(t.scores.get("em", 0.0) for t in trajs) / n,
-                missing=sum(t.scores.get("missing", 0.0) for t in trajs) / n,
+                correct=agg.correct,
+                f1=agg.f1,
+                em=agg.em,
+                missing=agg.missing,
                 wall_s=sum(t.wall_time_s for t in trajs) / n,
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
             )
         )
     if len(rows) > 1:
         total = SummaryRow("all", "-", n=sum(r.n for r in rows))
-        for attr in ("f1", "em", "missing", "wall_s"):
+        for attr in ("correct", "f1", "em", "missing", "wall_s"):
             setattr(total, attr, sum(getattr(r, attr) for r in rows) / len(rows))
         for r in rows:
             total.labels.update(r.labels)
@@ -61,13 +67,14 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("family", "level", "n", "F1", "EM", "missing", "s/episode", *LABELS):
+    for col in ("family", "level", "n", "correct", "F1", "EM", "missing", "s/episode", *LABELS):
         table.add_column(col, justify="left" if col in ("family", "level") else "right")
     for r in rows:
         table.add_row(
             r.family,
             r.level,
             str(r.n),
+            f"{100 * r.correct:.1f}",
             f"{100 * r.f1:.1f}",
             f"{100 * r.em:.1f}",
             f"{100 * r.missing:.1f}",

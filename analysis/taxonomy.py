@@ -1,53 +1,92 @@
-"""R-Eval's error taxonomy, computed from a stored trajectory alone.
+"""R-Eval's error taxonomy by evidence and cause, computed from a stored trajectory alone.
 
-- match: answer F1 against the gold aliases >= ``threshold`` (default 0.5; R-Eval's code used
-  0.05, available as :data:`REVAL_THRESHOLD`).
-- useful: a gold alias, normalised, appears as a whole token sequence in an OBSERVATION a tool
-  returned. The model's own thoughts and its Finish line never count (R-Eval's code counted
-  them, which made every correct answer "grounded").
+The label is a pure function (:func:`label`) of four facts about an episode:
 
-=====  =========================================================================
-EM     match and useful
-AM     match, not useful (answered from memory)
-GE     no match, useful (the evidence was retrieved but the answer is wrong)
-RE     no match, not useful, the episode ended normally
-TE     no match, not useful, interrupted by the agent's improper tool use
-ME     no match, not useful, interrupted by a fault outside the agent's control
-=====  =========================================================================
+- correct: the answer is right under its type's rule (``raleval.tasks.grading``);
+- evidence: a gold alias (or the task's ``evidence``) appears, token-aligned, in an
+  OBSERVATION a tool returned; the model's own thoughts and Finish line never count (R-Eval's
+  code counted them). On a question with no answer to find (false premise, unanswerable)
+  any successful tool call is the evidence: the agent checked the premise;
+- the stop reason (:class:`~raleval.records.StopReason`), derived from the termination and
+  its cause (:func:`stop_reason`);
+- call validity: whether any call was invalid (:func:`invalid_calls`: unknown tool, bad
+  arguments, an action that did not parse, an id argument no tool had returned).
 
-One refinement: an episode cut off by a fault outside the agent's control before the agent
-gave any answer is ME even when evidence had been retrieved; GE means the agent generated a
-wrong answer from the evidence, which it never got the chance to do.
-
-Every label carries a cause, e.g. ``TE:invalid_format`` or ``ME:llm_error:empty_response``.
+See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Budgets never
+decide between classes: a step, time or token budget, or the model's context window, all stop
+the episode the same way, so a slower machine cannot turn a TE into an ME or a GE. A stop by the
+machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the label.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from raleval.records import ErrorType, OutcomeKind, Termination, Trajectory
-from raleval.tasks.metrics import f1_score
+from raleval.records import ErrorType, OutcomeKind, StopReason, Termination, Trajectory
 from raleval.text import contains_tokens, normalize_answer
 
+# R-Eval's code called an answer accurate at token F1 >= 0.05; ``raleval score --threshold``
+# still offers that reading for free-text answers.
 DEFAULT_THRESHOLD = 0.5
 REVAL_THRESHOLD = 0.05
 
-# Terminations caused by the agent's own tool use.
-_TOOL_USE = {
-    Termination.step_limit,
-    Termination.context_limit,
-    Termination.invalid_format,
-    Termination.program_error,
-}
-# Terminations caused by something outside the agent's control.
-_OUTSIDE = {
-    Termination.llm_error,
-    Termination.tool_fault,
-    Termination.timeout,
-    Termination.interrupted,
-    Termination.harness_error,
-}
+# Stops outside the agent's control: R-Eval's "faults in the retrieval tool itself" and its
+# code's model errors ("No response").
+EXTERNAL = frozenset(
+    {StopReason.tool_failure, StopReason.model_failure, StopReason.harness_failure}
+)
+# Stops where the agent's use of the tools ran out its allowance or broke the protocol.
+INTERRUPTED_BY_USE = frozenset(
+    {
+        StopReason.step_budget,
+        StopReason.time_budget,
+        StopReason.token_budget,
+        StopReason.context_overflow,
+        StopReason.unparseable_output,
+        StopReason.policy_violation,
+    }
+)
+# Limits of the machine rather than of the protocol: reported beside the label.
+HARNESS_LIMITS = frozenset({StopReason.time_budget, StopReason.context_overflow})
+
+_CONTEXT = re.compile(r"context|too (?:long|many tokens)|exceed", re.IGNORECASE)
+_POLICY = re.compile(
+    r"sandbox|denied|forbidden|permission|policy|seccomp|landlock|not allowed", re.IGNORECASE
+)
+
+
+def stop_reason(trajectory: Trajectory) -> StopReason:
+    """Why the episode stopped, from its termination and cause."""
+    term, cause = trajectory.termination, trajectory.termination_cause or ""
+    if term is Termination.finished:
+        return StopReason.answered
+    if term is Termination.step_limit:
+        return StopReason.step_budget
+    if term is Termination.context_limit:
+        return StopReason.token_budget if cause == "token_budget" else StopReason.context_overflow
+    if term is Termination.timeout:
+        return StopReason.time_budget
+    if term is Termination.llm_error:
+        return StopReason.context_overflow if _CONTEXT.search(cause) else StopReason.model_failure
+    if term is Termination.tool_fault:
+        return StopReason.tool_failure
+    if term is Termination.invalid_format:
+        return StopReason.unparseable_output
+    if term is Termination.program_error:
+        # a model-written program that raised is output the harness could not carry out
+        if _POLICY.search(cause):
+            return StopReason.policy_violation
+        return StopReason.unparseable_output
+    return StopReason.harness_failure  # interrupted, harness_error
+
+
+def _observations(trajectory: Trajectory) -> list[str]:
+    return [
+        s.observation
+        for s in trajectory.steps
+        if s.kind is OutcomeKind.ok and s.observation and s.tool not in (None, "Finish")
+    ]
 
 
 def evidence_found(trajectory: Trajectory, golds: Sequence[str]) -> bool:
@@ -56,46 +95,107 @@ def evidence_found(trajectory: Trajectory, golds: Sequence[str]) -> bool:
     needles = [n for n in needles if n]
     if not needles:
         return False
-    for step in trajectory.steps:
-        if step.kind is not OutcomeKind.ok or not step.observation or step.tool in (None, "Finish"):
-            continue
-        tokens = normalize_answer(step.observation).split()
+    for obs in _observations(trajectory):
+        tokens = normalize_answer(obs).split()
         if any(contains_tokens(tokens, n) for n in needles):
             return True
     return False
 
 
-def _tool_use_cause(trajectory: Trajectory) -> str:
-    for step in reversed(trajectory.steps):
-        if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error) and step.cause:
-            return step.cause
-    return ""
+_ID_ARG = re.compile(r"(?:^|_)ids?$", re.IGNORECASE)
+
+
+def invalid_calls(trajectory: Trajectory, question: str = "") -> list[str]:
+    """The causes of the episode's invalid calls, in order: misuse the environment reported
+    (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an id
+    argument (``person_id``, ``pub_id``, ``game_ids``...) that neither the question nor any
+    earlier observation contained, i.e. an id the model made up."""
+    causes: list[str] = []
+    seen = question
+    for step in trajectory.steps:
+        if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error):
+            causes.append(step.cause or step.kind.value)
+        elif step.tool and step.tool != "Finish" and step.arguments:
+            for key, value in step.arguments.items():
+                if not _ID_ARG.search(key):
+                    continue
+                values = value if isinstance(value, list) else [value]
+                if any(str(v) and str(v) not in seen for v in values):
+                    causes.append("unknown_id")
+                    break
+        if step.observation:
+            seen += "\n" + step.observation
+    return causes
+
+
+def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> ErrorType:
+    """The R-Eval class of an episode (docs/taxonomy.md): a pure function of four facts."""
+    if correct:
+        return ErrorType.EM if evidence else ErrorType.AM
+    if stop in EXTERNAL:
+        return ErrorType.ME
+    if evidence:
+        return ErrorType.GE
+    if stop in INTERRUPTED_BY_USE or misuse:
+        return ErrorType.TE
+    return ErrorType.RE
+
+
+def classify_episode(
+    trajectory: Trajectory,
+    correct: bool,
+    golds: Sequence[str],
+    evidence: Sequence[str] | None = None,
+    *,
+    question: str = "",
+    premise_check: bool = False,
+) -> tuple[ErrorType, str, StopReason, str | None]:
+    """Label one graded episode: ``(label, cause, stop reason, sub-cause)``.
+
+    ``premise_check``: the task has no answer to find (false premise, unanswerable), so any
+    successful tool call is evidence unless ``evidence`` names what must have been seen.
+    """
+    stop = stop_reason(trajectory)
+    if premise_check and not evidence:
+        useful = bool(_observations(trajectory))
+    else:
+        useful = evidence_found(trajectory, evidence or golds)
+    bad = invalid_calls(trajectory, question)
+    kind = label(correct, useful, stop, bool(bad))
+    sub = "harness_limit" if stop in HARNESS_LIMITS else None
+    if kind is ErrorType.EM:
+        cause = "EM:grounded"
+    elif kind is ErrorType.AM:
+        cause = "AM:from_memory"
+    elif kind is ErrorType.GE:
+        cause = "GE:evidence_ignored"
+    elif kind is ErrorType.RE:
+        cause = "RE:wrong_answer"
+    elif kind is ErrorType.ME:
+        detail = trajectory.termination_cause
+        cause = f"ME:{stop.value}:{detail}" if detail else f"ME:{stop.value}"
+    else:
+        where = "misuse" if stop is StopReason.answered else stop.value
+        detail = bad[-1] if bad else None
+        cause = f"TE:{where}:{detail}" if detail and detail != where else f"TE:{where}"
+    return kind, cause, stop, sub
 
 
 def classify(
     trajectory: Trajectory,
     golds: Sequence[str],
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     evidence: Sequence[str] | None = None,
 ) -> tuple[ErrorType, str]:
-    """Label one trajectory; returns ``(error type, cause)``.
+    """Label a trajectory graded as an entity answer (``raleval.analysis.scoring`` grades by
+    the task's type). With ``threshold``, an answer counts as correct at that token F1 (R-Eval's
+    code: :data:`REVAL_THRESHOLD`) instead of by an entity match."""
+    from raleval.tasks.grading import entity_match
+    from raleval.tasks.metrics import f1_score
 
-    ``evidence`` replaces the golds in the "useful" test for answers that need not appear in
-    any observation (a yes/no verdict, a count, a chosen option).
-    """
-    match = f1_score(trajectory.answer, golds) >= threshold
-    useful = evidence_found(trajectory, evidence or golds)
-    if match:
-        return (ErrorType.EM, "EM:grounded") if useful else (ErrorType.AM, "AM:from_memory")
-    term = trajectory.termination
-    if useful and not (term in _OUTSIDE and trajectory.answer is None):
-        return ErrorType.GE, "GE:evidence_ignored"
-    if term in _TOOL_USE:
-        detail = _tool_use_cause(trajectory)
-        cause = term.value if not detail or detail == term.value else f"{term.value}:{detail}"
-        return ErrorType.TE, f"TE:{cause}"
-    if term in _OUTSIDE:
-        detail = trajectory.termination_cause
-        cause = f"{term.value}:{detail}" if detail and detail != term.value else term.value
-        return ErrorType.ME, f"ME:{cause}"
-    return ErrorType.RE, "RE:wrong_answer"
+    if threshold is not None:
+        correct = f1_score(trajectory.answer, golds) >= threshold
+    else:
+        correct = entity_match(trajectory.answer, golds)
+    kind, cause, _, _ = classify_episode(trajectory, correct, golds, evidence)
+    return kind, cause

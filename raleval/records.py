@@ -10,9 +10,13 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from raleval.answers import AnswerType, infer_answer_type, list_elements
 
 SCHEMA_VERSION = 1
+
+__all__ = ["AnswerType"]  # re-exported: records are where users look for record types
 
 
 class Record(BaseModel):
@@ -65,6 +69,22 @@ class ErrorType(str, Enum):
     ME = "ME"
 
 
+class StopReason(str, Enum):
+    """Why an episode stopped, by cause (``raleval.analysis.taxonomy.stop_reason`` derives it
+    from the termination and its cause for records written before it existed)."""
+
+    answered = "answered"
+    step_budget = "step_budget"
+    time_budget = "time_budget"  # wall clock: a harness limit (a slower machine trips it sooner)
+    token_budget = "token_budget"  # the configured prompt-token budget (max_context_tokens)
+    context_overflow = "context_overflow"  # the model's own context window: a harness limit
+    tool_failure = "tool_failure"
+    model_failure = "model_failure"
+    unparseable_output = "unparseable_output"
+    policy_violation = "policy_violation"  # e.g. a PAL program the sandbox refused
+    harness_failure = "harness_failure"  # a raleval bug or an interrupted run
+
+
 class ToolCall(Record):
     """One call of a named tool with keyword arguments."""
 
@@ -97,6 +117,21 @@ class Task(Record):
     evidence: list[str] | None = None
     metric: str = "f1"  # the family's primary metric (a registered metric name)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # How the answer is graded (raleval.tasks.grading). Missing in files written before answer
+    # types: inferred from the gold, metric and question type, and the file reader warns.
+    answer_type: AnswerType | None = None
+    # For a list answer: one entry per gold element, each the element's aliases.
+    elements: list[list[str]] | None = None
+
+    @model_validator(mode="after")
+    def _fill_answer_type(self) -> Task:
+        if self.answer_type is None:
+            self.answer_type = infer_answer_type(
+                self.question, self.answers, self.metric, self.tags.question_type
+            )
+        if self.answer_type is AnswerType.list and not self.elements:
+            self.elements = list_elements(self.answers)
+        return self
 
 
 class AgentSpec(Record):
@@ -161,6 +196,10 @@ class Trajectory(Record):
     scores: dict[str, float] = Field(default_factory=dict)
     error_type: ErrorType | None = None
     error_cause: str | None = None
+    # Set by scoring: the stop reason, and "harness_limit" beside the label when the episode was
+    # cut by the machine (wall clock, context window), so a slower machine never hides in a label.
+    stop_reason: StopReason | None = None
+    error_subcause: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

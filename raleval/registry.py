@@ -175,8 +175,8 @@ metrics: Registry[Any] = Registry(
     "metric",
     "raleval.metrics",
     {
-        m: "raleval.tasks.metrics"
-        for m in ("f1", "em", "relaxed", "numeric", "set_f1", "fields", "crag")
+        **{m: "raleval.tasks.metrics" for m in ("f1", "em", "numeric", "set_f1", "fields", "crag")},
+        **{m: "raleval.tasks.grading" for m in ("relaxed", "relaxed_f1", "correct")},
     },
 )
 

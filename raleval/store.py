@@ -11,6 +11,8 @@ import asyncio
 import json
 import os
 import threading
+import warnings
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -51,14 +53,30 @@ def read_tasks(path: Path) -> list[Task]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordFileError(f"cannot read task file {path}: {exc}") from exc
+    inferred: Counter[str] = Counter()
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            tasks.append(Task.model_validate_json(line))
+            task = Task.model_validate_json(line)
+            tasks.append(task)
+            if '"answer_type"' not in line:  # written before answer types: it was inferred
+                inferred[task.answer_type.value] += 1
         except ValidationError as exc:
             raise RecordFileError(f"{path}:{lineno}: invalid task: {_describe(exc)}") from exc
+    if inferred:
+        mix = ", ".join(f"{k}: {v}" for k, v in sorted(inferred.items()))
+        warnings.warn(
+            f"{path}: {sum(inferred.values())} task(s) have no answer_type (written before answer "
+            f"types); inferred {mix}",
+            AnswerTypeInferredWarning,
+            stacklevel=2,
+        )
     return tasks
+
+
+class AnswerTypeInferredWarning(UserWarning):
+    """A task file older than answer types was read; the types were inferred."""
 
 
 def write_tasks(path: Path, tasks: Iterable[Task]) -> None:

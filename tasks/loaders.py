@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from raleval.answers import AnswerType, infer_answer_type
 from raleval.records import Level, Task, TaskTags
 
 
@@ -90,20 +91,27 @@ def _answers(path: Path, line: int, obj: dict[str, Any], name: str, *aliases: st
     return golds
 
 
+def _typed(question: str, answers: list[str], question_type: str | None = None) -> AnswerType:
+    return infer_answer_type(question, answers, "f1", question_type)
+
+
 def load_hotpot(path: Path, family: str = "3-1") -> list[Task]:
     """HotpotQA or 2WikiMultihopQA: [{_id, question, answer, type, supporting_facts}]."""
     tasks = []
     for line, obj in _json_list(path):
         qid = _field(path, line, obj, "_id")
         facts = obj.get("supporting_facts") or []
+        question = _field(path, line, obj, "question")
+        answers = _answers(path, line, obj, "answer", "answer_aliases")
         tasks.append(
             Task(
                 id=f"{family}-{qid}",
                 domain="wiki",
                 level=Level.KA,
                 family=family,
-                question=_field(path, line, obj, "question"),
-                answers=_answers(path, line, obj, "answer", "answer_aliases"),
+                question=question,
+                answers=answers,
+                answer_type=_typed(question, answers),
                 tags=TaskTags(question_type=obj.get("type")),
                 metadata={"supporting_titles": sorted({f[0] for f in facts if f})},
             )
@@ -116,14 +124,17 @@ def load_musique(path: Path, family: str = "3-3") -> list[Task]:
     tasks = []
     for line, obj in _json_lines(path):
         answerable = obj.get("answerable", True)
+        question = _field(path, line, obj, "question")
+        answers = _answers(path, line, obj, "answer", "answer_aliases")
         tasks.append(
             Task(
                 id=f"{family}-{_field(path, line, obj, 'id')}",
                 domain="wiki",
                 level=Level.KA,
                 family=family,
-                question=_field(path, line, obj, "question"),
-                answers=_answers(path, line, obj, "answer", "answer_aliases"),
+                question=question,
+                answers=answers,
+                answer_type=_typed(question, answers),
                 tags=TaskTags(question_type=f"{obj['id'].split('__')[0]}", answerable=answerable),
             )
         )
@@ -135,14 +146,17 @@ def load_kqapro(path: Path, family: str = "3-4") -> list[Task]:
     tasks = []
     for i, (line, obj) in enumerate(_json_list(path)):
         meta = {k: obj[k] for k in ("program", "sparql", "choices") if k in obj}
+        question = _field(path, line, obj, "question")
+        answers = _answers(path, line, obj, "answer")
         tasks.append(
             Task(
                 id=f"{family}-{i:05d}",
                 domain="wiki",
                 level=Level.KA,
                 family=family,
-                question=_field(path, line, obj, "question"),
-                answers=_answers(path, line, obj, "answer"),
+                question=question,
+                answers=answers,
+                answer_type=_typed(question, answers),
                 metadata=meta,
             )
         )
@@ -169,14 +183,19 @@ def load_crag(path: Path) -> list[Task]:
         popularity = obj.get("popularity") or None
         if popularity not in (None, "head", "torso", "tail"):
             raise TaskFileError(f"{path}:{line}: field 'popularity': {popularity!r}")
+        question = _field(path, line, obj, "query")
+        answers = _answers(path, line, obj, "answer", "alt_ans")
         tasks.append(
             Task(
                 id=f"crag-{_field(path, line, obj, 'interaction_id')}",
                 domain=f"crag/{_field(path, line, obj, 'domain')}",
                 level=Level.KA if qtype in ("multi-hop", "aggregation") else Level.KS,
                 family=f"crag-{qtype}",
-                question=_field(path, line, obj, "query"),
-                answers=_answers(path, line, obj, "answer", "alt_ans"),
+                question=question,
+                answers=answers,
+                # CRAG's set answers are free text ("a, b and c"): only false premises are typed
+                # from the question type; the rest from the gold's form
+                answer_type=_typed(question, answers, qtype),
                 query_time=_crag_time(path, line, _field(path, line, obj, "query_time")),
                 tags=TaskTags(
                     question_type=qtype,
@@ -197,6 +216,11 @@ def load_soay(path: Path, family: str | None = None) -> list[Task]:
         if not isinstance(question, str):
             raise TaskFileError(f"{path}:{line}: field 'Query_en': missing")
         fam = family or ("1-3" if path.stem.isdigit() and int(path.stem) <= 7 else "3-5")
+        answers = _answers(path, line, obj, "Answer")
+        gold = obj.get("Answer")
+        # A SoAy list gold (research interests, coauthors) is one set answer, not aliases.
+        listed = isinstance(gold, list) and len(gold) > 1
+        elements = [[str(x)] for x in gold if str(x).strip()] if listed else None
         tasks.append(
             Task(
                 id=f"soay-{path.stem}-{i:04d}",
@@ -204,7 +228,9 @@ def load_soay(path: Path, family: str | None = None) -> list[Task]:
                 level=Level.KS if fam == "1-3" else Level.KA,
                 family=fam,
                 question=question,
-                answers=_answers(path, line, obj, "Answer"),
+                answers=[", ".join(e[0] for e in elements)] if elements else answers,
+                answer_type=AnswerType.list if elements else _typed(question, answers),
+                elements=elements,
                 metadata={"template": obj.get("Base_Question_en")},
             )
         )
@@ -219,14 +245,17 @@ def load_reval(path: Path, family: str | None = None) -> list[Task]:
     tasks = []
     for i, (line, obj) in enumerate(_json_lines(path)):
         fam = family or str(obj.get("dataset") or path.stem)
+        question = _field(path, line, obj, "input")
+        answers = _answers(path, line, obj, "outputs")
         tasks.append(
             Task(
                 id=str(obj.get("_id") or f"{fam}-{i:05d}"),
                 domain="scholar" if obj.get("environment") == "aminer" else "wiki",
                 level=_REVAL_LEVEL.get(fam[:1], Level.KS),
                 family=fam,
-                question=_field(path, line, obj, "input"),
-                answers=_answers(path, line, obj, "outputs"),
+                question=question,
+                answers=answers,
+                answer_type=_typed(question, answers),
             )
         )
     return tasks

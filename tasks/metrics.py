@@ -69,10 +69,10 @@ def is_abstention(prediction: str | None) -> bool:
 RELAXED_THRESHOLD = 0.05
 
 
-@register_metric("relaxed")
 def relaxed_match(prediction: str | None, golds: Sequence[str]) -> float:
-    """R-Eval's relaxed token match: 1.0 when token F1 reaches 0.05, the threshold at which its
-    error analysis calls an answer accurate (R-Eval has no other "relaxed" score)."""
+    """1.0 when token F1 reaches 0.05, the threshold at which R-Eval's error-analysis code calls
+    an answer accurate. Not R-Eval's relaxed F1: that is ``raleval.tasks.grading.relaxed_f1``
+    (registered as ``relaxed`` and ``relaxed_f1``)."""
     return float(f1_score(prediction, golds) >= RELAXED_THRESHOLD)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from raleval.answers import AnswerType
 from raleval.environment import ToolResult, render_observation
 from raleval.families import SolutionMismatch, answer_of, run_solution
 from raleval.records import OutcomeKind, Task, ToolCall
@@ -390,6 +391,8 @@ def negative(
         "negative",
         answers=[REJECTION_ANSWER],
         evidence=None,
+        answer_type=AnswerType.free_text,
+        elements=None,
         tags=task.tags.model_copy(update={"answerable": False}),
         metadata={
             "testbed": {"kind": "negative", "withhold": values},
@@ -540,6 +543,8 @@ def false_premise(
             question=_replace_subject(task.question, real, fake),
             answers=[INVALID_ANSWER],
             evidence=None,
+            answer_type=AnswerType.invalid_premise,
+            elements=None,
             solution=[call],
             tags=task.tags.model_copy(update={"question_type": "false_premise"}),
             metadata={

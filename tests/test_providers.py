@@ -166,7 +166,7 @@ def test_failures_become_me_steps_in_a_run(stub, tmp_path):
     )
     for r in results:
         assert r.termination.value == "llm_error" and r.answer is None
-        assert r.error_cause == "ME:llm_error:http_500"
+        assert r.error_cause == "ME:model_failure:http_500"
         assert r.llm_calls[0].error.startswith("http_500")
 
 
@@ -174,7 +174,7 @@ def test_empty_response_is_recorded(stub, tmp_path):
     from .conftest import run_config
 
     _, results = run_config(tmp_path, model=f"openai-compatible/empty@{stub.base_url}", limit=1)
-    assert results[0].error_cause == "ME:llm_error:empty_response"
+    assert results[0].error_cause == "ME:model_failure:empty_response"
 
 
 def test_bad_specs_and_missing_keys(monkeypatch):

@@ -26,17 +26,22 @@ def test_report_content(runs):
     root, good, bad = runs
     path = write_report([good, bad], root / "r.html")
     text = path.read_text()
-    assert "<td>react/scripted/oracle</td>" in text and "TE:invalid_format (12)" in text
+    assert (
+        "<td>react/scripted/oracle</td>" in text
+        and "TE:unparseable_output:invalid_format (12)" in text
+    )
     assert text.count("<svg") >= 3  # radar/bars, error mix, deployment
     # self-contained: nothing is fetched when the file is opened
     assert re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text) is None
     assert '"label":"TE"' in text and '"label":"EM"' in text
 
 
-def test_report_threshold_relabels_from_stored_trajectories(runs, tmp_path):
+def test_report_threshold_moves_only_free_text_answers(runs, tmp_path):
+    # issue 19: the F1 threshold used to decide every answer (F1 >= 0.5 was "correct"); typed
+    # answers (entities, counts here) are graded by their own rule, so 1.01 relabels nothing
     _, good, _ = runs
     text = write_report([good], tmp_path / "r.html", threshold=1.01).read_text()
-    assert '"label":"GE"' in text and '"label":"EM"' not in text  # nothing can reach 1.01
+    assert '"label":"EM"' in text and '"label":"GE"' not in text
 
 
 CHROMIUM = shutil.which("chromium")

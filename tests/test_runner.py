@@ -91,7 +91,10 @@ def test_malformed_actions_are_recorded_not_crashes(tmp_path):
         assert r.termination is Termination.invalid_format
         assert [s.kind for s in r.steps] == [OutcomeKind.parse_error] * 3
         assert r.steps[0].observation.startswith("Invalid Action. Valid Actions are searchPerson(")
-        assert (r.error_type, r.error_cause) == (ErrorType.TE, "TE:invalid_format")
+        assert (r.error_type, r.error_cause) == (
+            ErrorType.TE,
+            "TE:unparseable_output:invalid_format",
+        )
 
 
 def test_unknown_tool_is_misuse_then_step_limit(tmp_path):
@@ -101,12 +104,12 @@ def test_unknown_tool_is_misuse_then_step_limit(tmp_path):
     r = results[0]
     assert r.termination is Termination.step_limit
     assert len(r.steps) == 4 and all(s.cause == "unknown_tool" for s in r.steps)
-    assert r.error_cause == "TE:step_limit:unknown_tool"
+    assert r.error_cause == "TE:step_budget:unknown_tool"
 
 
 @pytest.mark.parametrize(
     ("model", "cause"),
-    [("error", "ME:llm_error:backend_error"), ("empty", "ME:llm_error:empty_response")],
+    [("error", "ME:model_failure:backend_error"), ("empty", "ME:model_failure:empty_response")],
 )
 def test_model_failures_are_model_errors(tmp_path, model, cause):
     _, results = run_config(tmp_path, model=f"scripted/{model}", limit=2)

@@ -115,7 +115,7 @@ def test_task_metric_is_scored():
     traj = _traj("position: Professor; organization: Qerrin; phd_year: 1999")
     score_trajectory(traj, task)
     assert traj.scores["fields"] == pytest.approx(2 / 3)
-    assert {"f1", "em", "relaxed", "crag", "missing"} <= set(traj.scores)
+    assert {"correct", "score", "f1", "em", "relaxed_f1", "crag", "missing"} <= set(traj.scores)
 
 
 def test_read_values_are_what_a_computed_answer_reads():

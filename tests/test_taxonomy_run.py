@@ -20,18 +20,18 @@ EXPECTED = {
         for wf in ("react", "function_calling", "dfsdt", "pal", "planned")
     },
     ("direct", "oracle-wrong"): "RE",
-    ("react", "malformed"): "TE:invalid_format",
-    ("react", "unknown-tool"): "TE:step_limit:unknown_tool",
-    ("dfsdt", "malformed"): "TE:step_limit",
-    ("pal", "malformed"): "TE:program_error",
+    ("react", "malformed"): "TE:unparseable_output:invalid_format",
+    ("react", "unknown-tool"): "TE:step_budget:unknown_tool",
+    ("dfsdt", "malformed"): "TE:step_budget",
+    ("pal", "malformed"): "TE:unparseable_output",
     ("function_calling", "malformed"): "RE",  # a plain-text reply is a (wrong) final answer
     ("react", "abstain"): "RE",
     **{
-        (wf, "error"): "ME:llm_error:backend_error"
+        (wf, "error"): "ME:model_failure:backend_error"
         for wf in ("react", "function_calling", "dfsdt", "pal", "planned", "direct")
     },
     **{
-        (wf, "empty"): "ME:llm_error:empty_response"
+        (wf, "empty"): "ME:model_failure:empty_response"
         for wf in ("react", "function_calling", "dfsdt", "pal", "planned", "direct")
     },
 }

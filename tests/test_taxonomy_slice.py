@@ -35,19 +35,20 @@ THOUGHT_ONLY = Step(
         (_traj("17", steps=[THOUGHT_ONLY, FINISH_17]), "AM", "AM:from_memory"),
         (_traj("12", steps=[OBS]), "GE", "GE:evidence_ignored"),
         (_traj("12", steps=[THOUGHT_ONLY]), "RE", "RE:wrong_answer"),
-        (_traj(None, "step_limit", [THOUGHT_ONLY]), "TE", "TE:step_limit"),
+        (_traj(None, "step_limit", [THOUGHT_ONLY]), "TE", "TE:step_budget"),
         (
             _traj(
                 None, "invalid_format", [Step(index=0, kind="parse_error", cause="invalid_format")]
             ),
             "TE",
-            "TE:invalid_format",
+            "TE:unparseable_output:invalid_format",
         ),
-        (_traj(None, "llm_error", [], "empty_response"), "ME", "ME:llm_error:empty_response"),
-        (_traj(None, "tool_fault", [], "timeout"), "ME", "ME:tool_fault:timeout"),
-        (_traj(None, "timeout", []), "ME", "ME:timeout"),
+        (_traj(None, "llm_error", [], "empty_response"), "ME", "ME:model_failure:empty_response"),
+        (_traj(None, "tool_fault", [], "timeout"), "ME", "ME:tool_failure:timeout"),
+        # the wall clock is a budget like the step count (was ME: a slower machine moved labels)
+        (_traj(None, "timeout", [], "wall_clock"), "TE", "TE:time_budget"),
         # evidence retrieved, then the model backend died before any answer: ME, not GE
-        (_traj(None, "llm_error", [OBS], "backend_error"), "ME", "ME:llm_error:backend_error"),
+        (_traj(None, "llm_error", [OBS], "backend_error"), "ME", "ME:model_failure:backend_error"),
         # evidence retrieved, budget spent without answering: still GE
         (_traj(None, "step_limit", [OBS]), "GE", "GE:evidence_ignored"),
     ],
@@ -80,9 +81,13 @@ def test_abstention_is_correct_only_where_no_answer_exists():
     premise = Task(**base, answers=["invalid question"], tags={"question_type": "false_premise"})
     normal = Task(**base, answers=["17"])
     for task, rejection in ((unanswerable, "I do not know."), (premise, "Invalid question.")):
+        # no tool call: the rejection came from the model alone, AM (issue 19: it was EM)
         t = _traj(rejection)
         score_trajectory(t, task)
-        assert (t.scores["f1"], t.error_type, t.error_cause) == (1.0, "EM", "EM:correct_rejection")
+        assert (t.scores["f1"], t.error_type, t.error_cause) == (1.0, "AM", "AM:correct_rejection")
+        checked = _traj(rejection, steps=[THOUGHT_ONLY])
+        score_trajectory(checked, task)
+        assert (checked.error_type, checked.error_cause) == ("EM", "EM:correct_rejection")
         wrong = _traj("17")
         score_trajectory(wrong, task)
         assert wrong.scores["f1"] == 0.0 and wrong.error_type == "RE"
@@ -93,5 +98,13 @@ def test_abstention_is_correct_only_where_no_answer_exists():
     assert idk.error_cause != "EM:correct_rejection"
     t = _traj("I don't know")
     score_trajectory(t, normal)
-    assert t.scores == {"f1": 0.0, "em": 0.0, "relaxed": 0.0, "crag": 0.0, "missing": 1.0}
+    assert t.scores == {
+        "correct": 0.0,
+        "score": 0.0,
+        "f1": 0.0,
+        "em": 0.0,
+        "relaxed_f1": 0.0,
+        "crag": 0.0,
+        "missing": 1.0,
+    }
     assert t.error_type == "RE"

@@ -173,7 +173,9 @@ def test_always_abstaining_scores_crag_zero_and_rejects_everything(tmp_path):
     assert sum(r.scores["crag"] for r in plain) == 0.0
     _, negative = run_config(tmp_path / "neg", tasks="crag-kg@negative", **common)
     assert negative and rejection_rate([r.answer for r in negative]) == 1.0
-    assert all(r.error_cause == "EM:correct_rejection" for r in negative)
+    # scripted/abstain declines without a tool call: a rejection from the model alone is AM
+    # (issue 19; it was EM)
+    assert all(r.error_cause == "AM:correct_rejection" for r in negative)
     rates = robustness_rates(load_run(next((tmp_path / "neg").glob("*"))))["negative"]
     assert rates == {"n": len(negative), "rejection_rate": 1.0, "hallucination": 0.0}
     # answering anyway is a hallucination, the one thing negative rejection punishes

@@ -96,7 +96,11 @@ def build_function_calling_graph(
             return {"rec": rec, "messages": new}
         flat = transcript(to_raleval_messages(messages))
         if count_tokens(ep_model, flat) > context_limit:
-            rec.finish(Termination.context_limit)
+            # a configured budget, or the model's own window (a harness limit)
+            rec.finish(
+                Termination.context_limit,
+                "token_budget" if cfg.max_context_tokens else "context_window",
+            )
             return {"rec": rec, "messages": new}
 
         async def recorded(request: GenerateRequest) -> Generation | None:

@@ -101,7 +101,11 @@ def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | N
             rec.finish(Termination.step_limit)
             return {"rec": rec}
         if count_tokens(ep_model, head + scratchpad) > context_limit:
-            rec.finish(Termination.context_limit)
+            # a configured budget, or the model's own window (a harness limit)
+            rec.finish(
+                Termination.context_limit,
+                "token_budget" if cfg.max_context_tokens else "context_window",
+            )
             return {"rec": rec}
         pad = f"{scratchpad}\nThought {n}:"
         stop: tuple[str, ...] = ("\nObservation",) if cfg.react_style == "single" else ("\n",)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from raleval.answers import infer_answer_type
 from raleval.families import TaskFamily, grounding_evidence, verified_results
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
@@ -625,6 +626,7 @@ def _build(c: _Ctx, t: _T, family: str, level: Level, seed: int, k: int, env: An
         family=family,
         question=question,
         answers=[gold],
+        answer_type=infer_answer_type(question, [gold], t.metric, t.qtype),
         tags=TaskTags(question_type=t.qtype, popularity=c.store.popularity(c.p["n_citation"])),
         solution=calls,
         evidence=evidence,

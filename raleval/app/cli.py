@@ -251,23 +251,26 @@ def score(
     threshold: Annotated[
         float,
         typer.Option(
-            envvar="RALEVAL_THRESHOLD", help="F1 at or above which an answer matches (R-Eval: 0.05)"
+            envvar="RALEVAL_THRESHOLD",
+            help="F1 at or above which a free-text answer is correct (R-Eval: 0.05)",
         ),
     ] = 0.5,
 ) -> None:
     """Recompute scores and error types from stored trajectories (no model or tool calls)."""
     from rich.console import Console
 
-    from raleval.analysis.runs import load_run
+    from raleval.analysis.runs import load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
     from raleval.store import RESULTS, TASKS, write_atomic
 
     try:
         run = load_run(run_dir)
+        before = [(t.error_type, t.error_cause, t.scores.get("correct")) for t in run.results]
         missing = run.rescore(threshold)
         if missing:
             _fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
+        changes = verdict_changes(before, scored)
         lines = "".join(
             json.dumps(
                 {
@@ -276,6 +279,8 @@ def score(
                     "scores": t.scores,
                     "error_type": t.error_type.value if t.error_type else None,
                     "error_cause": t.error_cause,
+                    "stop_reason": t.stop_reason.value if t.stop_reason else None,
+                    "error_subcause": t.error_subcause,
                 },
                 sort_keys=True,
             )
@@ -283,9 +288,34 @@ def score(
             for t in scored
         )
         write_atomic(run_dir / "scores.jsonl", lines)
-        Console().print(
+        console = Console()
+        console.print(
             render_table(summarize(scored, run.tasks), title=f"{run_dir} (threshold {threshold})")
         )
+        console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
+        for line in changes:
+            console.print(f"  {line}", highlight=False, markup=False)
+    except _user_errors() as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def grade(
+    gold: Annotated[
+        list[str],
+        typer.Option(help="gold answer; repeat for aliases (for --type list: a JSON array)"),
+    ],
+    answer: Annotated[str, typer.Option(help="the answer to grade")],
+    answer_type: Annotated[
+        str, typer.Option("--type", help="entity|list|count|number|year|date|boolean|...")
+    ] = "entity",
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Grade one answer against a gold and explain the verdict (the rules episodes use)."""
+    from raleval.tasks.grading import grade_cli
+
+    try:
+        print(grade_cli(gold, answer, answer_type, as_json))
     except _user_errors() as exc:
         _fail(str(exc))
 

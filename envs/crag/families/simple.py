@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from raleval.answers import infer_answer_type
 from raleval.families import SolutionMismatch, TaskFamily, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
@@ -172,6 +173,7 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
                 family="crag-simple",
                 question=question.format(**fill),
                 answers=[gold],
+                answer_type=infer_answer_type(question, [gold]),
                 query_time=query_time,
                 tags=TaskTags(question_type="simple", popularity=popularity, dynamism=dynamism),
                 solution=calls,

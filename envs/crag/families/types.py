@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from raleval.answers import infer_answer_type
 from raleval.envs.crag.world import price_key
 from raleval.families import TaskFamily, grounding_evidence, verified_results
 from raleval.records import Level, Task, TaskTags, ToolCall
@@ -760,6 +761,7 @@ def _generator(family: str):
                     family=family,
                     question=question,
                     answers=[answer],
+                    answer_type=infer_answer_type(question, [answer], metric, qtype),
                     query_time=query_time,
                     tags=TaskTags(
                         question_type=qtype,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from raleval.answers import infer_answer_type
 from raleval.families import SolutionMismatch, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.text import normalize_answer
@@ -164,6 +165,7 @@ def generate_verified(
                 family=family,
                 question=q.question,
                 answers=[q.answer],
+                answer_type=infer_answer_type(q.question, [q.answer], q.metric, q.qtype),
                 tags=TaskTags(question_type=q.qtype),
                 solution=q.calls,
                 evidence=q.evidence,

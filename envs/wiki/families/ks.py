@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from raleval.answers import infer_answer_type
 from raleval.envs.wiki.families.common import ScholarWorld, scholar_meta, scholar_world
 from raleval.families import SolutionMismatch, TaskFamily, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
@@ -90,6 +91,7 @@ def _generator(family: str, popular: bool):
                     family=family,
                     question=template.question.format(name=person["name"]),
                     answers=[gold],
+                    answer_type=infer_answer_type(template.question, [gold]),
                     tags=TaskTags(question_type="simple", popularity=person["popularity"]),
                     solution=solution,
                     metadata={"template": template.question, "relation": template.field},

