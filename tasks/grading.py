@@ -54,7 +54,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from raleval.answers import AnswerType, list_elements
+from raleval.answers import AnswerType, infer_answer_type, list_elements
 from raleval.registry import register_metric
 from raleval.tasks.metrics import (
     exact_match,
@@ -652,10 +652,14 @@ def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool
     """What ``raleval grade`` prints: for ``list`` each gold is a JSON array of elements (an
     element may itself be an array of aliases); otherwise the golds are aliases."""
     try:
-        kind = AnswerType(answer_type)
+        kind = (
+            infer_answer_type("", list(golds)) if answer_type == "auto" else AnswerType(answer_type)
+        )
     except ValueError:
         kinds = ", ".join(k.value for k in AnswerType)
-        raise ValueError(f"unknown answer type {answer_type!r}; choose one of {kinds}") from None
+        raise ValueError(
+            f"unknown answer type {answer_type!r}; choose auto or one of {kinds}"
+        ) from None
     elements = None
     if kind is AnswerType.list:
         elements = []

@@ -314,6 +314,19 @@ def test_cli_grade_json():
     assert json.loads(out.stdout)["correct"] is True
 
 
+def test_cli_grade_infers_the_type_from_the_gold():
+    """Without --type the gold's own shape decides: a float gold is an amount."""
+    for answer, correct in [
+        ("187,965,000,000", True),
+        ("$187.97 billion", True),
+        ("187965000000", True),
+        ("$18.8 billion", False),
+    ]:
+        out = _grade("--gold", "187965000000.0", "--answer", answer, "--json")
+        verdict = json.loads(out.stdout)
+        assert (verdict["answer_type"], verdict["correct"]) == ("number", correct), answer
+
+
 def test_cli_grade_explains_and_rejects_bad_input():
     out = _grade("--gold", "187965000000.0", "--answer", "$18.8 billion", "--type", "number")
     assert out.returncode == 0 and out.stdout.startswith("not correct (number)")

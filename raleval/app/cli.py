@@ -307,8 +307,11 @@ def grade(
     ],
     answer: Annotated[str, typer.Option(help="the answer to grade")],
     answer_type: Annotated[
-        str, typer.Option("--type", help="entity|list|count|number|year|date|boolean|...")
-    ] = "entity",
+        str,
+        typer.Option(
+            "--type", help="auto (inferred from the gold) |entity|list|count|number|year|..."
+        ),
+    ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Grade one answer against a gold and explain the verdict (the rules episodes use)."""
