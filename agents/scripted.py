@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -27,6 +26,7 @@ from raleval.model import (
 )
 from raleval.records import Task, ToolCall
 from raleval.registry import register_model_provider
+from raleval.workflow import GoldPlan
 
 _STEP_TAIL = re.compile(r"(Thought|Action)\s+(\d+):\s*$")
 
@@ -54,14 +54,16 @@ class ScriptedModel(ModelBase):
 
     latency_s: float = 0.0  # simulated model latency (crash and throughput tests)
 
+    def reply(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
+        """The raw reply text and native tool calls for ``request``."""
+        if request.tools:
+            return self.respond_with_tools(request)
+        return self.respond(request.messages[-1].content if request.messages else ""), []
+
     async def generate(self, request: GenerateRequest) -> Generation:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        if request.tools:
-            text, calls = self.respond_with_tools(request)
-        else:
-            prompt = request.messages[-1].content if request.messages else ""
-            text, calls = self.respond(prompt), []
+        text, calls = self.reply(request)
         text = apply_stop(text, request.stop)
         return Generation(
             text=text,
@@ -83,7 +85,8 @@ WRONG_ANSWER = "an answer that is wrong"
 
 
 class OracleModel(ScriptedModel):
-    """Replays a task's gold solution in the workflow's format, then gives the gold answer.
+    """Plays a task's gold solution back in the workflow's own format (the workflow's
+    ``gold_reply``), then gives the gold answer.
 
     Variants, for exercising the taxonomy: ``memorizer`` gives the gold answer without calling
     any tool (AM) and, on a counterfactual testbed, the real world's answer rather than the
@@ -91,81 +94,35 @@ class OracleModel(ScriptedModel):
     """
 
     def __init__(
-        self, task: Task | None = None, env: Any = None, workflow: str = "", variant: str = "oracle"
+        self,
+        task: Task | None = None,
+        env: Any = None,
+        workflow: Any = None,
+        variant: str = "oracle",
     ) -> None:
         super().__init__(variant)
         self.task, self.env, self.workflow, self.variant = task, env, workflow, variant
 
-    def for_episode(self, task: Task, env: Any, workflow: str) -> OracleModel:
+    def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         bound = OracleModel(task, env, workflow, self.variant)
         bound.latency_s = self.latency_s
         return bound
 
-    @property
-    def _solution(self) -> list[ToolCall]:
-        assert self.task is not None
-        return [] if self.variant == "memorizer" else list(self.task.solution or [])
-
-    @property
-    def _answer(self) -> str:
-        assert self.task is not None
-        if self.variant == "oracle-wrong":
-            return WRONG_ANSWER
+    def plan(self) -> GoldPlan:
+        """What this variant plays back for its task."""
+        if self.task is None or self.workflow is None:
+            raise ModelError("the oracle needs a task: use it through the runner", "no_task")
+        task = self.task
         if self.variant == "memorizer":  # what it remembers of the real world, not the tools'
-            return self.task.metadata.get("original_answers", self.task.answers)[0]
-        return self.task.answers[0]
+            return GoldPlan([], task.metadata.get("original_answers", task.answers)[0])
+        calls = list(task.solution or [])
+        if self.variant == "oracle-wrong":
+            return GoldPlan(calls, WRONG_ANSWER)
+        return GoldPlan(calls, task.answers[0], task.metadata.get("answer_expr"))
 
-    def _program(self) -> str:
-        """PAL: the gold calls as a program, then the gold answer."""
-        assert self.task is not None
-        lines = ["```python"]
-        for i, call in enumerate(self._solution):
-            args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
-            lines.append(f"r{i} = {call.tool}({args})")
-        expr = self.task.metadata.get("answer_expr") if self.variant == "oracle" else None
-        expr = expr or repr(self._answer)
-        lines += [f"final_result = {expr}", "```"]
-        return "\n".join(lines)
-
-    def _action(self, n: int) -> tuple[str, str]:
-        if self.task is None:
-            raise ModelError("the oracle needs a task: use it through the runner", "no_task")
-        solution = self._solution
-        i = n - 1
-        if i < len(solution):
-            call = solution[i]
-            spec = self.env.tool(call.tool) if self.env is not None else None
-            rendered = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
-            return f"I need to call {call.tool}.", rendered
-        return "I have the answer.", f"Finish[{self._answer}]"
-
-    def respond_with_tools(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
-        if self.task is None:
-            raise ModelError("the oracle needs a task: use it through the runner", "no_task")
-        done = sum(1 for m in request.messages if m.role == "tool")
-        solution = self._solution
-        if done < len(solution):
-            return "", [solution[done]]
-        if self.workflow == "dfsdt":
-            args = {"return_type": "give_answer", "final_answer": self._answer}
-        else:
-            args = {"answer": self._answer}
-        return "", [ToolCall(tool="Finish", arguments=args)]
-
-    def respond(self, prompt: str) -> str:
-        if self.workflow in ("pal", "direct", "planned") and self.task is None:
-            raise ModelError("the oracle needs a task: use it through the runner", "no_task")
-        if self.workflow == "pal":
-            return self._program()
-        if self.workflow in ("direct", "planned"):
-            if prompt.rstrip().endswith("Calls:"):
-                return json.dumps([c.model_dump() for c in self._solution])
-            return f" {self._answer}"
-        slot, n = _tail(prompt)
-        thought, action = self._action(n)
-        if slot == "Action":
-            return f" {action}"
-        return f" {thought}\nAction {n}: {action}\nObservation {n}:"
+    def reply(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
+        plan = self.plan()
+        return self.workflow.gold_reply(request, plan, self.env)
 
 
 class AlternatingModel(OracleModel):
@@ -176,7 +133,7 @@ class AlternatingModel(OracleModel):
         super().__init__(variant="alternating")
         self.visits: dict[str, int] = {}
 
-    def for_episode(self, task: Task, env: Any, workflow: str) -> OracleModel:
+    def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         n = self.visits.get(task.id, 0)
         self.visits[task.id] = n + 1
         bound = OracleModel(task, env, workflow, "oracle" if n % 2 == 0 else "oracle-wrong")
@@ -229,7 +186,7 @@ class ReplayModel(ScriptedModel):
             }
         return self._by_task
 
-    def for_episode(self, task: Task, env: Any, workflow: str) -> ReplayModel:
+    def for_episode(self, task: Task, env: Any, workflow: Any) -> ReplayModel:
         outputs = self._load().get(task.id)
         if outputs is None:
             raise ValueError(f"scripted/replay: task {task.id} is not in {self.path}")

@@ -96,7 +96,9 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
     """Expand a YAML file listing ``workflows`` x ``models`` x ``tasks`` into run configs.
 
     Scalar keys (``env``, ``limit``, ...) apply to every run; list keys ``workflows``,
-    ``models`` and ``tasks`` (or their singular forms) are crossed.
+    ``models`` and ``tasks`` (or their singular forms) are crossed. ``workflow_options`` may
+    hold a mapping per workflow name (``{pal: {pal_cpu_s: 5}, max_tokens: 64}``): each
+    workflow gets the shared keys and its own, since each validates only the options it has.
     """
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -119,8 +121,18 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
         for k in keys:  # explicit command-line values win over the file's axes
             if overrides.get(k) is not None:
                 data[k] = overrides[k]
+        data["workflow_options"] = _options_of(data.get("workflow_options"), data.get("workflow"))
         configs.append(build_config(data, source=str(path)))
     return configs
+
+
+def _options_of(options: Any, workflow: Any) -> Any:
+    """The shared workflow options plus those listed under ``workflow``'s own name."""
+    if not isinstance(options, dict):
+        return options if options is not None else {}
+    own = options.get(workflow) if isinstance(workflow, str) else None
+    shared = {k: v for k, v in options.items() if not isinstance(v, dict)}
+    return {**shared, **(own if isinstance(own, dict) else {})}
 
 
 def build_config(data: dict[str, Any], source: str = "command line") -> RunConfig:

@@ -42,3 +42,12 @@ def run_config(tmp_path: Path, **overrides) -> tuple[RunSummary, list]:
     data.update(overrides)
     summary = run_sync(RunConfig(**data))
     return summary, list(ResultsFile(summary.run_dir / RESULTS))
+
+
+def options_for(workflow: str, **options):
+    """Those of ``options`` that ``workflow``'s own config has (a test that runs several
+    workflows with one set of budgets; each workflow refuses options it does not have)."""
+    from raleval import registry
+
+    fields = registry.workflows.get(workflow).Config.model_fields
+    return {k: v for k, v in options.items() if k in fields}

@@ -8,7 +8,7 @@ import pytest
 
 from raleval.workflows.sandbox import check_isolation
 
-from .conftest import run_config
+from .conftest import options_for, run_config
 
 # workflow -> episodes (500 in all)
 PLAN = {"react": 84, "function_calling": 84, "dfsdt": 83, "pal": 83, "planned": 83, "direct": 83}
@@ -29,7 +29,7 @@ def test_soak_500_episodes_with_injected_faults(tmp_path):
             tool_fault_rate=0.10,
             llm_fault_rate=0.05,
             fault_seed=11,
-            workflow_options={"dfsdt_query_budget": 8},
+            workflow_options=options_for(workflow, dfsdt_query_budget=8),
         )
         ids = Counter(r.task_id for r in results)
         assert len(ids) == n and set(ids.values()) == {1}  # every task exactly once

@@ -5,7 +5,7 @@ import pytest
 
 from raleval.workflows.sandbox import check_isolation
 
-from .conftest import run_config
+from .conftest import options_for, run_config
 
 # (workflow, scripted model) -> intended label (with cause prefix where it matters)
 EXPECTED = {
@@ -46,7 +46,7 @@ def test_intended_label(tmp_path, workflow, model):
         workflow=workflow,
         model=f"scripted/{model}",
         limit=3,
-        workflow_options={"max_steps": 4, "dfsdt_query_budget": 6},
+        workflow_options=options_for(workflow, max_steps=4, dfsdt_query_budget=6),
     )
     want = EXPECTED[(workflow, model)]
     for r in results:

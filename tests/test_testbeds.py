@@ -232,7 +232,7 @@ def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path)
         log_dir=tmp_path,
     )
     tasks = load_tasks("scholar@negative", env, "scholar", 2, config.seed)
-    examples = k_shot_examples(config, env, tasks, registry.workflows.get("react"), 2)
+    examples = k_shot_examples(config, env, tasks, registry.workflows.get("react")(), 2)
     assert len(examples) == 2 and not any(REJECTION_ANSWER in e for e in examples)
 
 

@@ -13,7 +13,6 @@ from raleval import registry
 from raleval.app.runner import run_episode
 from raleval.model import Generation, ModelBase
 from raleval.records import AgentSpec, Task, Termination, ToolCall, Trajectory
-from raleval.workflows.common import WorkflowConfig
 from raleval.workflows.sandbox import check_isolation
 
 ADVERSARIAL = [
@@ -80,6 +79,12 @@ if check_isolation() is None:
     WORKFLOWS.append("pal")
 
 
+def _workflow(name, **budgets):
+    """The workflow with those of ``budgets`` that its own config has."""
+    cls = registry.workflows.get(name)
+    return cls.configure({k: v for k, v in budgets.items() if k in cls.Config.model_fields})
+
+
 @pytest.mark.parametrize("workflow", WORKFLOWS)
 @settings(
     max_examples=25,
@@ -88,15 +93,13 @@ if check_isolation() is None:
 )
 @given(outputs=st.lists(generations, min_size=0, max_size=8))
 def test_no_exception_escapes(scholar_env, workflow, outputs):
-    builder = registry.workflows.get(workflow)
-    cfg = WorkflowConfig(max_steps=4, dfsdt_query_budget=6, pal_cpu_s=1, pal_wall_s=3)
+    wf = _workflow(workflow, max_steps=4, dfsdt_query_budget=6, pal_cpu_s=1, pal_wall_s=3)
     traj = asyncio.run(
         run_episode(
             TASK,
             FuzzModel(outputs),
             scholar_env,
-            builder,
-            cfg,
+            wf,
             AgentSpec(workflow=workflow, model="fuzz", env="scholar"),
         )
     )
@@ -108,16 +111,14 @@ def test_no_exception_escapes(scholar_env, workflow, outputs):
 @pytest.mark.parametrize("workflow", WORKFLOWS)
 @pytest.mark.parametrize("text", ADVERSARIAL)
 def test_adversarial_outputs(scholar_env, workflow, text):
-    builder = registry.workflows.get(workflow)
-    cfg = WorkflowConfig(max_steps=3, dfsdt_query_budget=4, pal_cpu_s=1, pal_wall_s=3)
+    wf = _workflow(workflow, max_steps=3, dfsdt_query_budget=4, pal_cpu_s=1, pal_wall_s=3)
     outputs = [Generation(text=text)] * 6
     traj = asyncio.run(
         run_episode(
             TASK,
             FuzzModel(outputs),
             scholar_env,
-            builder,
-            cfg,
+            wf,
             AgentSpec(workflow=workflow, model="fuzz", env="scholar"),
         )
     )

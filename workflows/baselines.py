@@ -16,12 +16,14 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import Message, Model
-from raleval.records import OutcomeKind, Termination
+from raleval.model import GenerateRequest, Message, Model
+from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.toolcalls import tool_calls_from_content
+from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
     EpisodeRecord,
     WorkflowConfig,
@@ -37,7 +39,12 @@ class BaselineState(TypedDict, total=False):
     results: list[str]
 
 
-@register_workflow("direct")
+class PlannedConfig(WorkflowConfig):
+    """The planned baseline's budget."""
+
+    max_steps: int = Field(10, ge=1)  # lookups of the plan that run
+
+
 def build_direct_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
     """One model call, no tools."""
     cfg = config or WorkflowConfig()
@@ -66,12 +73,9 @@ def _answer_template() -> Template:
     return Template(path.read_text(encoding="utf-8"))
 
 
-@register_workflow("planned")
-def build_planned_graph(
-    model: Model, env: Environment, config: WorkflowConfig | None = None
-) -> Any:
+def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | None = None) -> Any:
     """Plan the lookups as JSON, run them, answer from the results."""
-    cfg = config or WorkflowConfig()
+    cfg = config or PlannedConfig()
     plan_template = load_prompt("planned", env, cfg.prompt_file)
     answer_template = _answer_template()
     tool_list = "\n".join(f"- {t.react_signature()}: {t.description}" for t in env.tools)
@@ -127,3 +131,47 @@ def build_planned_graph(
     graph.add_conditional_edges("plan", after_plan, ["answer", END])
     graph.add_edge("answer", END)
     return graph.compile()
+
+
+@register_workflow("direct")
+class Direct(Workflow):
+    """No tools: what the model knows (the AM calibration)."""
+
+    name = "direct"
+
+    def build(self, model: Model, env: Environment) -> Any:
+        return build_direct_graph(model, env, self.config)
+
+    def recursion_limit(self) -> int:
+        return 10
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Environment
+    ) -> tuple[str, list[ToolCall]]:
+        return f" {plan.answer}", []
+
+
+PLAN_CUE = "Calls:"  # the plan prompt ends here (prompts/planned/default.txt)
+
+
+@register_workflow("planned")
+class Planned(Workflow):
+    """CRAG-style: one call plans the lookups as JSON, the tools run, one call answers."""
+
+    name = "planned"
+    Config = PlannedConfig
+    config: PlannedConfig
+
+    def build(self, model: Model, env: Environment) -> Any:
+        return build_planned_graph(model, env, self.config)
+
+    def recursion_limit(self) -> int:
+        return 10
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Environment
+    ) -> tuple[str, list[ToolCall]]:
+        prompt = request.messages[-1].content if request.messages else ""
+        if prompt.rstrip().endswith(PLAN_CUE):
+            return json.dumps([c.model_dump() for c in plan.calls]), []
+        return f" {plan.answer}", []

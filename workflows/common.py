@@ -13,56 +13,22 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from raleval.environment import ToolResult
 from raleval.model import GenerateRequest, Generation, Message, Model, ModelError
 from raleval.records import LLMCall, OutcomeKind, Step, Termination
+from raleval.workflow import DEFAULT_CONTEXT_TOKENS, SolvedExample, WorkflowConfig
 
-
-class WorkflowConfig(BaseModel):
-    """Budgets and decoding shared by all workflows (R-Eval defaults)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_steps: int = Field(10, ge=1)
-    max_context_tokens: int | None = Field(None, ge=256)
-    time_limit_s: float = Field(600.0, gt=0)
-    temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(128, ge=1)
-    max_parse_errors: int = Field(3, ge=1)
-    # "single": one call writes Thought and Action (ReAct's notebook; a second call asks for
-    # the Action if it is missing); "two_call": R-Eval's separate Thought and Action calls.
-    react_style: str = Field("single", pattern="^(single|two_call)$")
-    # How the ReAct text reaches a chat model: "user" puts everything in one user message
-    # (any API); "prefill" sends instructions + question as the user turn and the scratchpad as
-    # an assistant turn the model continues (llama.cpp, vLLM); "auto" picks prefill when the
-    # model says it supports it. Chat models given "user" tend to restart at Thought 1.
-    react_layout: str = Field("auto", pattern="^(auto|user|prefill)$")
-    prompt_file: str | None = None
-    # k-shot: the template's example plus shots - 1 from a disjoint pool of generated tasks,
-    # rendered by the runner in this workflow's own format (see ``examples_text``).
-    shots: int = Field(1, ge=1, le=16)
-    examples: list[str] = Field(default_factory=list)
-    # PAL: the program may need more than 128 tokens; it runs in an OS sandbox with limits.
-    pal_max_tokens: int = Field(512, ge=16)
-    pal_phrase_answer: bool = False
-    pal_unsafe: bool = False  # run without Landlock/seccomp where the machine has neither
-    pal_cpu_s: int = Field(10, ge=1)
-    pal_wall_s: float = Field(30.0, gt=0)
-    pal_memory_mb: int = Field(512, ge=64)
-    # DFSDT (ToolBench's DFS_woFilter_w2): tree width, depth in Thought/Action/Input levels,
-    # and the number of model calls the whole search may make.
-    dfsdt_width: int = Field(2, ge=1)
-    dfsdt_max_depth: int = Field(12, ge=2)
-    dfsdt_query_budget: int = Field(60, ge=1)
-
-    def recursion_limit(self) -> int:
-        """LangGraph super-steps an episode may need: a few nodes per step plus slack."""
-        return max(3 * self.max_steps, 2 * self.dfsdt_query_budget) + 10
-
-
-DEFAULT_CONTEXT_TOKENS = 8192
+__all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
+    "EpisodeRecord",
+    "SolvedExample",
+    "WorkflowConfig",
+    "count_tokens",
+    "episode_env",
+    "episode_model",
+    "examples_text",
+    "load_prompt",
+]
 
 
 # A graph is compiled once per run (compiling costs milliseconds); what differs per episode (a
@@ -99,16 +65,6 @@ def load_prompt(workflow: str, env: Any, override: str | None = None) -> Templat
     if path.is_file():
         return Template(path.read_text(encoding="utf-8"))
     raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {path}")
-
-
-@dataclass(frozen=True)
-class SolvedExample:
-    """A task with its gold calls already run: what a k-shot example is rendered from."""
-
-    question: str
-    calls: list[tuple[Any, str]]  # (ToolCall, observation)
-    answer: str
-    answer_expr: str | None = None  # how the answer follows from results r0, r1, ... (PAL)
 
 
 def examples_text(config: WorkflowConfig) -> str:

@@ -22,11 +22,13 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import Message, Model
-from raleval.records import OutcomeKind, Termination
+from raleval.model import GenerateRequest, Message, Model
+from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
@@ -36,7 +38,7 @@ from raleval.workflows.common import (
     examples_text,
     load_prompt,
 )
-from raleval.workflows.function_calling import render_calls_example
+from raleval.workflows.function_calling import native_gold_reply, render_calls_example
 
 FINISH_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -95,10 +97,18 @@ def diversity_message(previous: list[TreeNode]) -> Message:
     )
 
 
-@register_workflow("dfsdt")
-def build_dfsdt_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+class DFSDTConfig(WorkflowConfig):
+    """ToolBench's DFS_woFilter_w2: tree width, depth in Thought/Action/Input levels, and the
+    number of model calls the whole search may make."""
+
+    dfsdt_width: int = Field(2, ge=1)
+    dfsdt_max_depth: int = Field(12, ge=2)
+    dfsdt_query_budget: int = Field(60, ge=1)
+
+
+def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None = None) -> Any:
     """Compile the DFSDT graph for ``model`` on ``env``'s tools."""
-    cfg = config or WorkflowConfig()
+    cfg = config or DFSDTConfig()
     system = load_prompt("dfsdt", env, cfg.prompt_file).substitute(examples=examples_text(cfg))
     schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
 
@@ -238,4 +248,26 @@ def render_dfsdt_example(example: SolvedExample, env: Environment) -> str:
     )
 
 
-build_dfsdt_graph.render_example = render_dfsdt_example  # type: ignore[attr-defined]
+@register_workflow("dfsdt")
+class DFSDT(Workflow):
+    """ToolBench's depth-first search decision tree; the whole tree is recorded."""
+
+    name = "dfsdt"
+    Config = DFSDTConfig
+    config: DFSDTConfig
+
+    def build(self, model: Model, env: Environment) -> Any:
+        return build_dfsdt_graph(model, env, self.config)
+
+    def recursion_limit(self) -> int:
+        return 2 * self.config.dfsdt_query_budget + 10
+
+    def render_example(self, example: SolvedExample, env: Environment) -> str:
+        return render_dfsdt_example(example, env)
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Environment
+    ) -> tuple[str, list[ToolCall]]:
+        return native_gold_reply(
+            request, plan, {"return_type": "give_answer", "final_answer": plan.answer}
+        )

@@ -18,11 +18,13 @@ from langchain_core.messages import ToolMessage as LCToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from pydantic import Field
 
 from raleval.environment import Environment
 from raleval.model import GenerateRequest, Generation, Model
-from raleval.records import Termination
+from raleval.records import Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
@@ -66,12 +68,17 @@ def transcript(messages: tuple[Any, ...]) -> str:
     return "\n".join(parts)
 
 
-@register_workflow("function_calling")
+class FunctionCallingConfig(WorkflowConfig):
+    """Native function calling's budget."""
+
+    max_steps: int = Field(10, ge=1)  # model turns
+
+
 def build_function_calling_graph(
-    model: Model, env: Environment, config: WorkflowConfig | None = None
+    model: Model, env: Environment, config: FunctionCallingConfig | None = None
 ) -> Any:
     """Compile the native function-calling graph for ``model`` on ``env``'s tools."""
-    cfg = config or WorkflowConfig()
+    cfg = config or FunctionCallingConfig()
     system = load_prompt("function_calling", env, cfg.prompt_file).substitute(
         examples=examples_text(cfg)
     )
@@ -182,4 +189,35 @@ def render_fc_example(example: SolvedExample, env: Environment) -> str:
     return render_calls_example(example, {"answer": example.answer})
 
 
-build_function_calling_graph.render_example = render_fc_example  # type: ignore[attr-defined]
+def native_gold_reply(
+    request: GenerateRequest, plan: GoldPlan, finish: dict[str, Any]
+) -> tuple[str, list[ToolCall]]:
+    """The oracle's reply in native tool calls: the next gold call (one per turn, counted by
+    the tool results so far), then ``Finish`` with ``finish`` as its arguments."""
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < len(plan.calls):
+        return "", [plan.calls[done]]
+    return "", [ToolCall(tool="Finish", arguments=finish)]
+
+
+@register_workflow("function_calling")
+class FunctionCalling(Workflow):
+    """Native tool calls through LangChain's ``bind_tools``; ``Finish(answer)`` ends it."""
+
+    name = "function_calling"
+    Config = FunctionCallingConfig
+    config: FunctionCallingConfig
+
+    def build(self, model: Model, env: Environment) -> Any:
+        return build_function_calling_graph(model, env, self.config)
+
+    def recursion_limit(self) -> int:
+        return 3 * self.config.max_steps + 10
+
+    def render_example(self, example: SolvedExample, env: Environment) -> str:
+        return render_fc_example(example, env)
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Environment
+    ) -> tuple[str, list[ToolCall]]:
+        return native_gold_reply(request, plan, {"answer": plan.answer})

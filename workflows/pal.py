@@ -13,11 +13,13 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import Message, Model
-from raleval.records import OutcomeKind, Termination
+from raleval.model import GenerateRequest, Message, Model
+from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
@@ -58,7 +60,18 @@ def answer_text(value: Any) -> str:
     return str(value)
 
 
-def preflight(config: WorkflowConfig) -> None:
+class PALConfig(WorkflowConfig):
+    """PAL's program budget and sandbox limits; the program may need more than 128 tokens."""
+
+    pal_max_tokens: int = Field(512, ge=16)
+    pal_phrase_answer: bool = False
+    pal_unsafe: bool = False  # run without Landlock/seccomp where the machine has neither
+    pal_cpu_s: int = Field(10, ge=1)
+    pal_wall_s: float = Field(30.0, gt=0)
+    pal_memory_mb: int = Field(512, ge=64)
+
+
+def preflight(config: PALConfig) -> None:
     """Refuse to run model-written code where the machine cannot sandbox it."""
     if config.pal_unsafe:
         return
@@ -70,10 +83,9 @@ def preflight(config: WorkflowConfig) -> None:
         )
 
 
-@register_workflow("pal")
-def build_pal_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = None) -> Any:
     """Compile the PAL graph: write one program, run it once in the sandbox, answer."""
-    cfg = config or WorkflowConfig()
+    cfg = config or PALConfig()
     template = load_prompt("pal", env, cfg.prompt_file)
     stubs = "\n".join(t.python_stub() for t in env.tools)
     limits = SandboxLimits(cpu_s=cfg.pal_cpu_s, wall_s=cfg.pal_wall_s, memory_mb=cfg.pal_memory_mb)
@@ -190,5 +202,32 @@ def render_pal_example(example: SolvedExample, env: Environment) -> str:
     return "\n".join(lines)
 
 
-build_pal_graph.preflight = preflight  # type: ignore[attr-defined]
-build_pal_graph.render_example = render_pal_example  # type: ignore[attr-defined]
+@register_workflow("pal")
+class PAL(Workflow):
+    """The model writes one program against the tools; it runs once in an OS sandbox."""
+
+    name = "pal"
+    Config = PALConfig
+    config: PALConfig
+
+    def build(self, model: Model, env: Environment) -> Any:
+        return build_pal_graph(model, env, self.config)
+
+    def preflight(self) -> None:
+        preflight(self.config)
+
+    def recursion_limit(self) -> int:
+        return 10
+
+    def render_example(self, example: SolvedExample, env: Environment) -> str:
+        return render_pal_example(example, env)
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Environment
+    ) -> tuple[str, list[ToolCall]]:
+        lines = ["```python"]
+        for i, call in enumerate(plan.calls):
+            args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+            lines.append(f"r{i} = {call.tool}({args})")
+        lines += [f"final_result = {plan.answer_expr or repr(plan.answer)}", "```"]
+        return "\n".join(lines), []

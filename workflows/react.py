@@ -14,11 +14,13 @@ from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import Message, Model
-from raleval.records import OutcomeKind, Termination
+from raleval.model import GenerateRequest, Message, Model
+from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
@@ -64,10 +66,25 @@ def invalid_action_message(env: Environment) -> str:
     return f"Invalid Action. Valid Actions are {valid} and Finish[<answer>]."
 
 
-@register_workflow("react")
-def build_react_graph(model: Model, env: Environment, config: WorkflowConfig | None = None) -> Any:
+class ReActConfig(WorkflowConfig):
+    """ReAct's budgets and how its text reaches a chat model."""
+
+    max_steps: int = Field(10, ge=1)  # Thought/Action/Observation rounds
+    max_parse_errors: int = Field(3, ge=1)  # unparseable actions in a row before giving up
+    # "single": one call writes Thought and Action (ReAct's notebook; a second call asks for
+    # the Action if it is missing); "two_call": R-Eval's separate Thought and Action calls.
+    react_style: str = Field("single", pattern="^(single|two_call)$")
+    # How the ReAct text reaches a chat model: "user" puts everything in one user message
+    # (any API); "prefill" sends instructions + question as the user turn and the scratchpad as
+    # an assistant turn the model continues (llama.cpp, vLLM); "auto" picks prefill when the
+    # model declares it (Capabilities.prefill). Chat models given "user" tend to restart at
+    # Thought 1.
+    react_layout: str = Field("auto", pattern="^(auto|user|prefill)$")
+
+
+def build_react_graph(model: Model, env: Environment, config: ReActConfig | None = None) -> Any:
     """Compile the ReAct graph for ``model`` on ``env``'s tools."""
-    cfg = config or WorkflowConfig()
+    cfg = config or ReActConfig()
     template = load_prompt("react", env, cfg.prompt_file)
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
@@ -202,4 +219,47 @@ def render_react_example(example: SolvedExample, env: Environment) -> str:
     return "\n".join(lines)
 
 
-build_react_graph.render_example = render_react_example  # type: ignore[attr-defined]
+_STEP_TAIL = re.compile(r"(Thought|Action)\s+(\d+):\s*$")
+
+
+def prompt_slot(prompt: str) -> tuple[str, int]:
+    """Which slot a ReAct prompt asks the model to fill (``Thought`` or ``Action``) and its
+    step number."""
+    m = _STEP_TAIL.search(prompt[-40:])
+    if m is None:
+        return "Thought", 1
+    return m.group(1), int(m.group(2))
+
+
+@register_workflow("react")
+class ReAct(Workflow):
+    """Thought / Action / Observation text loop (ReAct, R-Eval)."""
+
+    name = "react"
+    Config = ReActConfig
+    config: ReActConfig
+
+    def build(self, model: Model, env: Environment) -> Any:
+        return build_react_graph(model, env, self.config)
+
+    def recursion_limit(self) -> int:
+        return 3 * self.config.max_steps + 10
+
+    def render_example(self, example: SolvedExample, env: Environment) -> str:
+        return render_react_example(example, env)
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Environment
+    ) -> tuple[str, list[ToolCall]]:
+        prompt = request.messages[-1].content if request.messages else ""
+        slot, n = prompt_slot(prompt)
+        if n - 1 < len(plan.calls):
+            call = plan.calls[n - 1]
+            spec = env.tool(call.tool)
+            action = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
+            thought = f"I need to call {call.tool}."
+        else:
+            thought, action = "I have the answer.", f"Finish[{plan.answer}]"
+        if slot == "Action":
+            return f" {action}", []
+        return f" {thought}\nAction {n}: {action}\nObservation {n}:", []

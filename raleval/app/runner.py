@@ -15,7 +15,6 @@ import platform
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +35,7 @@ from raleval.store import (
     write_header,
     write_tasks,
 )
+from raleval.workflow import SolvedExample, Workflow, WorkflowConfig
 
 
 @dataclass
@@ -127,8 +127,7 @@ async def run_episode(
     task: Task,
     model: Any,
     env: Any,
-    builder: Callable[..., Any],
-    wf_config: Any,
+    workflow: Workflow,
     agent: AgentSpec,
     epoch: int = 0,
     graph: Any = None,
@@ -146,19 +145,19 @@ async def run_episode(
         if epoch:
             model = model.with_epoch(epoch)
         session = wrap_session(env.session(task), task)
-        episode_model = model.for_episode(task, session, agent.workflow)
+        episode_model = model.for_episode(task, session, workflow)
         if graph is None:
-            graph = builder(episode_model, session, wf_config)
+            graph = workflow.build(episode_model, session)
         await asyncio.wait_for(
             graph.ainvoke(
                 {"question": task.question, "rec": rec},
                 {
-                    "recursion_limit": wf_config.recursion_limit(),
+                    "recursion_limit": workflow.recursion_limit(),
                     "configurable": {"model": episode_model, "env": session},
                 },
             ),
             # The workflow enforces the budget itself; this is the safety net.
-            timeout=wf_config.time_limit_s + 30,
+            timeout=workflow.config.time_limit_s + 30,
         )
         if rec.termination is None:
             rec.finish(Termination.harness_error, "workflow_ended_without_termination")
@@ -199,24 +198,17 @@ def _resolve_model(config: RunConfig) -> Any:
     return resolve_model(config.model, options)
 
 
-def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any]:
-    """Environment, tasks, workflow builder and config; the model is resolved separately
+def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
+    """Environment, tasks and the configured workflow; the model is resolved separately
     (a Ray driver needs no model of its own: a local one would start a server)."""
     from raleval.tasks.catalog import load_tasks
-    from raleval.workflows.common import WorkflowConfig
 
     env_factory = registry.envs.get(config.env)
-    builder = registry.workflows.get(config.workflow)
-    try:
-        wf_config = WorkflowConfig(**config.workflow_options)
-    except Exception as exc:
-        raise ConfigError(f"invalid workflow options: {exc}") from exc
-    preflight = getattr(builder, "preflight", None)
-    if preflight is not None:  # e.g. PAL refuses to run where it cannot sandbox code
-        try:
-            preflight(wf_config)
-        except RuntimeError as exc:
-            raise ConfigError(str(exc)) from exc
+    workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
+    try:  # e.g. PAL refuses to run where it cannot sandbox code
+        workflow.preflight()
+    except RuntimeError as exc:
+        raise ConfigError(str(exc)) from exc
     env = env_factory(**config.env_options)
     run_dir = config.run_dir
     if (run_dir / TASKS).exists():
@@ -225,17 +217,17 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Any, Any]:
         tasks = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
-    if wf_config.shots > 1:
-        examples = k_shot_examples(config, env, tasks, builder, wf_config.shots - 1)
-        wf_config = wf_config.model_copy(update={"examples": examples})
-    return env, tasks, builder, wf_config
+    if workflow.config.shots > 1:
+        examples = k_shot_examples(config, env, tasks, workflow, workflow.config.shots - 1)
+        workflow = workflow.with_config(examples=examples)
+    return env, tasks, workflow
 
 
 POOL_SEED_OFFSET = 7919  # the example pool is generated with a different seed
 
 
 def k_shot_examples(
-    config: RunConfig, env: Any, tasks: list[Task], builder: Any, n: int
+    config: RunConfig, env: Any, tasks: list[Task], workflow: Workflow, n: int
 ) -> list[str]:
     """``n`` solved examples from a pool disjoint from ``tasks``, in the workflow's format.
 
@@ -244,9 +236,6 @@ def k_shot_examples(
     """
     from raleval.tasks.catalog import load_tasks
 
-    render = getattr(builder, "render_example", None)
-    if render is None:
-        raise ConfigError(f"workflow {config.workflow!r} does not take k-shot examples")
     if config.tasks.endswith(".jsonl"):
         raise ConfigError("k-shot examples are drawn from a generated task set, not a file")
     from raleval.tasks.testbeds import parse_spec
@@ -262,17 +251,15 @@ def k_shot_examples(
     ordered = [t for group in zip(*by_family.values(), strict=False) for t in group]
     if len(ordered) < n:
         raise ConfigError(f"the example pool has {len(ordered)} tasks; {n} are needed")
-    from raleval.workflows.common import SolvedExample
-
     examples = []
     for t in ordered[:n]:
         calls = [(c, env.call_sync(c.tool, c.arguments).observation) for c in t.solution or []]
         solved = SolvedExample(t.question, calls, t.answers[0], t.metadata.get("answer_expr"))
-        examples.append(render(solved, env))
+        examples.append(workflow.render_example(solved, env))
     return examples
 
 
-def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: Any) -> Path:
+def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: WorkflowConfig) -> Path:
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = config.fingerprint()
@@ -351,8 +338,8 @@ async def run(
     from raleval.app.progress import make_progress
 
     model = _resolve_model(config)  # first, so a bad model name fails before any world loads
-    env, tasks, builder, wf_config = _prepare(config)
-    run_dir = _open_run_dir(config, tasks, wf_config)
+    env, tasks, workflow = _prepare(config)
+    run_dir = _open_run_dir(config, tasks, workflow.config)
     if shard is None:
         results = ResultsFile(run_dir / RESULTS)
     else:  # a Ray worker: its own file, merged by the driver at the end
@@ -386,7 +373,7 @@ async def run(
         cache = ResponseCache(config.cache_path or default_cache_path())
         model = CachedModel(model, cache)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
-    graph = builder(model, env, wf_config)  # compiled once; episodes differ in `configurable`
+    graph = workflow.build(model, env)  # compiled once; episodes differ in `configurable`
 
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for item in pending:
@@ -403,9 +390,7 @@ async def run(
                 task, epoch = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            traj = await run_episode(
-                task, model, env, builder, wf_config, agent, epoch=epoch, graph=graph
-            )
+            traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
             score_trajectory(traj, task)  # raleval.analysis.scoring
             writer.put(traj)
             tally.add(traj)
@@ -482,8 +467,8 @@ def run_ray(config: RunConfig) -> RunSummary:
     except ImportError as exc:
         raise ConfigError('--backend ray needs Ray: pip install "raleval[ray]"') from exc
 
-    _env, tasks, _builder, wf_config = _prepare(config)
-    run_dir = _open_run_dir(config, tasks, wf_config)
+    _env, tasks, workflow = _prepare(config)
+    run_dir = _open_run_dir(config, tasks, workflow.config)
     before = finished_keys(run_dir)
     env_vars = {k: v for k, v in os.environ.items() if k.startswith("RALEVAL_")}
     started_here = not ray.is_initialized()

@@ -1,0 +1,112 @@
+"""The workflow contract: a class with its own pydantic config that compiles one graph per run.
+
+A workflow knows how to drive a model over an environment's tools (``build``), how a solved task
+looks in its own format (``render_example``, for k-shot prompts) and how a scripted oracle
+answers one of its requests (``gold_reply``); nothing outside it branches on its name. Options
+are validated against the workflow's own config class, so an option another workflow uses is
+an error that names this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from raleval.config import ConfigError
+from raleval.model import GenerateRequest
+from raleval.records import ToolCall
+
+DEFAULT_CONTEXT_TOKENS = 8192
+
+
+class WorkflowConfig(BaseModel):
+    """Budgets and decoding every workflow has (R-Eval defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    time_limit_s: float = Field(600.0, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(128, ge=1)
+    max_context_tokens: int | None = Field(None, ge=256)
+    prompt_file: str | None = None
+    # k-shot: the template's example plus shots - 1 from a disjoint pool of generated tasks,
+    # rendered by the runner in this workflow's own format (see ``examples_text``).
+    shots: int = Field(1, ge=1, le=16)
+    examples: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SolvedExample:
+    """A task with its gold calls already run: what a k-shot example is rendered from."""
+
+    question: str
+    calls: list[tuple[Any, str]]  # (ToolCall, observation)
+    answer: str
+    answer_expr: str | None = None  # how the answer follows from results r0, r1, ... (PAL)
+
+
+@dataclass(frozen=True)
+class GoldPlan:
+    """What a scripted oracle plays back: the gold calls, then the answer; ``answer_expr``
+    computes the answer from the calls' results (PAL writes it as the program's last line)."""
+
+    calls: list[ToolCall]
+    answer: str
+    answer_expr: str | None = None
+
+
+class Workflow:
+    """Base of every workflow; subclasses set ``name`` and ``Config`` and implement ``build``."""
+
+    name: ClassVar[str] = "workflow"
+    Config: ClassVar[type[WorkflowConfig]] = WorkflowConfig
+
+    def __init__(self, config: WorkflowConfig | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+
+    @classmethod
+    def configure(cls, options: dict[str, Any]) -> Workflow:
+        """The workflow with ``options`` (``-W key=value``) validated by its own config."""
+        try:
+            return cls(cls.Config(**options))
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                key = ".".join(str(p) for p in err["loc"]) or "options"
+                if err["type"] == "extra_forbidden":
+                    problems.append(f"{cls.name} has no option {key!r}")
+                else:
+                    problems.append(f"{key}: {err['msg']}")
+            valid = ", ".join(sorted(cls.Config.model_fields))
+            raise ConfigError(
+                f"invalid workflow option: {'; '.join(problems)}. Options of {cls.name}: {valid}"
+            ) from None
+
+    def with_config(self, **changes: Any) -> Workflow:
+        """The same workflow with some config fields replaced."""
+        return type(self)(self.config.model_copy(update=changes))
+
+    def build(self, model: Any, env: Any) -> Any:
+        """The compiled graph for ``model`` on ``env``'s tools (once per run; what differs per
+        episode arrives in LangGraph's ``configurable``)."""
+        raise NotImplementedError
+
+    def preflight(self) -> None:
+        """Refuse, with a message, to run where this workflow cannot (e.g. no sandbox)."""
+
+    def recursion_limit(self) -> int:
+        """LangGraph super-steps an episode may need."""
+        return 50
+
+    def render_example(self, example: SolvedExample, env: Any) -> str:
+        """A solved task in this workflow's own trace format (k-shot prompts)."""
+        raise ConfigError(f"workflow {self.name!r} does not take k-shot examples")
+
+    def gold_reply(
+        self, request: GenerateRequest, plan: GoldPlan, env: Any
+    ) -> tuple[str, list[ToolCall]]:
+        """What a model that follows ``plan`` answers to ``request``, in this workflow's
+        format: the text and the native tool calls (the scripted oracle's reply)."""
+        raise NotImplementedError(f"workflow {self.name!r} has no scripted-oracle format")
