@@ -150,6 +150,18 @@ def _describe_validation_error(tool: ToolSpec, exc: ValidationError) -> str:
     )
 
 
+@dataclass(frozen=True)
+class HttpRoute:
+    """A native HTTP route of an environment's own API (CRAG's client posts to these): a
+    ``POST path`` whose JSON body carries the tool's arguments, answered ``{"result": ...}``.
+    ``body``: "query" puts a one-parameter tool's argument under ``{"query": ...}``; "fields"
+    takes the parameters by name; "none" takes no body."""
+
+    path: str
+    tool: str
+    body: Literal["query", "fields", "none"] = "fields"
+
+
 class Environment:
     """A domain environment: a set of declared tools and one way to call them.
 
@@ -169,6 +181,11 @@ class Environment:
     def session(self, task: Any = None) -> Environment:
         """The environment one episode talks to."""
         return self
+
+    def http_routes(self) -> list[HttpRoute]:
+        """Routes of the environment's own HTTP API that ``raleval serve`` adds beside the
+        generic ``/tools/{name}`` (none by default)."""
+        return []
 
     def prompt_template(self, workflow: str) -> str | None:
         """This environment's prompt for ``workflow``: ``prompts/<workflow>.txt`` in the

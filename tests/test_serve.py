@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from raleval.app.serve import crag_route, create_app
+from raleval.app.serve import create_app
 from raleval.envs.crag import make_crag_env
+from raleval.envs.crag.http import crag_route
 
 from .conftest import run_config
 

@@ -7,7 +7,8 @@ import threading
 from datetime import date, datetime
 from typing import Any
 
-from raleval.environment import Environment
+from raleval.environment import Environment, HttpRoute
+from raleval.envs.crag.http import crag_routes
 from raleval.envs.crag.tools import build_tools
 from raleval.envs.crag.world import DEFAULT_QUERY_DATE, CragWorld, generate_world
 from raleval.registry import register_env
@@ -56,6 +57,9 @@ class CragEnv(Environment):
         super().__init__(build_tools(world, as_of))
         self.world = world
         self.as_of = as_of
+
+    def http_routes(self) -> list[HttpRoute]:
+        return crag_routes(self.tools)
 
     def session(self, task: Any = None) -> CragEnv:
         query_time = getattr(task, "query_time", None)

@@ -1,12 +1,12 @@
-"""Serve an environment over HTTP (FastAPI): CRAG's mock-API routes and a generic tool route.
+"""Serve an environment over HTTP (FastAPI): a generic tool route and the environment's own.
 
 - ``POST /tools/{name}`` with the arguments as a JSON object: ``{"result", "observation",
   "kind", "cause"}`` for any environment. Stateful environments (Wikipedia's current page)
   keep one session per ``X-Raleval-Session`` header value.
 - ``GET /tools``: every tool's name, description and JSON-schema parameters.
-- CRAG's own routes, so CRAG's client works unchanged: ``finance_get_price_history`` is
-  ``POST /finance/get_price_history`` with ``{"query": ...}`` (tools with several parameters
-  take them by name), answering ``{"result": ...}``.
+- The environment's own API routes (``Environment.http_routes``; CRAG's, so CRAG's client
+  works unchanged: ``POST /finance/get_price_history`` with ``{"query": ...}``), answering
+  ``{"result": ...}``.
 
 Needs the ``serve`` extra (FastAPI, uvicorn). With a token set, every request needs
 ``Authorization: Bearer <token>``. Misuse answers 400, a tool fault 503, unknown tools 404;
@@ -24,11 +24,10 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import create_model
 
-from raleval.environment import Environment, ToolResult, ToolSpec
+from raleval.environment import Environment, HttpRoute, ToolResult, ToolSpec
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_SESSIONS = 10_000
-_SUBGROUPS = ("nba", "soccer")  # CRAG nests these; grammy_* stays one segment
 
 
 def is_loopback(host: str) -> bool:
@@ -38,17 +37,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def crag_route(tool_name: str) -> str:
-    """The path CRAG's client posts to: ``music_grammy_get_best_artist_by_year`` ->
-    ``/music/grammy_get_best_artist_by_year``, ``sports_nba_get_games_on_date`` ->
-    ``/sports/nba/get_games_on_date``."""
-    domain, _, rest = tool_name.partition("_")
-    sub, _, tail = rest.partition("_")
-    if sub in _SUBGROUPS:
-        return f"/{domain}/{sub}/{tail}"
-    return f"/{domain}/{rest}"
 
 
 def create_app(env: Environment, token: str | None = None) -> Any:
@@ -63,7 +51,7 @@ def create_app(env: Environment, token: str | None = None) -> Any:
 
     app = FastAPI(
         title=f"raleval {env.name} environment",
-        description=getattr(env, "description", ""),
+        description=env.description,
         dependencies=[Depends(check_token)],
     )
     sessions: OrderedDict[str, Environment] = OrderedDict()
@@ -78,13 +66,13 @@ def create_app(env: Environment, token: str | None = None) -> Any:
         sessions.move_to_end(key)
         return sessions[key]
 
-    def respond(result: ToolResult, crag: bool = False) -> Any:
+    def respond(result: ToolResult, native: bool = False) -> Any:
         if result.kind.value == "misuse":
             status = 404 if result.cause == "unknown_tool" else 400
             return JSONResponse({"detail": result.observation, "cause": result.cause}, status)
         if result.kind.value == "tool_fault":
             return JSONResponse({"detail": result.observation, "cause": result.cause}, 503)
-        if crag:
+        if native:  # the environment's own API answers the result alone
             return {"result": result.data}
         return {
             "result": result.data,
@@ -121,15 +109,19 @@ def create_app(env: Environment, token: str | None = None) -> Any:
         result = await session_for(x_raleval_session).call(name, arguments)
         return respond(result)
 
-    if env.name == "crag":
-        for spec in env.tools:
-            _add_crag_route(app, env, spec, respond)
+    for route in env.http_routes():
+        spec = env.tool(route.tool)
+        if spec is None:
+            raise ValueError(f"{env.name}: route {route.path} names no tool {route.tool!r}")
+        _add_native_route(app, env, route, spec, respond)
     return app
 
 
-def _add_crag_route(app: Any, env: Environment, spec: ToolSpec, respond: Any) -> None:
+def _add_native_route(
+    app: Any, env: Environment, route: HttpRoute, spec: ToolSpec, respond: Any
+) -> None:
     fields = spec.params.model_fields
-    single = len(fields) == 1
+    single = route.body == "query"
     if single:
         (pname, field) = next(iter(fields.items()))
         body_model = create_model(f"{spec.name}_body", query=(field.annotation, ...))
@@ -139,21 +131,19 @@ def _add_crag_route(app: Any, env: Environment, spec: ToolSpec, respond: Any) ->
     async def endpoint(body: body_model) -> Any:  # type: ignore[valid-type]
         values = body.model_dump()
         arguments = {pname: values["query"]} if single else values
-        return respond(await env.call(spec.name, arguments), crag=True)
+        return respond(await env.call(spec.name, arguments), native=True)
 
     async def no_arguments() -> Any:  # CRAG's client posts these without a body
-        return respond(await env.call(spec.name, {}), crag=True)
+        return respond(await env.call(spec.name, {}), native=True)
 
-    if not fields:
+    if route.body == "none":
         endpoint = no_arguments
     endpoint.__name__ = spec.name
     # the body model is built at run time: give FastAPI the class, not the string annotation
     endpoint.__annotations__ = (
-        {"return": Any} if not fields else {"body": body_model, "return": Any}
+        {"return": Any} if route.body == "none" else {"body": body_model, "return": Any}
     )
-    app.post(crag_route(spec.name), summary=spec.description, tags=[spec.name.split("_")[0]])(
-        endpoint
-    )
+    app.post(route.path, summary=spec.description, tags=[spec.name.split("_")[0]])(endpoint)
 
 
 def check_bind(host: str, token: str | None) -> None:
