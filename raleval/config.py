@@ -28,7 +28,7 @@ class RunConfig(BaseModel):
     # The embedded local model; scripted test models are never chosen by default.
     model: str = "local/qwen2.5-0.5b"
     model_options: dict[str, Any] = Field(default_factory=dict)
-    tasks: str = "scholar-ks"
+    tasks: str | None = None  # None: the environment's default task set
     tasks_per_family: int = Field(100, ge=1)
     limit: int | None = Field(None, ge=1)
     seed: int = 0
@@ -57,12 +57,25 @@ class RunConfig(BaseModel):
             raise ValueError(f"model spec {v!r} must look like provider/name")
         return v
 
+    def with_defaults(self) -> RunConfig:
+        """The config with omitted values that depend on a plugin filled in (the env's default
+        task set), so an explicit default and an omitted one name the same run."""
+        if self.tasks is not None:
+            return self
+        from raleval import registry
+
+        default = registry.envs.get(self.env).default_tasks
+        if not default:
+            raise ConfigError(f"env {self.env!r} has no default task set: pass --tasks")
+        return self.model_copy(update={"tasks": default})
+
     def slug(self) -> str:
         """Directory name of the run: the same command always maps to the same directory."""
         if self.run_name:
             return self.run_name
         model = self.model.replace("/", "_").replace("@", "_at_").replace(":", "_")
-        tasks = Path(self.tasks).stem if self.tasks.endswith(".jsonl") else self.tasks
+        spec = self.with_defaults().tasks or ""
+        tasks = Path(spec).stem if spec.endswith(".jsonl") else spec
         return "__".join([self.env, self.workflow, model, tasks])
 
     @property
@@ -71,7 +84,7 @@ class RunConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of the fields that change results; resuming requires it unchanged."""
-        keep = self.model_dump(
+        keep = self.with_defaults().model_dump(
             mode="json",
             exclude={
                 "limit",

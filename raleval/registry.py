@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
@@ -27,15 +28,42 @@ class UnknownNameError(LookupError):
         super().__init__(f"unknown {kind} {name!r}.{hint} Known {kind}s: {listing}")
 
 
-class Registry(Generic[T]):
-    """Name -> plugin map with lazy built-ins and entry points."""
+@dataclass(frozen=True)
+class EnvPlugin:
+    """A registered environment: its factory and the task set it runs by default. Calling the
+    plugin calls the factory."""
 
-    def __init__(self, kind: str, group: str, builtins: dict[str, str]) -> None:
+    name: str
+    factory: Callable[..., Any]
+    default_tasks: str | None = None
+
+    def __call__(self, **options: Any) -> Any:
+        return self.factory(**options)
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]  # listings show the factory's
+        return self.factory.__doc__
+
+
+class Registry(Generic[T]):
+    """Name -> plugin map with lazy built-ins, entry points and an optional discovery step
+    (importing what registers more names) tried before a name is declared unknown."""
+
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtins: dict[str, str],
+        discover: Callable[[], Any] | None = None,
+        adapt: Callable[[str, Any], T] | None = None,
+    ) -> None:
         self.kind = kind
         self.group = group
         self._builtins = dict(builtins)
         self._items: dict[str, T] = {}
-        self._entry_points_loaded = False
+        self._discover = discover
+        self._discovered = False
+        self._adapt = adapt
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@registry.register("name")``."""
@@ -54,7 +82,13 @@ class Registry(Generic[T]):
         self._builtins[name] = module
 
     def _entry_points(self) -> dict[str, Any]:
+        # read each time: a package installed while the process runs (a notebook) is seen
         return {ep.name: ep for ep in entry_points(group=self.group)}
+
+    def _discover_once(self) -> None:
+        if self._discover is not None and not self._discovered:
+            self._discovered = True
+            self._discover()
 
     def get(self, name: str) -> T:
         if name in self._items:
@@ -71,11 +105,15 @@ class Registry(Generic[T]):
             loaded = eps[name].load()
             # An entry point may point at a module that registers itself, or at the object.
             if name not in self._items:
-                self._items[name] = loaded
+                self._items[name] = self._adapt(name, loaded) if self._adapt else loaded
             return self._items[name]
+        if self._discover is not None and not self._discovered:
+            self._discover_once()
+            return self.get(name)
         raise UnknownNameError(self.kind, name, self.names())
 
     def names(self) -> list[str]:
+        self._discover_once()
         return sorted(set(self._items) | set(self._builtins) | set(self._entry_points()))
 
     def load_all(self) -> dict[str, T]:
@@ -92,84 +130,28 @@ class Registry(Generic[T]):
         return isinstance(name, str) and name in self.names()
 
 
-envs: Registry[Any] = Registry(
+# Built-in environments, workflows and providers are declared as entry points in
+# pyproject.toml (groups raleval.envs, raleval.workflows, raleval.models), exactly as a
+# third-party package declares its own: nothing here names them.
+envs: Registry[EnvPlugin] = Registry(
     "env",
     "raleval.envs",
-    {
-        "scholar": "raleval.envs.scholar",
-        "wiki": "raleval.envs.wiki",
-        "crag": "raleval.envs.crag",
-        "remote": "raleval.envs.remote",
-    },
+    {},
+    # an entry point may name the factory itself rather than a module that registers it
+    adapt=lambda name, obj: obj if isinstance(obj, EnvPlugin) else EnvPlugin(name, obj),
 )
-workflows: Registry[Any] = Registry(
-    "workflow",
-    "raleval.workflows",
-    {
-        "react": "raleval.workflows.react",
-        "function_calling": "raleval.workflows.function_calling",
-        "pal": "raleval.workflows.pal",
-        "dfsdt": "raleval.workflows.dfsdt",
-        "direct": "raleval.workflows.baselines",
-        "planned": "raleval.workflows.baselines",
-    },
-)
-models: Registry[Any] = Registry(
-    "model provider",
-    "raleval.models",
-    {
-        "scripted": "raleval.agents.scripted",
-        "openai": "raleval.agents.openai_compat",
-        "openai-compatible": "raleval.agents.openai_compat",
-        "local": "raleval.agents.local",
-        "hf": "raleval.agents.hf",
-        "vllm": "raleval.agents.vllm_engine",
-    },
-)
+workflows: Registry[Any] = Registry("workflow", "raleval.workflows", {})
+models: Registry[Any] = Registry("model provider", "raleval.models", {})
+# Task families and sets live with their environment (envs/<name>/families*.py) and register
+# when it is imported: a name not yet known loads every environment first.
 task_families: Registry[Any] = Registry(
-    "task family",
-    "raleval.task_families",
-    {
-        "1-1": "raleval.envs.wiki.families.ks",
-        "1-2": "raleval.envs.wiki.families.ks",
-        "2-1": "raleval.envs.wiki.families.ku",
-        "2-2": "raleval.envs.wiki.families.ku",
-        "2-3": "raleval.envs.wiki.families.ku",
-        "3-1": "raleval.envs.wiki.families.ka",
-        "3-2": "raleval.envs.wiki.families.ka",
-        "3-3": "raleval.envs.wiki.families.ka",
-        "3-4": "raleval.envs.wiki.families.ka",
-        "1-3": "raleval.envs.scholar.families",
-        "2-4": "raleval.envs.scholar.families",
-        "3-5": "raleval.envs.scholar.families",
-        "crag-simple": "raleval.envs.crag.families.simple",
-        **{
-            f: "raleval.envs.crag.families.types"
-            for f in (
-                "crag-condition",
-                "crag-set",
-                "crag-comparison",
-                "crag-aggregation",
-                "crag-multihop",
-                "crag-postproc",
-                "crag-false-premise",
-            )
-        },
-    },
+    "task family", "raleval.task_families", {}, discover=lambda: envs.load_all()
 )
 task_sets: Registry[Any] = Registry(
     "task set",
     "raleval.task_sets",
-    {
-        "scholar-ks": "raleval.envs.scholar.families",
-        "scholar": "raleval.envs.scholar.families",
-        "wiki-ks": "raleval.envs.wiki.families.ks",
-        "reval-12": "raleval.tasks.sets",
-        "wiki-ka": "raleval.envs.wiki.families.ka",
-        "wiki-ku": "raleval.envs.wiki.families.ku",
-        "crag-kg-simple": "raleval.envs.crag.families.simple",
-        "crag-kg": "raleval.envs.crag.families.types",
-    },
+    {"reval-12": "raleval.tasks.sets"},  # spans environments: kept with the generic sets
+    discover=lambda: envs.load_all(),
 )
 metrics: Registry[Any] = Registry(
     "metric",
@@ -180,7 +162,18 @@ metrics: Registry[Any] = Registry(
     },
 )
 
-register_env = envs.register
+
+def register_env(name: str, *, default_tasks: str | None = None) -> Callable[[Any], Any]:
+    """Decorator for an environment factory (``-E key=value`` are its keyword arguments);
+    ``default_tasks`` is the task set ``raleval run --env <name>`` runs without --tasks."""
+
+    def decorate(factory: Any) -> Any:
+        envs.register(name)(EnvPlugin(name, factory, default_tasks))
+        return factory
+
+    return decorate
+
+
 register_workflow = workflows.register
 register_model_provider = models.register
 register_task_family = task_families.register

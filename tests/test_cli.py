@@ -28,7 +28,7 @@ def test_run_then_score(tmp_path):
     res = runner.invoke(app, [*BASE, "--log-dir", str(tmp_path), "--limit", "4"])
     assert res.exit_code == 0, res.output
     assert "4 episodes run, 0 already done" in res.output
-    run_dir = tmp_path / "scholar__react__scripted_oracle__scholar-ks"
+    run_dir = tmp_path / "scholar__react__scripted_oracle__scholar"
     res = runner.invoke(app, ["score", str(run_dir), "--threshold", "0.05"])
     assert res.exit_code == 0, res.output
     scores = [json.loads(x) for x in (run_dir / "scores.jsonl").read_text().splitlines()]
@@ -82,7 +82,7 @@ def test_environment_variable_twins(tmp_path):
     }
     res = runner.invoke(app, ["run", "-E", "size=tiny"], env=env)
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "scholar__react__scripted_abstain__scholar-ks").is_dir()
+    assert (tmp_path / "scholar__react__scripted_abstain__scholar").is_dir()
 
 
 def test_yaml_matrix_runs_every_combination(tmp_path):

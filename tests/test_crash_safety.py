@@ -29,6 +29,8 @@ def command(log_dir: Path) -> list[str]:
         "latency_s=0.03",
         "-E",
         "size=small",
+        "--tasks",
+        "scholar-ks",
         "--tasks-per-family",
         str(N_TASKS),
         "--max-connections",

@@ -11,17 +11,26 @@ from raleval.workflows.sandbox import check_isolation
 
 from .conftest import run_config
 
-# environment -> (its options for a small test world, every generated family it runs)
+# every registered environment that has a default task set, on a tiny world
 ENV_TASKS = {
-    "scholar": ({"size": "tiny"}, "reval-12"),  # 1-3, 2-4, 3-5
-    "wiki": ({"size": "tiny"}, "reval-12"),  # 1-1 .. 3-4
-    "crag": ({"size": "tiny"}, "crag-kg"),  # all eight CRAG question types
+    name: ({"size": "tiny"}, plugin.default_tasks)
+    for name, plugin in registry.envs.load_all().items()
+    if plugin.default_tasks and name in ("scholar", "wiki", "crag")
 }
 
 
-def test_every_registered_env_is_covered():
+def test_built_in_envs_have_default_sets():
     # "remote" is a served copy of another env: tests/test_serve.py runs the oracle through it
-    assert set(registry.envs.names()) - {"remote"} == set(ENV_TASKS)
+    assert set(ENV_TASKS) == {"scholar", "wiki", "crag"}
+    assert registry.envs.get("remote").default_tasks is None
+
+
+def test_each_default_set_holds_every_family_of_its_env():
+    for env, (_, spec) in ENV_TASKS.items():
+        own = {
+            f for f in registry.task_families.names() if registry.task_families.get(f).env == env
+        }
+        assert own == set(registry.task_sets.get(spec)), env
 
 
 def test_every_family_is_in_a_covered_set():

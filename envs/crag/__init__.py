@@ -72,7 +72,7 @@ class CragEnv(Environment):
         return CragEnv(self.world, _as_date(when))
 
 
-@register_env("crag")
+@register_env("crag", default_tasks="crag-kg")
 def make_crag_env(
     size: str = "tiny", seed: int = 0, snr: float = 1 / 30, as_of: str | None = None
 ) -> CragEnv:
@@ -81,4 +81,6 @@ def make_crag_env(
     return CragEnv(load_world(size, int(seed), float(snr)), _as_date(as_of))
 
 
-__all__ = ["CragEnv", "CragWorld", "load_world", "make_crag_env"]
+from raleval.envs.crag import families  # noqa: E402  (registers the task families)
+
+__all__ = ["CragEnv", "CragWorld", "families", "load_world", "make_crag_env"]

@@ -19,7 +19,7 @@ class ScholarEnv(Environment):
         self.store = store
 
 
-@register_env("scholar")
+@register_env("scholar", default_tasks="scholar")
 def make_scholar_env(size: str = "small", seed: int = 0, path: str | None = None) -> ScholarEnv:
     """AMiner-like scholar world: ``-E size=tiny|small|large``, ``-E seed=N``, or
     ``-E path=world.sqlite`` for a world imported from an OAG/AMiner dump."""
@@ -27,4 +27,7 @@ def make_scholar_env(size: str = "small", seed: int = 0, path: str | None = None
     return ScholarEnv(store)
 
 
-__all__ = ["ScholarEnv", "ScholarStore", "load_world", "make_scholar_env"]
+# the task families register on import (after the environment: they refer to its store)
+from raleval.envs.scholar import families  # noqa: E402
+
+__all__ = ["ScholarEnv", "ScholarStore", "families", "load_world", "make_scholar_env"]

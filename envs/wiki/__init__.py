@@ -30,7 +30,7 @@ def _optional_int(value: object) -> int | None:
     return int(value)  # type: ignore[arg-type]
 
 
-@register_env("wiki")
+@register_env("wiki", default_tasks="wiki")
 def make_wiki_env(
     backend: str = "generated",
     path: str | None = None,
@@ -71,4 +71,14 @@ def make_wiki_env(
     raise ValueError(f"unknown wiki backend {backend!r}; choose generated, offline or live")
 
 
-__all__ = ["OfflineBackend", "Page", "WikiEnv", "WikiOptions", "WikiSession", "WikiStore"]
+from raleval.envs.wiki import families  # noqa: E402  (registers the task families)
+
+__all__ = [
+    "OfflineBackend",
+    "Page",
+    "WikiEnv",
+    "WikiOptions",
+    "WikiSession",
+    "WikiStore",
+    "families",
+]

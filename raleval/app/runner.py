@@ -203,6 +203,8 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
     (a Ray driver needs no model of its own: a local one would start a server)."""
     from raleval.tasks.catalog import load_tasks
 
+    config = config.with_defaults()
+
     env_factory = registry.envs.get(config.env)
     workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
     try:  # e.g. PAL refuses to run where it cannot sandbox code
@@ -229,6 +231,7 @@ POOL_SEED_OFFSET = 7919  # the example pool is generated with a different seed
 def k_shot_examples(
     config: RunConfig, env: Any, tasks: list[Task], workflow: Workflow, n: int
 ) -> list[str]:
+    config = config.with_defaults()
     """``n`` solved examples from a pool disjoint from ``tasks``, in the workflow's format.
 
     Pool tasks come from the same task set with another seed; their gold solutions are run
@@ -337,6 +340,7 @@ async def run(
     from raleval.analysis.scoring import score_trajectory
     from raleval.app.progress import make_progress
 
+    config = config.with_defaults()
     model = _resolve_model(config)  # first, so a bad model name fails before any world loads
     env, tasks, workflow = _prepare(config)
     run_dir = _open_run_dir(config, tasks, workflow.config)
@@ -467,6 +471,7 @@ def run_ray(config: RunConfig) -> RunSummary:
     except ImportError as exc:
         raise ConfigError('--backend ray needs Ray: pip install "raleval[ray]"') from exc
 
+    config = config.with_defaults()
     _env, tasks, workflow = _prepare(config)
     run_dir = _open_run_dir(config, tasks, workflow.config)
     before = finished_keys(run_dir)
