@@ -100,6 +100,7 @@ envs: Registry[Any] = Registry(
         "wiki": "raleval.envs.wiki",
         "crag": "raleval.envs.crag",
         "remote": "raleval.envs.remote",
+        "mcp": "raleval.envs.mcp",
     },
 )
 workflows: Registry[Any] = Registry(

@@ -495,17 +495,40 @@ def serve(
         str | None,
         typer.Option(envvar="RALEVAL_API_TOKEN", help="required on every request when set"),
     ] = None,
+    mcp: Annotated[
+        bool, typer.Option("--mcp", help="serve as an MCP server (the mcp extra)")
+    ] = False,
+    transport: Annotated[
+        str, typer.Option(envvar="RALEVAL_TRANSPORT", help="with --mcp: stdio | http")
+    ] = "stdio",
 ) -> None:
-    """Serve an environment over HTTP: CRAG's mock-API routes, POST /tools/{name}, /docs."""
+    """Serve an environment over HTTP (CRAG's mock-API routes, POST /tools/{name}, /docs) or,
+    with --mcp, as an MCP server over stdio or streamable HTTP (at /mcp)."""
     from raleval import registry
-    from raleval.app.serve import check_bind
-    from raleval.app.serve import serve as run_server
     from raleval.config import parse_key_values
 
     try:
-        check_bind(host, token)  # before building the env and printing the address
+        if mcp and transport not in ("stdio", "http"):
+            raise ValueError(f"--transport must be stdio or http, not {transport!r}")
+        if not (mcp and transport == "stdio"):
+            from raleval.app.serve import check_bind
+
+            check_bind(host, token)  # before building the env and printing the address
         options = parse_key_values(env_option, "-E") if env_option else {}
         environment = registry.envs.get(env)(**options)
+        if mcp:
+            from raleval.app import mcp_server
+
+            if transport == "stdio":  # stdout is the protocol's wire: say nothing on it
+                import asyncio
+
+                asyncio.run(mcp_server.serve_stdio(environment))
+                return
+            typer.echo(f"serving {env} over MCP on http://{host}:{port}/mcp")
+            mcp_server.serve_http(environment, host, port, token)
+            return
+        from raleval.app.serve import serve as run_server
+
         typer.echo(f"serving {env} on http://{host}:{port} (OpenAPI at /docs)")
         run_server(environment, host, port, token)
     except _user_errors() as exc:
