@@ -86,7 +86,9 @@ class _LoopThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="raleval-mcp", daemon=True)
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="raleval-mcp", daemon=True
+        )
         self.thread.start()
 
     def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
@@ -178,7 +180,9 @@ def to_tool_result(result: Any) -> ToolResult:
             data = json.loads(text)
         except ValueError:
             data = text
-    return ToolResult(text if result.content else render_observation(data), OutcomeKind.ok, data=data)
+    return ToolResult(
+        text if result.content else render_observation(data), OutcomeKind.ok, data=data
+    )
 
 
 class MCPEnv(Environment):
@@ -221,9 +225,7 @@ class MCPEnv(Environment):
             self.close()
             where = url or shlex.join(self.command or [])
             raise ValueError(f"cannot open the MCP server {where}: {_describe(exc)}") from exc
-        self.raleval_server = any(
-            "raleval/text_style" in (t.meta or {}) for t in self.declared
-        )
+        self.raleval_server = any("raleval/text_style" in (t.meta or {}) for t in self.declared)
         self.shared = sessions == "shared" or (sessions == "auto" and self.raleval_server)
         super().__init__(self._tools(self._root_connection, None))
 
@@ -242,9 +244,7 @@ class MCPEnv(Environment):
             transport = streamable_http_client(self.url, http_client=http)
             return Client(transport, read_timeout_seconds=self.timeout_s, cache=None), http
         assert self.command is not None
-        params = StdioServerParameters(
-            command=self.command[0], args=self.command[1:], cwd=self.cwd
-        )
+        params = StdioServerParameters(command=self.command[0], args=self.command[1:], cwd=self.cwd)
         return Client(params, read_timeout_seconds=self.timeout_s, cache=None), None
 
     async def _connect(self) -> _Connection:

@@ -451,6 +451,25 @@ def compare(
     )
 
 
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet | csv | inspect")] = "parquet",
+    out: Annotated[Path, typer.Option(help="output file (steps go beside it)")] = Path(
+        "episodes.parquet"
+    ),
+) -> None:
+    """Export a run: episodes (and steps) as Parquet or CSV, or an Inspect AI eval log."""
+    from raleval.analysis.export import export_run
+
+    try:
+        written = export_run(run_dir, fmt, out)
+    except _user_errors() as exc:
+        _fail(str(exc))
+    for path in written:
+        typer.echo(f"wrote {path}")
+
+
 cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 

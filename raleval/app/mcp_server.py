@@ -149,7 +149,9 @@ def build_server(env: Environment, name: str | None = None) -> Any:
             raise MCPError(mcp_types.INVALID_PARAMS, f"no prompt {params.name!r}")
         return types.GetPromptResult(
             messages=[
-                types.PromptMessage(role="user", content=types.TextContent(text=prompts[params.name]))
+                types.PromptMessage(
+                    role="user", content=types.TextContent(text=prompts[params.name])
+                )
             ]
         )
 
