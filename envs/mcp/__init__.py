@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import json
 import shlex
 import threading
@@ -331,7 +332,7 @@ class MCPEnv(Environment):
             return ToolResult(f"{name} failed: {exc}", OutcomeKind.tool_fault, f"mcp_error:{code}")
         except ToolFault as exc:
             return ToolResult(f"{name} failed: {exc}", OutcomeKind.tool_fault, exc.cause)
-        except TimeoutError as exc:
+        except TimeoutError:
             return ToolResult(f"{name} failed: timed out", OutcomeKind.tool_fault, "timeout")
         except Exception as exc:  # the server died or the transport broke: not the agent's fault
             return ToolResult(
@@ -363,10 +364,9 @@ class MCPEnv(Environment):
             open_now = list(self._open)
         if open_now and not self._loop.loop.is_closed():
             future = self._loop.submit(_close_all(open_now))
-            try:
+            # a server that will not stop must not stop the run's shutdown
+            with contextlib.suppress(Exception):
                 future.result(timeout=self.timeout_s + 10)
-            except Exception:  # a server that will not stop must not stop the run's shutdown
-                pass
         self._open.clear()
         self._loop.stop()
 
