@@ -15,15 +15,15 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from raleval import registry  # noqa: E402
-from raleval.app.runner import run_sync  # noqa: E402
-from raleval.config import build_config  # noqa: E402
-from raleval.envs.mcp import MCPEnv  # noqa: E402
-from raleval.records import OutcomeKind  # noqa: E402
-from raleval.store import write_tasks  # noqa: E402
-from raleval.tasks.catalog import load_tasks  # noqa: E402
+from raleval import registry
+from raleval.app.runner import run_sync
+from raleval.config import build_config
+from raleval.envs.mcp import MCPEnv
+from raleval.records import OutcomeKind
+from raleval.store import write_tasks
+from raleval.tasks.catalog import load_tasks
 
-from .conftest import REPO  # noqa: E402
+from .conftest import REPO
 
 SERVE = [sys.executable, "-m", "raleval", "serve", "--mcp"]
 SCHOLAR = " ".join([*SERVE, "--env", "scholar", "-E", "size=tiny"])
@@ -92,7 +92,9 @@ def _run(tmp_path: Path, env: str, options: dict, tasks: Path, workflow: str) ->
         }
     )
     summary = run_sync(cfg)
-    return [json.loads(line) for line in (summary.run_dir / "results.jsonl").read_text().splitlines()]
+    return [
+        json.loads(line) for line in (summary.run_dir / "results.jsonl").read_text().splitlines()
+    ]
 
 
 @pytest.mark.slow
@@ -200,8 +202,19 @@ def _free_port() -> int:
 def test_streamable_http_with_token():
     port = _free_port()
     proc = subprocess.Popen(
-        [*SERVE, "--transport", "http", "--port", str(port), "--token", "s3cret"]
-        + ["--env", "scholar", "-E", "size=tiny"],
+        [
+            *SERVE,
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--token",
+            "s3cret",
+            "--env",
+            "scholar",
+            "-E",
+            "size=tiny",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

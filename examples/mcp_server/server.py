@@ -31,7 +31,9 @@ mcp = MCPServer("library")
 def search_books(query: str) -> list[dict]:
     """Find books whose title contains the query (case-insensitive): {book_id, title}."""
     q = query.strip().lower()
-    return [{"book_id": k, "title": b["title"]} for k, b in BOOKS.items() if q in b["title"].lower()]
+    return [
+        {"book_id": k, "title": b["title"]} for k, b in BOOKS.items() if q in b["title"].lower()
+    ]
 
 
 @mcp.tool()
