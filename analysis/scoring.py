@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from raleval import registry
+from raleval.analysis.calls import call_scores
 from raleval.analysis.taxonomy import classify_episode
 from raleval.answers import AnswerType
 from raleval.records import Task, Trajectory
@@ -49,7 +50,9 @@ def score_trajectory(
     ``f1`` and ``em`` (SQuAD, R-Eval's metrics), ``relaxed_f1`` (R-Eval's GPT-2 token match
     rate), ``crag`` (+1 accurate / 0 missing / -1 incorrect), ``missing`` (abstained), and the
     task's own registered metric when it is another one. ``threshold`` only moves the F1 at
-    which a free-text answer counts as correct. Judged CRAG verdicts come from
+    which a free-text answer counts as correct. For tasks with a gold solution, the call-level
+    scores too (``analysis/calls.py``: call_precision, call_recall, call_f1, on_gold_path,
+    first_departure, evidence_retrieved). Judged CRAG verdicts come from
     ``raleval score --judge``, never from here.
     """
     verdict = grade_task(task, traj.answer, grammar, threshold or FREE_TEXT_THRESHOLD)
@@ -67,6 +70,7 @@ def score_trajectory(
         traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed_f1": 1.0})
     if task.metric not in traj.scores and task.metric in registry.metrics:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
+    traj.scores.update(call_scores(traj, task))  # tasks with a gold solution (analysis/calls.py)
     golds = [g for e in task.elements or [] for g in e] or task.answers
     premise = task.answer_type is AnswerType.invalid_premise or not task.tags.answerable
     kind, cause, stop, sub = classify_episode(

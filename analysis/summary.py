@@ -23,6 +23,9 @@ class SummaryRow:
     missing: float = 0.0
     wall_s: float = 0.0
     labels: Counter[str] = field(default_factory=Counter)
+    # call-level scores (analysis/calls.py), over the episodes whose task has a gold solution
+    call_precision: float | None = None
+    call_recall: float | None = None
 
 
 def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
@@ -50,6 +53,8 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 missing=agg.missing,
                 wall_s=sum(t.wall_time_s for t in trajs) / n,
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
+                call_precision=_mean_score(trajs, "call_precision"),
+                call_recall=_mean_score(trajs, "call_recall"),
             )
         )
     if len(rows) > 1:
@@ -58,8 +63,16 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             setattr(total, attr, sum(getattr(r, attr) for r in rows) / len(rows))
         for r in rows:
             total.labels.update(r.labels)
+        for attr in ("call_precision", "call_recall"):
+            values = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
+            setattr(total, attr, sum(values) / len(values) if values else None)
         rows.append(total)
     return rows
+
+
+def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
+    values = [t.scores[key] for t in trajs if key in t.scores]
+    return sum(values) / len(values) if values else None
 
 
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
@@ -67,9 +80,17 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("family", "level", "n", "correct", "F1", "EM", "missing", "s/episode", *LABELS):
+    calls = any(r.call_precision is not None for r in rows)
+    extra = ("call P", "call R") if calls else ()
+    columns = ("family", "level", "n", "correct", "F1", "EM", "missing", *extra, "s/episode")
+    for col in (*columns, *LABELS):
         table.add_column(col, justify="left" if col in ("family", "level") else "right")
     for r in rows:
+        call_cells = (
+            tuple("-" if v is None else f"{100 * v:.1f}" for v in (r.call_precision, r.call_recall))
+            if calls
+            else ()
+        )
         table.add_row(
             r.family,
             r.level,
@@ -78,6 +99,7 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
             f"{100 * r.f1:.1f}",
             f"{100 * r.em:.1f}",
             f"{100 * r.missing:.1f}",
+            *call_cells,
             f"{r.wall_s:.2f}",
             *(str(r.labels.get(lb, 0)) for lb in LABELS),
         )

@@ -187,6 +187,10 @@ class Environment:
         generic ``/tools/{name}`` (none by default)."""
         return []
 
+    async def aclose(self) -> None:
+        """Release what this environment or episode session holds (an MCP connection): the
+        runner calls it on each session after its episode and on the environment at the end."""
+
     def prompt_template(self, workflow: str) -> str | None:
         """This environment's prompt for ``workflow``: ``prompts/<workflow>.txt`` in the
         package that defines the environment's class, or None (the workflow's default)."""

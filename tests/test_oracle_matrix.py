@@ -20,8 +20,10 @@ ENV_TASKS = {
 
 
 def test_built_in_envs_have_default_sets():
-    # "remote" is a served copy of another env: tests/test_serve.py runs the oracle through it
+    # "remote" and "mcp" evaluate another server's tools: tests/test_serve.py and
+    # tests/test_mcp.py run the oracle through them
     assert set(ENV_TASKS) == {"scholar", "wiki", "crag"}
+    assert set(registry.envs.names()) == {"scholar", "wiki", "crag", "remote", "mcp"}
     assert registry.envs.get("remote").default_tasks is None
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.analysis import plots
+from raleval.analysis.calls import CALL_SCORES
 from raleval.analysis.runs import (
     Run,
     crag_slices,
@@ -76,6 +77,7 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
         "model": t.model_time_s,
         "tool": t.tool_time_s,
         "calls": t.n_llm_calls,
+        "call_scores": {k: t.scores[k] for k in CALL_SCORES if k in t.scores},
         "tokens": t.prompt_tokens + t.completion_tokens,
         "steps": [
             {

@@ -451,6 +451,25 @@ def compare(
     )
 
 
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet | csv | inspect")] = "parquet",
+    out: Annotated[Path, typer.Option(help="output file (steps go beside it)")] = Path(
+        "episodes.parquet"
+    ),
+) -> None:
+    """Export a run: episodes (and steps) as Parquet or CSV, or an Inspect AI eval log."""
+    from raleval.analysis.export import export_run
+
+    try:
+        written = export_run(run_dir, fmt, out)
+    except _user_errors() as exc:
+        _fail(str(exc))
+    for path in written:
+        typer.echo(f"wrote {path}")
+
+
 cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
 
@@ -495,17 +514,40 @@ def serve(
         str | None,
         typer.Option(envvar="RALEVAL_API_TOKEN", help="required on every request when set"),
     ] = None,
+    mcp: Annotated[
+        bool, typer.Option("--mcp", help="serve as an MCP server (the mcp extra)")
+    ] = False,
+    transport: Annotated[
+        str, typer.Option(envvar="RALEVAL_TRANSPORT", help="with --mcp: stdio | http")
+    ] = "stdio",
 ) -> None:
-    """Serve an environment over HTTP: CRAG's mock-API routes, POST /tools/{name}, /docs."""
+    """Serve an environment over HTTP (CRAG's mock-API routes, POST /tools/{name}, /docs) or,
+    with --mcp, as an MCP server over stdio or streamable HTTP (at /mcp)."""
     from raleval import registry
-    from raleval.app.serve import check_bind
-    from raleval.app.serve import serve as run_server
     from raleval.config import parse_key_values
 
     try:
-        check_bind(host, token)  # before building the env and printing the address
+        if mcp and transport not in ("stdio", "http"):
+            raise ValueError(f"--transport must be stdio or http, not {transport!r}")
+        if not (mcp and transport == "stdio"):
+            from raleval.app.serve import check_bind
+
+            check_bind(host, token)  # before building the env and printing the address
         options = parse_key_values(env_option, "-E") if env_option else {}
         environment = registry.envs.get(env)(**options)
+        if mcp:
+            from raleval.app import mcp_server
+
+            if transport == "stdio":  # stdout is the protocol's wire: say nothing on it
+                import asyncio
+
+                asyncio.run(mcp_server.serve_stdio(environment))
+                return
+            typer.echo(f"serving {env} over MCP on http://{host}:{port}/mcp")
+            mcp_server.serve_http(environment, host, port, token)
+            return
+        from raleval.app.serve import serve as run_server
+
         typer.echo(f"serving {env} on http://{host}:{port} (OpenAPI at /docs)")
         run_server(environment, host, port, token)
     except _user_errors() as exc:

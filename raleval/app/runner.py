@@ -141,6 +141,7 @@ async def run_episode(
 
     started_at = datetime.now(timezone.utc)
     rec = EpisodeRecord()
+    session: Any = None
     try:
         if epoch:
             model = model.with_epoch(epoch)
@@ -168,6 +169,8 @@ async def run_episode(
         raise
     except Exception as exc:  # recorded, never swallowed
         rec.finish(Termination.harness_error, f"{type(exc).__name__}: {exc}")
+    finally:
+        await _close_session(session)
     return Trajectory(
         task_id=task.id,
         epoch=epoch,
@@ -186,6 +189,15 @@ async def run_episode(
         completion_tokens=rec.completion_tokens,
         extra=rec.extra,
     )
+
+
+async def _close_session(session: Any) -> None:
+    """Release an episode's session (its MCP connection); a failure to close is no result."""
+    aclose = getattr(session, "aclose", None)
+    if aclose is None or session is None:
+        return
+    with contextlib.suppress(Exception):
+        await aclose()
 
 
 def _resolve_model(config: RunConfig) -> Any:
@@ -442,6 +454,7 @@ async def run(
                     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if cache is not None:
         cache.close()
+    await _close_session(env)  # the environment's connections (MCP servers it started)
     await model.aclose()  # release HTTP connections inside the loop that opened them
     return RunSummary(
         run_dir=run_dir,

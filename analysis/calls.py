@@ -1,0 +1,167 @@
+"""Call-level scores of an episode against its task's gold solution (BFCL scores the calls
+themselves; raleval has a gold solution for every generated task).
+
+- ``call_precision``: the share of the agent's tool calls that are gold calls;
+- ``call_recall``: the share of gold calls the agent made;
+- ``on_gold_path`` (1/0) and ``first_departure``: whether every call the agent made continues
+  some gold path, else the index of the first step whose call leaves all of them;
+- ``evidence_retrieved`` (1/0): a tool returned the answer or the task's evidence.
+
+A call matches a gold call when the tool is the same and the arguments are equal once
+normalised (case, surrounding and repeated whitespace, numbers by value, no null arguments).
+Matching is order-aware where the solution needs order: a gold call with an argument the
+question does not contain (a person_id found by an earlier call) only counts once every gold
+call before it has been matched. A task may list other valid paths in
+``metadata["alt_solutions"]``; an episode is scored against the path that suits it best.
+Pure: reads records only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from raleval.analysis.taxonomy import evidence_found
+from raleval.records import Task, ToolCall, Trajectory
+
+FINISH_TOOLS = {"Finish", "finish"}
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_value(value: Any) -> Any:
+    """An argument value in comparable form."""
+    if isinstance(value, str):
+        text = _SPACE.sub(" ", value).strip().casefold()
+        try:
+            return float(text) if text else text
+        except ValueError:
+            return text
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(normalize_value(v) for v in value)
+    if isinstance(value, dict):
+        return normalize_arguments(value)
+    return value
+
+
+def normalize_arguments(arguments: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """Arguments as a sorted, hashable tuple without null values."""
+    return tuple(
+        sorted((k, normalize_value(v)) for k, v in (arguments or {}).items() if v is not None)
+    )
+
+
+def call_key(tool: str | None, arguments: dict[str, Any] | None) -> tuple[str, Any]:
+    return (tool or "", normalize_arguments(arguments))
+
+
+def agent_calls(traj: Trajectory) -> list[tuple[int, tuple[str, Any]]]:
+    """(step index, normalised call) for every tool call the agent made, in order."""
+    return [
+        (s.index, call_key(s.tool, s.arguments))
+        for s in traj.steps
+        if s.tool is not None and s.tool not in FINISH_TOOLS
+    ]
+
+
+def gold_paths(task: Task) -> list[list[ToolCall]]:
+    """The task's gold solution and any alternative paths it lists."""
+    paths = [list(task.solution)] if task.solution else []
+    for alt in task.metadata.get("alt_solutions") or []:
+        paths.append([ToolCall.model_validate(c) for c in alt])
+    return paths
+
+
+def needs_order(question: str, path: Sequence[ToolCall]) -> list[bool]:
+    """Per gold call: whether it depends on earlier calls (an argument value that is not in the
+    question must have come from a tool's observation)."""
+    q = _SPACE.sub(" ", question).casefold()
+    out = []
+    for i, call in enumerate(path):
+        values = [v for v in (call.arguments or {}).values() if v is not None]
+        from_question = all(_SPACE.sub(" ", str(v)).strip().casefold() in q for v in values)
+        out.append(i > 0 and not from_question)
+    return out
+
+
+def match_path(
+    calls: Sequence[tuple[str, Any]], path: Sequence[ToolCall], ordered: Sequence[bool]
+) -> int:
+    """How many agent calls match gold calls of ``path`` (each gold call at most once), in the
+    agent's order, a dependent gold call only after every gold call before it."""
+    keys = [call_key(c.tool, c.arguments) for c in path]
+    matched = [False] * len(keys)
+    n = 0
+    for call in calls:
+        for j, key in enumerate(keys):
+            if matched[j] or key != call:
+                continue
+            if ordered[j] and not all(matched[:j]):
+                continue
+            matched[j] = True
+            n += 1
+            break
+    return n
+
+
+def first_departure(
+    calls: Sequence[tuple[int, tuple[str, Any]]], paths: Sequence[Sequence[ToolCall]]
+) -> int | None:
+    """The step index of the first call that continues no gold path (a path is followed call
+    by call; repeating the call just made stays on it), or None."""
+    keys = [[call_key(c.tool, c.arguments) for c in p] for p in paths]
+    alive = {i: 0 for i in range(len(keys))}  # path -> calls of it made so far
+    for index, call in calls:
+        nxt = {}
+        for p, pos in alive.items():
+            if pos < len(keys[p]) and keys[p][pos] == call:
+                nxt[p] = pos + 1
+            elif pos > 0 and keys[p][pos - 1] == call:  # a retry of the same call
+                nxt[p] = pos
+        if not nxt:
+            return index
+        alive = nxt
+    return None
+
+
+def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:
+    """The call-level scores of ``traj`` (empty when the task has no gold solution)."""
+    paths = gold_paths(task)
+    if not paths:
+        return {}
+    made = agent_calls(traj)
+    calls = [c for _, c in made]
+    best: tuple[float, float, float] | None = None
+    for path in paths:
+        n = match_path(calls, path, needs_order(task.question, path))
+        precision = n / len(calls) if calls else 0.0
+        recall = n / len(path)
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        if best is None or (f1, recall) > (best[2], best[1]):
+            best = (precision, recall, f1)
+    assert best is not None
+    scores = {
+        "call_precision": best[0],
+        "call_recall": best[1],
+        "call_f1": best[2],
+        "evidence_retrieved": float(evidence_found(traj, task.evidence or task.answers)),
+    }
+    departure = first_departure(made, paths)
+    scores["on_gold_path"] = float(departure is None)
+    if departure is not None:
+        scores["first_departure"] = float(departure)
+    return scores
+
+
+CALL_SCORES = (
+    "call_precision",
+    "call_recall",
+    "call_f1",
+    "on_gold_path",
+    "first_departure",
+    "evidence_retrieved",
+)

@@ -1,0 +1,283 @@
+"""Runs as tables and as Inspect AI logs: ``raleval export RUN --format parquet|csv|inspect``.
+
+- :func:`episodes_frame` / :func:`steps_frame`: one row per episode (scores flattened to
+  ``score_<name>`` columns, call-level scores included) and one row per step, as pandas
+  DataFrames; :func:`load_runs` reads run directories straight into the episode frame.
+- Parquet (pyarrow) or CSV: ``PATH`` holds the episodes and ``<stem>.steps.<ext>`` the steps.
+- ``inspect``: an Inspect AI eval log written through inspect-ai's own log types, one sample
+  per episode with its messages, tool calls, answer and scores, so ``inspect view`` opens it.
+
+Needs the ``export`` extra (pyarrow, pandas); ``inspect`` needs the ``inspect`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from raleval.analysis.runs import Run, load_run
+from raleval.records import Trajectory
+
+FORMATS = ("parquet", "csv", "inspect")
+STEP_COLUMNS = [
+    "run",
+    "system",
+    "task_id",
+    "epoch",
+    "index",
+    "tool",
+    "arguments",
+    "observation",
+    "thought",
+    "raw_action",
+    "kind",
+    "cause",
+    "latency_s",
+    "cached",
+]
+
+
+def _pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ValueError('export needs pandas and pyarrow: pip install "raleval[export]"') from exc
+    return pd
+
+
+def episode_row(run: Run, t: Trajectory) -> dict[str, Any]:
+    """One flat record of an episode."""
+    task = run.tasks.get(t.task_id)
+    row: dict[str, Any] = {
+        "run": str(run.path),
+        "system": run.system,
+        "workflow": t.agent.workflow,
+        "model": t.agent.model,
+        "env": t.agent.env,
+        "task_id": t.task_id,
+        "epoch": t.epoch,
+        "family": task.family if task else None,
+        "level": task.level.value if task else None,
+        "domain": task.domain if task else None,
+        "question": task.question if task else None,
+        "gold": json.dumps(task.answers, ensure_ascii=False) if task else None,
+        "answer": t.answer,
+        "termination": t.termination.value,
+        "termination_cause": t.termination_cause,
+        "error_type": t.error_type.value if t.error_type else None,
+        "error_cause": t.error_cause,
+        "n_steps": len(t.steps),
+        "n_tool_calls": sum(1 for s in t.steps if s.tool is not None),
+        "n_llm_calls": t.n_llm_calls,
+        "prompt_tokens": t.prompt_tokens,
+        "completion_tokens": t.completion_tokens,
+        "wall_time_s": t.wall_time_s,
+        "model_time_s": t.model_time_s,
+        "tool_time_s": t.tool_time_s,
+        "started_at": t.started_at.isoformat(),
+    }
+    for name, value in sorted(t.scores.items()):
+        row[f"score_{name}"] = value
+    return row
+
+
+def step_rows(run: Run, t: Trajectory) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": str(run.path),
+            "system": run.system,
+            "task_id": t.task_id,
+            "epoch": t.epoch,
+            "index": s.index,
+            "tool": s.tool,
+            "arguments": json.dumps(s.arguments, ensure_ascii=False, default=repr)
+            if s.arguments is not None
+            else None,
+            "observation": s.observation,
+            "thought": s.thought,
+            "raw_action": s.raw_action,
+            "kind": s.kind.value,
+            "cause": s.cause,
+            "latency_s": s.latency_s,
+            "cached": s.cached,
+        }
+        for s in t.steps
+    ]
+
+
+def episodes_frame(runs: Iterable[Run]) -> Any:
+    """A DataFrame with one row per episode of ``runs``."""
+    pd = _pandas()
+    return pd.DataFrame([episode_row(r, t) for r in runs for t in r.results])
+
+
+def steps_frame(runs: Iterable[Run]) -> Any:
+    """A DataFrame with one row per step of every episode of ``runs``."""
+    pd = _pandas()
+    rows = [row for r in runs for t in r.results for row in step_rows(r, t)]
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+
+def load_runs(paths: Iterable[Path | str]) -> Any:
+    """The episodes of the run directories ``paths`` as one DataFrame."""
+    return episodes_frame(load_run(Path(p)) for p in paths)
+
+
+def steps_path(out: Path) -> Path:
+    """Where the steps go beside the episodes file: ``runs.parquet`` -> ``runs.steps.parquet``."""
+    return out.with_name(f"{out.stem}.steps{out.suffix}")
+
+
+def export_run(run_dir: Path, fmt: str, out: Path) -> list[Path]:
+    """Write ``run_dir`` as ``fmt`` to ``out``; returns the files written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    run = load_run(run_dir)
+    run.rescore()  # current scores (call-level ones too), as the report shows them
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "inspect":
+        return [write_inspect_log(run, out)]
+    episodes, steps = episodes_frame([run]), steps_frame([run])
+    written = [out, steps_path(out)]
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError as exc:
+            raise ValueError('Parquet needs pyarrow: pip install "raleval[export]"') from exc
+        episodes.to_parquet(out, index=False)
+        steps.to_parquet(written[1], index=False)
+    else:
+        episodes.to_csv(out, index=False)
+        steps.to_csv(written[1], index=False)
+    return written
+
+
+# --- Inspect AI ---------------------------------------------------------------------------
+
+
+def _inspect() -> Any:
+    try:
+        import inspect_ai.log as log
+    except ImportError as exc:
+        raise ValueError(
+            'the Inspect AI log format needs inspect-ai: pip install "raleval[inspect]"'
+        ) from exc
+    return log
+
+
+def _messages(t: Trajectory, question: str) -> list[Any]:
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageTool,
+        ChatMessageUser,
+    )
+    from inspect_ai.tool import ToolCall as InspectToolCall
+    from inspect_ai.tool import ToolCallError
+
+    messages: list[Any] = [ChatMessageUser(content=question)]
+    for s in t.steps:
+        if s.tool is None:  # an unparseable action: what the model wrote
+            messages.append(ChatMessageAssistant(content=s.raw_action or s.thought or ""))
+            if s.observation:
+                messages.append(ChatMessageUser(content=s.observation))
+            continue
+        call_id = f"step-{s.index}"
+        call = InspectToolCall(
+            id=call_id,
+            function=s.tool,
+            arguments=dict(s.arguments or {}),
+        )
+        messages.append(ChatMessageAssistant(content=s.thought or "", tool_calls=[call]))
+        if s.observation is None:
+            continue
+        error = None
+        if s.kind.value in ("misuse", "tool_fault"):
+            error = ToolCallError(
+                type="parsing" if s.kind.value == "misuse" else "unknown", message=s.observation
+            )
+        messages.append(
+            ChatMessageTool(
+                content=s.observation, tool_call_id=call_id, function=s.tool, error=error
+            )
+        )
+    if t.answer is not None:
+        messages.append(ChatMessageAssistant(content=t.answer))
+    return messages
+
+
+def write_inspect_log(run: Run, out: Path) -> Path:
+    """An Inspect AI eval log of ``run`` (``.eval`` or ``.json`` by ``out``'s suffix)."""
+    log = _inspect()
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import Score
+
+    header = run.header
+    first = run.results[0] if run.results else None
+    created = (header.created_at if header else None) or (first.started_at if first else None)
+    spec = log.EvalSpec(
+        run_id=run.path.name,
+        created=created.isoformat() if created else "",
+        task=f"raleval/{first.agent.env if first else 'run'}",
+        task_id=run.path.name,
+        task_version=0,
+        dataset=log.EvalDataset(name=run.path.name, samples=len(run.tasks)),
+        model=first.agent.model if first else "unknown",
+        config=log.EvalConfig(),
+        solver=first.agent.workflow if first else None,
+        metadata={"raleval_config": header.config if header else {}},
+    )
+    samples = []
+    f1s = []
+    for t in run.results:
+        task = run.tasks.get(t.task_id)
+        question = task.question if task else ""
+        scores = {
+            "raleval": Score(
+                value={k: float(v) for k, v in t.scores.items()},
+                answer=t.answer,
+                explanation=t.error_cause,
+                metadata={"error_type": t.error_type.value if t.error_type else None},
+            )
+        }
+        f1s.append(t.scores.get("f1", 0.0))
+        samples.append(
+            log.EvalSample(
+                id=t.task_id,
+                epoch=t.epoch + 1,
+                input=question,
+                target=list(task.answers) if task else [],
+                messages=_messages(t, question),
+                output=ModelOutput.from_content(model=t.agent.model, content=t.answer or ""),
+                scores=scores,
+                metadata={
+                    "family": task.family if task else None,
+                    "termination": t.termination.value,
+                    "error_type": t.error_type.value if t.error_type else None,
+                },
+                total_time=t.wall_time_s,
+            )
+        )
+    mean_f1 = sum(f1s) / len(f1s) if f1s else 0.0
+    results = log.EvalResults(
+        total_samples=len(samples),
+        completed_samples=len(samples),
+        scores=[
+            log.EvalScore(
+                name="raleval",
+                scorer="raleval",
+                metrics={"mean_f1": log.EvalMetric(name="mean_f1", value=mean_f1)},
+            )
+        ],
+    )
+    eval_log = log.EvalLog(
+        eval=spec,
+        plan=log.EvalPlan(name=first.agent.workflow if first else "raleval"),
+        results=results,
+        stats=log.EvalStats(),
+        samples=samples,
+        status="success",
+    )
+    log.write_eval_log(eval_log, str(out))
+    return out

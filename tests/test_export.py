@@ -1,0 +1,85 @@
+"""raleval export: episodes and steps as Parquet/CSV, and an Inspect AI eval log."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from raleval.app.cli import app
+from raleval.app.runner import run_sync
+from raleval.config import build_config
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    cfg = build_config(
+        {
+            "env": "scholar",
+            "env_options": {"size": "tiny"},
+            "tasks": "scholar",
+            "tasks_per_family": 2,
+            "model": "scripted/oracle",
+            "log_dir": tmp_path_factory.mktemp("runs"),
+        }
+    )
+    return run_sync(cfg).run_dir
+
+
+def test_parquet_has_one_row_per_episode_with_call_scores(run_dir, tmp_path):
+    out = tmp_path / "episodes.parquet"
+    res = CliRunner().invoke(
+        app, ["export", str(run_dir), "--format", "parquet", "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    episodes = pd.read_parquet(out)
+    assert len(episodes) == 6
+    assert sorted(episodes["family"].unique()) == ["1-3", "2-4", "3-5"]
+    assert (episodes["score_f1"] == 1.0).all()
+    assert (episodes["score_call_precision"] == 1.0).all()
+    assert (episodes["score_call_recall"] == 1.0).all()
+    steps = pd.read_parquet(tmp_path / "episodes.steps.parquet")
+    assert len(steps) == int(episodes["n_steps"].sum())
+    first = steps[steps["task_id"] == episodes["task_id"][0]]
+    assert first["tool"].iloc[-1] == "Finish"
+
+
+def test_csv_export(run_dir, tmp_path):
+    out = tmp_path / "e.csv"
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(pd.read_csv(out)) == 6
+    assert (tmp_path / "e.steps.csv").is_file()
+
+
+def test_unknown_format_is_a_user_error(run_dir, tmp_path):
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "xlsx", "--out", "x"])
+    assert res.exit_code == 2
+    assert "--format must be one of parquet, csv, inspect" in res.output
+
+
+def test_load_runs_gives_a_dataframe(run_dir):
+    from raleval.analysis.export import load_runs
+
+    frame = load_runs([run_dir])
+    assert len(frame) == 6 and "score_call_recall" in frame.columns
+
+
+def test_inspect_log_reads_back_through_inspect_ai(run_dir, tmp_path):
+    log = pytest.importorskip("inspect_ai.log")
+    out = tmp_path / "run.eval"
+    res = CliRunner().invoke(
+        app, ["export", str(run_dir), "--format", "inspect", "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    read = log.read_eval_log(str(out))
+    assert read.status == "success"
+    assert len(read.samples) == 6
+    sample = read.samples[0]
+    assert sample.scores["raleval"].value["f1"] == 1.0
+    assert sample.scores["raleval"].value["call_recall"] == 1.0
+    calls = [c.function for m in sample.messages for c in (getattr(m, "tool_calls", None) or [])]
+    assert calls and calls[0] == "searchPerson"
+    assert read.results.scores[0].metrics["mean_f1"].value == 1.0
