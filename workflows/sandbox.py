@@ -530,6 +530,7 @@ async def _run_in(
         await send(conf)
         await send({"program": program})
         while True:
+            await asyncio.sleep(0)  # a program flooding the channel must not starve the timer
             try:
                 line = await proc.stdout.readline()
             except (ValueError, asyncio.LimitOverrunError):
@@ -581,6 +582,9 @@ async def _run_in(
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
+        # asyncio reports the exit once every pipe has closed: read what is left on the proxy
+        # channel too (a reader paused by a flood would otherwise never see its end)
+        await _drain(proc.stdout, 0, {})
         await proc.wait()
         # the process is gone and forks nothing, so stderr reaches its end at once
         with contextlib.suppress(asyncio.TimeoutError):
