@@ -23,8 +23,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 
+from raleval.app.serve import MAX_BODY_BYTES, MAX_JSON_DEPTH, create_app, json_problem
 from raleval.envs.crag import make_crag_env
-from raleval.serve import MAX_BODY_BYTES, MAX_JSON_DEPTH, create_app, json_problem
 
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -32,7 +32,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SERVER = """
 import sys
 from raleval.envs.crag import make_crag_env
-from raleval.serve import serve
+from raleval.app.serve import serve
 serve(make_crag_env("tiny"), port=int(sys.argv[1]), token=sys.argv[2] or None)
 """
 
@@ -44,7 +44,7 @@ def _free_port() -> int:
 
 
 class ServerProcess:
-    """``raleval.serve.serve`` in its own process, its log in a file."""
+    """``raleval.app.serve.serve`` in its own process, its log in a file."""
 
     def __init__(self, log: Path, token: str | None = TOKEN, nofile: int | None = None):
         self.port = _free_port()
