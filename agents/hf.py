@@ -18,6 +18,7 @@ from raleval.model import (
     ModelBase,
     ModelError,
     apply_stop,
+    bound_reply,
 )
 from raleval.registry import register_model_provider
 
@@ -82,7 +83,8 @@ class HFModel(ModelBase):
             )
         new = out[0][len(ids) :].tolist()
         text = apply_stop(self.tokenizer.decode(new, skip_special_tokens=True), request.stop)
-        return Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(new))
+        gen = Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(new))
+        return bound_reply(gen, request.max_tokens)
 
     async def generate(self, request: GenerateRequest) -> Generation:
         try:

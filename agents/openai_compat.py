@@ -34,12 +34,28 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from raleval.model import Capabilities, GenerateRequest, Generation, Message, ModelBase, ModelError
+from raleval.model import (
+    Capabilities,
+    GenerateRequest,
+    Generation,
+    Message,
+    ModelBase,
+    ModelError,
+    reply_char_limit,
+)
 from raleval.records import ToolCall
 from raleval.registry import register_model_provider
 from raleval.toolcalls import tool_calls_from_content
 
 MAX_RETRY_AFTER_S = 60.0
+# A completion body larger than this is refused unread past the limit (a 10 MB reply once kept
+# an episode parsing for minutes); bodies of error statuses are read up to ERROR_BODY_BYTES.
+MAX_REPLY_BYTES = 4 << 20
+ERROR_BODY_BYTES = 64 << 10
+
+
+class ReplyTooLarge(Exception):
+    """The server's reply body is over the client's limit."""
 
 
 @functools.cache
@@ -155,6 +171,7 @@ class OpenAICompatibleModel(ModelBase):
         name: str | None = None,
         backoff_initial_s: float = 1.0,
         backoff_max_s: float = 30.0,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         self.model = model
         self.name = name or (f"openai-compatible/{model}@{base_url}" if base_url else model)
@@ -180,6 +197,7 @@ class OpenAICompatibleModel(ModelBase):
         self._limit = max_connections
         self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s)
         self.retries_used = 0
+        self.max_reply_bytes = max_reply_bytes
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -207,11 +225,21 @@ class OpenAICompatibleModel(ModelBase):
 
     async def _post(self, session: aiohttp.ClientSession, body: dict[str, Any]) -> bytes:
         async with session.post(self._url, data=json.dumps(body), proxy=self._proxy) as response:
-            content = await response.read()
             if response.status >= 400:
+                content = await response.content.read(ERROR_BODY_BYTES)
                 text = content.decode("utf-8", "replace")
                 raise HTTPStatusError(response.status, response.headers.copy(), text)
-            return content
+            limit = self.max_reply_bytes
+            declared = response.content_length
+            if declared is not None and declared > limit:
+                raise ReplyTooLarge(f"the reply declares {declared} bytes, over {limit}")
+            chunks, size = [], 0
+            async for chunk in response.content.iter_chunked(1 << 16):
+                size += len(chunk)
+                if size > limit:
+                    raise ReplyTooLarge(f"the reply is over {limit} bytes")
+                chunks.append(chunk)
+            return b"".join(chunks)
 
     async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion as JSON (with any extra fields, such as llama.cpp's ``timings``)."""
@@ -221,7 +249,10 @@ class OpenAICompatibleModel(ModelBase):
         else:
             async with state.sem:
                 content = await self._post(state.session, body)
-        data = json.loads(content)
+        try:
+            data = json.loads(content)
+        except RecursionError as exc:
+            raise ValueError("the reply is nested too deeply") from exc
         if not isinstance(data, dict):
             raise ValueError(f"a completion must be a JSON object, not {type(data).__name__}")
         return data
@@ -251,6 +282,8 @@ class OpenAICompatibleModel(ModelBase):
                     if attempt.retry_state.attempt_number > 1:
                         self.retries_used += 1
                     body = await self._create(kwargs)
+        except ReplyTooLarge as exc:
+            raise ModelError(str(exc), "reply_too_large") from exc
         except (HTTPStatusError, aiohttp.ClientError, TimeoutError) as exc:
             raise ModelError(f"{type(exc).__name__}: {exc}", _cause(exc)) from exc
         except ValueError as exc:  # a body that is not JSON at all
@@ -274,14 +307,19 @@ class OpenAICompatibleModel(ModelBase):
         if echoed and text.startswith(last.content):
             # llama.cpp echoes a prefilled assistant turn in front of the continuation.
             text = text[len(last.content) :]
+        limit = reply_char_limit(request.max_tokens)
+        truncated = len(text) > limit
+        text = text[:limit]  # before any parser sees it
         calls: list[ToolCall] = []
         for tc in message.get("tool_calls") or []:
             function = tc.get("function") or {}
             raw_args = function.get("arguments") or "{}"
+            if isinstance(raw_args, str) and len(raw_args) > limit:
+                truncated, raw_args = True, {"_raw": raw_args[:200]}
             try:
                 args = json.loads(raw_args) if isinstance(raw_args, str) else raw_args
-            except ValueError:
-                args = {"_raw": raw_args}
+            except (ValueError, RecursionError):
+                args = {"_raw": raw_args[:200]}
             calls.append(
                 ToolCall(
                     tool=str(function.get("name")),
@@ -304,6 +342,7 @@ class OpenAICompatibleModel(ModelBase):
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             cached_tokens=details.get("cached_tokens"),
+            truncated=truncated,
         )
 
     async def aclose(self) -> None:

@@ -16,6 +16,7 @@ from raleval.model import (
     ModelBase,
     ModelError,
     apply_stop,
+    bound_reply,
 )
 from raleval.registry import register_model_provider
 
@@ -87,13 +88,12 @@ class VLLMModel(ModelBase):
         gens = []
         for r, out in zip(requests, outputs, strict=True):
             completion = out.outputs[0]
-            gens.append(
-                Generation(
-                    text=apply_stop(completion.text, r.stop),
-                    prompt_tokens=len(out.prompt_token_ids or []),
-                    completion_tokens=len(completion.token_ids or []),
-                )
+            gen = Generation(
+                text=apply_stop(completion.text, r.stop),
+                prompt_tokens=len(out.prompt_token_ids or []),
+                completion_tokens=len(completion.token_ids or []),
             )
+            gens.append(bound_reply(gen, r.max_tokens))  # max_tokens bounds it; this checks
         return gens
 
     async def generate(self, request: GenerateRequest) -> Generation:

@@ -39,6 +39,26 @@ class Generation:
     cached_tokens: int | None = None
     cache_hit: bool = False
     server_time_s: float | None = None  # compute time the server reports (llama.cpp timings)
+    truncated: bool = False  # the reply was longer than reply_char_limit and was cut
+
+
+# A token is a few characters; a reply far longer than its token budget is a broken or hostile
+# server, and is cut before anything parses it.
+CHARS_PER_TOKEN_BOUND = 32
+MIN_REPLY_CHARS = 16_384
+
+
+def reply_char_limit(max_tokens: int) -> int:
+    """The most characters a reply of ``max_tokens`` tokens may keep."""
+    return max(MIN_REPLY_CHARS, CHARS_PER_TOKEN_BOUND * max(0, max_tokens))
+
+
+def bound_reply(gen: Generation, max_tokens: int) -> Generation:
+    """``gen`` with its text cut to :func:`reply_char_limit` (and flagged) if longer."""
+    limit = reply_char_limit(max_tokens)
+    if len(gen.text) > limit:
+        gen.text, gen.truncated = gen.text[:limit], True
+    return gen
 
 
 class ModelError(Exception):

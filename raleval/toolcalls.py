@@ -11,13 +11,18 @@ from raleval.records import ToolCall
 _DECODER = json.JSONDecoder()
 
 
+MAX_ATTEMPTS = 64  # decoding attempts per text: each may read to the end of the text
+
+
 def _objects(text: str) -> list[Any]:
     found = []
+    attempts = 0
     i = text.find("{")
-    while i != -1 and len(found) < 16:
+    while i != -1 and len(found) < 16 and attempts < MAX_ATTEMPTS:
+        attempts += 1
         try:
             obj, end = _DECODER.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):
             i = text.find("{", i + 1)
             continue
         found.append(obj)
@@ -37,7 +42,7 @@ def tool_calls_from_content(text: str) -> list[ToolCall]:
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except ValueError:
+            except (ValueError, RecursionError):
                 args = {"_raw": args}
         if isinstance(name, str) and name and isinstance(args, dict):
             calls.append(ToolCall(tool=name, arguments=args))

@@ -14,7 +14,14 @@ from string import Template
 from typing import Any
 
 from raleval.environment import ToolResult
-from raleval.model import GenerateRequest, Generation, Message, Model, ModelError
+from raleval.model import (
+    GenerateRequest,
+    Generation,
+    Message,
+    Model,
+    ModelError,
+    bound_reply,
+)
 from raleval.records import LLMCall, OutcomeKind, Step, Termination
 from raleval.workflow import DEFAULT_CONTEXT_TOKENS, SolvedExample, WorkflowConfig
 
@@ -171,6 +178,11 @@ class EpisodeRecord:
                 kind=OutcomeKind.llm_error, cause=self.termination_cause, observation=error
             )
             return None
+        full = len(gen.text)
+        gen = bound_reply(gen, config.max_tokens)  # before any parser sees it
+        if gen.truncated:
+            of = f" of {full}" if full > len(gen.text) else ""
+            call.error = f"reply_truncated: kept {len(gen.text)}{of} characters"
         call.output = gen.text
         call.tool_calls = list(gen.tool_calls)
         call.prompt_tokens, call.completion_tokens = gen.prompt_tokens, gen.completion_tokens

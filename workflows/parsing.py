@@ -17,10 +17,17 @@ from typing import Any
 from raleval.environment import ToolSpec
 
 FINISH = "Finish"
-_CALL_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*([\[(])")
+# A name starts only where a word starts: without the look-behind every suffix of a long word
+# is tried again, which is quadratic in the word's length.
+_CALL_START = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*([\[(])")
 _PREFIX = re.compile(r"^\s*(?:action\s*\d*\s*:\s*)", re.IGNORECASE)
 _KWARG = re.compile(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*")
 _CLOSE = {"[": "]", "(": ")"}
+# Bounds that keep parsing linear in the reply's length whatever it holds: a call's arguments
+# are searched for their closing bracket over at most MAX_ARGUMENT_CHARS, and at most
+# MAX_CANDIDATES call-shaped spans are examined ("a(a(a(..." has one per two characters).
+MAX_ARGUMENT_CHARS = 20_000
+MAX_CANDIDATES = 256
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,14 @@ class ActionParseError(ValueError):
 
 
 def _balanced_end(text: str, open_at: int) -> int:
-    """Index of the bracket closing ``text[open_at]``; end of text if it never closes."""
+    """Index of the bracket closing ``text[open_at]``; the end of the text (or of the
+    ``MAX_ARGUMENT_CHARS`` searched) if it never closes."""
     opener = text[open_at]
     closer = _CLOSE[opener]
     depth = 0
     quote: str | None = None
-    for i in range(open_at, len(text)):
+    stop = min(len(text), open_at + MAX_ARGUMENT_CHARS)
+    for i in range(open_at, stop):
         ch = text[i]
         if quote:
             if ch == quote and text[i - 1] != "\\":
@@ -64,7 +73,7 @@ def _balanced_end(text: str, open_at: int) -> int:
             depth -= 1
             if depth == 0:
                 return i
-    return len(text)
+    return stop
 
 
 def _strip_quotes(value: str) -> str:
@@ -151,9 +160,13 @@ def parse_action(text: str, tools: Sequence[ToolSpec]) -> ParsedAction:
     by_lower = {t.name.lower(): t for t in tools}
     cleaned = text.replace("```python", "").replace("```", "").replace("`", "")
     unknown: ParsedAction | None = None
+    candidates = 0
     for line in cleaned.splitlines():
         line = _PREFIX.sub("", line)
         for m in _CALL_START.finditer(line):
+            candidates += 1
+            if candidates > MAX_CANDIDATES:
+                break
             name = m.group(1)
             open_at = m.end() - 1
             end = _balanced_end(line, open_at)
@@ -169,6 +182,8 @@ def parse_action(text: str, tools: Sequence[ToolSpec]) -> ParsedAction:
                 return ParsedAction(spec.name, parse_arguments(inner, spec.param_names), raw)
             if unknown is None and inner.strip() and name[0].isalpha() and m.start() == 0:
                 unknown = ParsedAction(name, parse_arguments(inner, ["arg0"]), raw)
+        if candidates > MAX_CANDIDATES:
+            break
     if unknown is not None:
         return unknown
     raise ActionParseError(f"no action found in {text[:200]!r}")
