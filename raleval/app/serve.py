@@ -22,7 +22,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
-from pydantic import create_model
+from pydantic import AliasChoices, Field, create_model
 
 from raleval.environment import Environment, ToolResult, ToolSpec
 
@@ -132,7 +132,11 @@ def _add_crag_route(app: Any, env: Environment, spec: ToolSpec, respond: Any) ->
     single = len(fields) == 1
     if single:
         (pname, field) = next(iter(fields.items()))
-        body_model = create_model(f"{spec.name}_body", query=(field.annotation, ...))
+        # CRAG's client sends {"query": ...}, except play-by-play: {"game_ids": [...]}
+        body_model = create_model(
+            f"{spec.name}_body",
+            query=(field.annotation, Field(validation_alias=AliasChoices("query", pname))),
+        )
     else:
         body_model = spec.params
 
