@@ -279,7 +279,7 @@ def test_react_step_searches_the_whole_bracket(tmp_path):
     from raleval.app.runner import run_episode
     from raleval.envs.wiki import OfflineBackend, WikiEnv, WikiStore
     from raleval.envs.wiki.loaders import build_store
-    from raleval.model import Generation
+    from raleval.model import Generation, ModelBase
     from raleval.records import AgentSpec, Task
     from raleval.workflows.common import WorkflowConfig
 
@@ -292,7 +292,7 @@ def test_react_step_searches_the_whole_bracket(tmp_path):
     build_store(tmp_path / "s.sqlite", [corpus], progress=False)
     env = WikiEnv(OfflineBackend(WikiStore(tmp_path / "s.sqlite")))
 
-    class Replies:
+    class Replies(ModelBase):
         name = "replies"
 
         def __init__(self) -> None:
@@ -315,6 +315,7 @@ def test_react_step_searches_the_whole_bracket(tmp_path):
             AgentSpec(workflow="react", model="replies", env="wiki"),
         )
     )
+    assert traj.termination_cause is None, traj.termination_cause
     first = traj.steps[0]
     assert (first.tool, first.arguments) == ("Search", {"entity": "Paris, Texas"})
     assert first.observation == "Paris is a city in Lamar County, Texas."
