@@ -595,11 +595,13 @@ def _kind(task: Task) -> str:
 
 def _exists(data: Any, name: str) -> bool:
     """Whether a call made with ``name`` found something by that name: a getter answered (not
-    null), a search listed it, a page exists (not the wiki's "Could not find [name]")."""
+    null), a search listed it, a page exists (not the wiki's "Could not find name.")."""
     if data is None or data == [] or data == {}:
         return False
     if isinstance(data, str) and data.startswith(_NOT_FOUND):
-        return _mentions(_pattern([name]), data.replace(f"{_NOT_FOUND} [{name}]", ""))
+        # ReAct's "Could not find X." or R-Eval's "Could not find [X]."
+        rest = data.replace(f"{_NOT_FOUND} [{name}]", "").replace(f"{_NOT_FOUND} {name}.", "")
+        return _mentions(_pattern([name]), rest)
     if isinstance(data, list):
         return _mentions(_pattern([name]), _text(data))
     return True

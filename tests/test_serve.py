@@ -148,8 +148,8 @@ def _as_crags_client_sends(tool: str, args: dict) -> tuple[str, dict | None]:
     """Path and JSON body exactly as CRAG's Python client (mock_api/apiwrapper/pycragapi.py)
     sends them, written out here rather than derived from crag_route: the domain is the first
     segment, only sports nests a league; one-argument calls send ``{"query": value}``;
-    billboard and sports calls send their named fields (sports always with ``team_name``);
-    grammy_get_all_awarded_artists sends no body at all."""
+    billboard and sports calls send their named fields (sports always with ``team_name``),
+    play-by-play sends ``{"game_ids": [...]}``; grammy_get_all_awarded_artists sends no body."""
     domain, rest = tool.split("_", 1)
     if domain == "sports":
         league, rest = rest.split("_", 1)
@@ -160,6 +160,8 @@ def _as_crags_client_sends(tool: str, args: dict) -> tuple[str, dict | None]:
         return path, None
     if tool.startswith("sports_") and "game_ids" not in args:
         return path, {"team_name": args.get("team_name"), "date": args["date"]}
+    if tool == "sports_nba_get_play_by_play_data_by_game_ids":
+        return path, {"game_ids": args["game_ids"]}
     if len(args) == 1:
         return path, {"query": next(iter(args.values()))}
     return path, dict(args)
@@ -167,6 +169,7 @@ def _as_crags_client_sends(tool: str, args: dict) -> tuple[str, dict | None]:
 
 def test_crags_own_client_requests_get_the_local_answers(env, server):
     examples = _example_args(env)
+    answered = 0
     with httpx.Client(base_url=server.url, timeout=30) as client:
         for tool in env.tools:
             args = examples[tool.name]
@@ -180,6 +183,8 @@ def test_crags_own_client_requests_get_the_local_answers(env, server):
             assert r.status_code == 200, (tool.name, path, r.text)
             expected = env.call_sync(tool.name, args).data
             assert r.json() == {"result": json.loads(json.dumps(expected))}, tool.name
+            answered += 1
+    assert answered == 38
 
 
 def test_crag_route_names_follow_crag():

@@ -82,7 +82,7 @@ def test_false_premise_names_an_entity_the_world_does_not_have(envs, env):
         data = result.data
         # the lookup made with the fake name finds nothing by that name
         shown = "" if data is None else json.dumps(data)
-        shown = shown.replace(f"Could not find [{spec['fake']}]", "")
+        shown = shown.replace(f"Could not find {spec['fake']}.", "")
         assert spec["fake"] not in shown or not data, (task.id, shown[:200])
 
 

@@ -72,28 +72,34 @@ def test_search_abstract_can_be_the_first_sentences(store):
 def test_search_miss_lists_similar_titles_best_first(store):
     s = session(store)
     assert obs(s, "Search", "Mercuri") == (
-        "Could not find [Mercuri]. Similar: ['Mercury', 'Mercury (planet)', 'Mercury (element)']"
+        "Could not find Mercuri. Similar: ['Mercury', 'Mercury (planet)', 'Mercury (element)']."
     )
-    assert obs(s, "Search", "Qwxyz") == "Could not find [Qwxyz]. Similar: []"
+    assert obs(s, "Search", "Qwxyz") == "Could not find Qwxyz. Similar: []."
 
 
 def test_disambiguation_page_is_a_near_miss_listing_its_meanings(store):
     s = session(store)
     assert obs(s, "Search", "Mercury") == (
-        "Could not find [Mercury]. Similar: ['Mercury (planet)', 'Mercury (element)']"
+        "Could not find Mercury. Similar: ['Mercury (planet)', 'Mercury (element)']."
     )
     assert s.page is None
 
 
+def test_reval_observation_strings_on_request(store):
+    # the LangChain docstore wording R-Eval's agent saw, for comparisons with its numbers
+    s = session(store, observations="reval")
+    assert obs(s, "Search", "Zurich") == "Could not find [Zurich]. Similar: ['Zürich']"
+
+
 def test_similar_titles_are_capped(store):
     s = session(store, max_similar=1)
-    assert obs(s, "Search", "Mercuri") == "Could not find [Mercuri]. Similar: ['Mercury']"
+    assert obs(s, "Search", "Mercuri") == "Could not find Mercuri. Similar: ['Mercury']."
 
 
 def test_unicode_titles(store):
     s = session(store)
     assert obs(s, "Search", "ZÜRICH").startswith("Zürich is the largest city in Switzerland and")
-    assert obs(s, "Search", "Zurich") == "Could not find [Zurich]. Similar: ['Zürich']"
+    assert obs(s, "Search", "Zurich") == "Could not find Zurich. Similar: ['Zürich']."
     assert obs(s, "Search", "東京") == "東京は日本の首都である。"
 
 
@@ -190,7 +196,7 @@ def test_hotpot_pages_are_merged_by_title_across_questions(store):
         .paragraphs[0]
         .endswith("Nirvana. It was released on September 24, 1991.")
     )
-    assert "actor. He appeared" in store.get("Alexander Kerst").text
+    assert "actor. He appeared" in store.get("Alexander Kerst").paragraphs[0]
 
 
 def test_musique_paragraphs_become_one_page(store):
@@ -335,8 +341,8 @@ def test_live_not_found_lists_search_results():
     result = run(s.call("Search", {"entity": "Albert Einsten"}))
     assert result.kind is OutcomeKind.ok
     assert result.observation == (
-        "Could not find [Albert Einsten]. Similar: "
-        "['Albert Einstein', 'Einstein family', 'Hans Albert Einstein']"
+        "Could not find Albert Einsten. Similar: "
+        "['Albert Einstein', 'Einstein family', 'Hans Albert Einstein']."
     )
 
 

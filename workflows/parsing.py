@@ -1,18 +1,27 @@
 """Parse ReAct action text into a tool call, safely (``ast.literal_eval``, never ``eval``).
 
-Accepted, as ReAct implementations tolerate them: ``Search[entity]``, ``searchPerson(name="A",
-organization="B")``, unquoted values (``searchPerson(name=Ada Lin)``), the wrong bracket style
-(``Search(entity)``, ``getCoauthors[abc]``), case differences in the tool name, prose or an
-``Action 3:`` prefix around the call, code fences, and several actions (the first one counts).
+Arguments are read by the tool's signature. A tool with one parameter takes the whole bracket
+content: ``Search[Paris, Texas]`` searches "Paris, Texas" (ReAct's own parser keeps everything
+between the brackets; splitting at the comma searched "Paris"). Quotes around the content, a
+``name=`` prefix naming the parameter, or a one-key JSON object naming it are unwrapped. A tool with
+several parameters takes a JSON object (``{"name": "A", "organization": "B"}``), key=value pairs,
+quoted or not (``searchPerson(name=Ada Lin, organization=MIT)``), or positional Python literals.
+
+Also accepted, as ReAct implementations tolerate them: the wrong bracket style (``Search(entity)``,
+``getCoauthors[abc]``), case differences in the tool name, prose or an ``Action 3:`` prefix around
+the call, code fences, and several actions (the first one counts). Text holding no action raises
+:class:`ActionParseError`; the ReAct workflow records it as a ``parse_error`` step (TE).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from raleval.environment import ToolSpec
 
@@ -51,21 +60,30 @@ class ActionParseError(ValueError):
     """The text holds no recognisable action."""
 
 
-def _balanced_end(text: str, open_at: int) -> int:
+def _balanced_end(text: str, open_at: int, quotes: bool = True) -> int:
     """Index of the bracket closing ``text[open_at]``; the end of the text (or of the
-    ``MAX_ARGUMENT_CHARS`` searched) if it never closes."""
+    ``MAX_ARGUMENT_CHARS`` searched) if it never closes.
+
+    Quoted strings hide brackets inside ``(...)``; an apostrophe that never closes
+    (``searchPublication(Arthur's Magazine)``) is prose, so the scan is repeated without quotes.
+    """
     opener = text[open_at]
     closer = _CLOSE[opener]
     depth = 0
     quote: str | None = None
+    escaped = False
     stop = min(len(text), open_at + MAX_ARGUMENT_CHARS)
     for i in range(open_at, stop):
         ch = text[i]
         if quote:
-            if ch == quote and text[i - 1] != "\\":
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
                 quote = None
             continue
-        if ch in "\"'" and opener == "(":
+        if quotes and ch in "\"'" and opener == "(":
             quote = ch
         elif ch == opener:
             depth += 1
@@ -73,6 +91,8 @@ def _balanced_end(text: str, open_at: int) -> int:
             depth -= 1
             if depth == 0:
                 return i
+    if quote is not None and quotes:  # at most one rescan: the cost stays linear
+        return _balanced_end(text, open_at, quotes=False)
     return stop
 
 
@@ -110,11 +130,80 @@ def _is_literal(node: ast.AST) -> bool:
         return False
 
 
+def _object(text: str) -> dict[str, Any] | None:
+    """``text`` read as a JSON (or Python) object with string keys and plain values, else None."""
+    if not (text.startswith("{") and text.endswith("}")) or len(text) >= 2000:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    if isinstance(value, dict) and _plain(value):
+        return value
+    return None
+
+
+def _takes_text(annotation: Any) -> bool:
+    """Whether a parameter annotated ``annotation`` is plain text (``str`` or ``str | None``)."""
+    if annotation is str:
+        return True
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return get_origin(annotation) in (Union, types.UnionType) and args == [str]
+
+
+def _string_literal(text: str) -> str | None:
+    if len(text) >= 2 and text[0] in "\"'" and len(text) < 2000:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def parse_single_argument(inner: str, name: str, annotation: Any = str) -> dict[str, Any]:
+    """The whole bracket content as the one argument ``name`` of a one-parameter tool."""
+    text = inner.strip()
+    if not text:
+        return {}
+    obj = _object(text)
+    if obj is not None and len(obj) == 1 and next(iter(obj)).lower() == name.lower():
+        value = next(iter(obj.values()))
+        if _takes_text(annotation) and not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False)
+        return {name: value}
+    prefix = re.match(rf"{re.escape(name)}\s*[=:]\s*", text, re.IGNORECASE)
+    if prefix:
+        text = text[prefix.end() :].strip()
+    quoted = _string_literal(text)
+    if quoted is not None:
+        return {name: [quoted] if get_origin(annotation) is list else quoted}
+    if not _takes_text(annotation) and len(text) < 2000:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = None
+        if value is not None and _plain(value):
+            if isinstance(value, tuple):
+                value = list(value)
+            if get_origin(annotation) is list and not isinstance(value, list):
+                value = [value]
+            return {name: value}
+    return {name: _strip_quotes(text)}
+
+
 def parse_arguments(inner: str, param_names: Sequence[str]) -> dict[str, Any]:
-    """Turn the text between brackets into keyword arguments for a tool."""
+    """Turn the text between brackets into keyword arguments for a tool with several
+    parameters (or an unknown tool)."""
     inner = inner.strip()
     if not inner:
         return {}
+    obj = _object(inner)
+    if obj is not None:
+        return obj
     if len(inner) < 2000:  # bound the parser's work on adversarial input
         try:
             tree = ast.parse(f"_f({inner})", mode="eval")
@@ -151,6 +240,15 @@ def parse_arguments(inner: str, param_names: Sequence[str]) -> dict[str, Any]:
     return {first: _strip_quotes(inner)}
 
 
+def tool_arguments(inner: str, spec: ToolSpec) -> dict[str, Any]:
+    """The arguments of a call to ``spec``, read by its signature."""
+    fields = spec.params.model_fields
+    if len(fields) == 1:
+        ((name, field),) = fields.items()
+        return parse_single_argument(inner, name, field.annotation)
+    return parse_arguments(inner, spec.param_names)
+
+
 def parse_action(text: str, tools: Sequence[ToolSpec]) -> ParsedAction:
     """Find the first action in ``text``; raise :class:`ActionParseError` if there is none.
 
@@ -179,7 +277,7 @@ def parse_action(text: str, tools: Sequence[ToolSpec]) -> ParsedAction:
                 return ParsedAction(FINISH, {"answer": _strip_quotes(answer)}, raw)
             spec = by_lower.get(name.lower())
             if spec is not None:
-                return ParsedAction(spec.name, parse_arguments(inner, spec.param_names), raw)
+                return ParsedAction(spec.name, tool_arguments(inner, spec), raw)
             if unknown is None and inner.strip() and name[0].isalpha() and m.start() == 0:
                 unknown = ParsedAction(name, parse_arguments(inner, ["arg0"]), raw)
         if candidates > MAX_CANDIDATES:

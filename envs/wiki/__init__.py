@@ -44,6 +44,7 @@ def make_wiki_env(
     sentences: int = 5,
     lookup_unit: str = "sentence",
     max_obs_tokens: object = 400,
+    observations: str = "react",
 ) -> WikiEnv:
     """Wikipedia: ``-E backend=generated`` (pages of the generated scholar world, ``size``,
     ``seed``), ``-E backend=offline -E path=store.sqlite`` (built with ``raleval wiki build``)
@@ -53,6 +54,7 @@ def make_wiki_env(
         sentences=int(sentences),
         lookup_unit=lookup_unit,
         max_obs_tokens=_optional_int(max_obs_tokens),
+        observations=observations,
     )
     if backend == "live":
         from raleval.cache import cache_dir

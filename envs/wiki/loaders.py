@@ -104,7 +104,8 @@ def read_hotpot(path: Path) -> Iterator[Item]:
             if not ok:
                 raise _fail(path, where, f"context[{j}]", "expected [title, [sentences]]")
             # HotpotQA sentences carry their leading space, 2Wiki sentences do not.
-            yield Item(entry[0], " ".join(s.strip() for s in entry[1]))
+            # one sentence per line: the source's sentence boundaries (envs/wiki/page.py)
+            yield Item(entry[0], "\n".join(s.strip() for s in entry[1]))
 
 
 def read_musique(path: Path) -> Iterator[Item]:

@@ -18,7 +18,14 @@ from functools import cached_property
 from pathlib import Path
 
 from raleval.envs.fuzzy import FuzzyIndex
-from raleval.envs.wiki.page import Page, ascii_fold, split_paragraphs, title_key
+from raleval.envs.wiki.page import (
+    Page,
+    ascii_fold,
+    normalize_text,
+    normalize_title,
+    split_blocks,
+    title_key,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +60,7 @@ class StoreWriter:
 
     def add_page(self, title: str, text: str) -> None:
         """Add a page; a second page with the same title adds its new paragraphs to the first."""
-        title = " ".join(title.split())
+        title, text = normalize_title(title), normalize_text(text)
         if not title:
             raise ValueError("a page needs a non-empty title")
         key = title_key(title)
@@ -64,8 +71,8 @@ class StoreWriter:
             self.pages_added += 1
         else:
             (old,) = self._db.execute("SELECT text FROM pages WHERE key = ?", (key,)).fetchone()
-            seen = set(split_paragraphs(old))
-            extra = [p for p in split_paragraphs(text) if p not in seen]
+            seen = set(split_blocks(old))
+            extra = [p for p in split_blocks(text) if p not in seen]
             if extra:
                 merged = "\n\n".join([old.strip(), *extra]).strip()
                 self._db.execute("UPDATE pages SET text = ? WHERE key = ?", (merged, key))

@@ -41,10 +41,15 @@ class WikiOptions:
     lookup_unit: str = "sentence"  # or "paragraph"
     max_obs_tokens: int | None = 400
     max_similar: int = 5
+    # "react": ReAct's wikienv strings (``Could not find X. Similar: [...].``); "reval": the
+    # LangChain docstore strings R-Eval's agent saw (``Could not find [X]. Similar: [...]``)
+    observations: str = "react"
 
     def __post_init__(self) -> None:
         if self.abstract not in ("paragraph", "sentences"):
             raise ValueError(f"abstract must be 'paragraph' or 'sentences', not {self.abstract!r}")
+        if self.observations not in ("react", "reval"):
+            raise ValueError(f"observations must be 'react' or 'reval', not {self.observations!r}")
         if self.lookup_unit not in ("sentence", "paragraph"):
             raise ValueError(
                 f"lookup_unit must be 'sentence' or 'paragraph', not {self.lookup_unit!r}"
@@ -124,7 +129,9 @@ class WikiSession(Environment):
             # a disambiguation page lists its meanings, never itself
             own = title_key(page.title) if page is not None else None
             similar = [t for t in similar if title_key(t) != own][: self.options.max_similar]
-            return self._observe(f"Could not find [{clean(entity)}]. Similar: {similar!r}")
+            if self.options.observations == "reval":
+                return self._observe(f"Could not find [{clean(entity)}]. Similar: {similar!r}")
+            return self._observe(f"Could not find {clean(entity)}. Similar: {similar!r}.")
         assert page is not None
         self.page, self.last_search_missed = page, False
         abstract = page.abstract(self.options.abstract, self.options.sentences)

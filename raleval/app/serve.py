@@ -35,7 +35,7 @@ from typing import Any
 
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse
-from pydantic import create_model
+from pydantic import AliasChoices, Field, create_model
 
 from raleval.environment import Environment, HttpRoute, ToolResult, ToolSpec
 
@@ -137,7 +137,11 @@ def _add_native_route(
     single = route.body == "query"
     if single:
         (pname, field) = next(iter(fields.items()))
-        body_model = create_model(f"{spec.name}_body", query=(field.annotation, ...))
+        # CRAG's client sends {"query": ...}, except play-by-play: {"game_ids": [...]}
+        body_model = create_model(
+            f"{spec.name}_body",
+            query=(field.annotation, Field(validation_alias=AliasChoices("query", pname))),
+        )
     else:
         body_model = spec.params
 
