@@ -281,7 +281,6 @@ def test_react_step_searches_the_whole_bracket(tmp_path):
     from raleval.envs.wiki.loaders import build_store
     from raleval.model import Generation, ModelBase
     from raleval.records import AgentSpec, Task
-    from raleval.workflows.common import WorkflowConfig
 
     corpus = tmp_path / "pages.jsonl"
     pages = [
@@ -310,8 +309,7 @@ def test_react_step_searches_the_whole_bracket(tmp_path):
             task,
             Replies(),
             env,
-            registry.workflows.get("react"),
-            WorkflowConfig(react_style="single"),
+            registry.workflows.get("react").configure({"react_style": "single"}),
             AgentSpec(workflow="react", model="replies", env="wiki"),
         )
     )
