@@ -68,3 +68,17 @@ def test_a_violation_breaks_the_contracts(tmp_path, module, line):
     result = _lint(tree)
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
+
+
+def test_every_core_module_is_under_the_core_contract():
+    """A new module in raleval/ is core and must not escape the contract by being unlisted."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    core = next(c for c in contracts if c["name"].startswith("Core"))
+    on_disk = {
+        f"raleval.{p.stem}" for p in (ROOT / "raleval").glob("*.py") if not p.stem.startswith("__")
+    }
+    assert set(core["source_modules"]) == on_disk
+    assert all(not c.get("ignore_imports") for c in contracts)
