@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from raleval import registry
@@ -30,8 +31,15 @@ class ModelSpec:
         return f"{self.provider}/{self.name}"
 
 
-def resolve_model(spec: str, options: dict[str, Any] | None = None) -> Model:
-    """Instantiate the model a spec string names (imports the provider on first use)."""
+def resolve_model(
+    spec: str, options: dict[str, Any] | None = None, run_dir: Path | None = None
+) -> Model:
+    """Instantiate the model a spec string names (imports the provider on first use).
+
+    The provider contract: ``factory(name, run_dir=..., **options)``; ``run_dir`` is the run
+    the model serves (None outside a run), where a provider may keep what it writes (the
+    embedded model's server log). Providers that write nothing ignore it.
+    """
     parsed = ModelSpec.parse(spec)
     factory = registry.models.get(parsed.provider)
-    return factory(parsed.name, **(options or {}))
+    return factory(parsed.name, run_dir=run_dir, **(options or {}))

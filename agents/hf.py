@@ -94,6 +94,6 @@ class HFModel(ModelBase):
 
 
 @register_model_provider("hf")
-def make_hf_model(name: str, **options: Any) -> HFModel:
+def make_hf_model(name: str, run_dir: Any = None, **options: Any) -> HFModel:
     """``hf/<path>``: a local transformers checkpoint (pip install raleval[torch])."""
     return HFModel(name, **options)

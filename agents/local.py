@@ -307,9 +307,11 @@ def make_local_model(
     threads: int | None = None,
     parallel: int = 2,
     log_dir: str | None = None,
+    run_dir: Path | None = None,
     **options: Any,
 ) -> Any:
-    """``local/<name>``: an embedded llama.cpp model (see ``raleval models``)."""
+    """``local/<name>``: an embedded llama.cpp model (see ``raleval models``); its server logs
+    into ``log_dir``, else next to the results it produces (the run directory)."""
     from raleval.agents.openai_compat import OpenAICompatibleModel
     from raleval.registry import UnknownNameError
 
@@ -322,7 +324,7 @@ def make_local_model(
         ctx,
         int(threads or min(os.cpu_count() or 2, 4)),
         int(parallel),
-        Path(log_dir) if log_dir else None,
+        Path(log_dir) if log_dir else Path(run_dir) if run_dir else None,
     )
     options.setdefault("extra_body", {"cache_prompt": True})
     options.setdefault("max_retries", 2)

@@ -354,7 +354,7 @@ class OpenAICompatibleModel(ModelBase):
 
 
 @register_model_provider("openai-compatible")
-def make_openai_compatible(name: str, **options: Any) -> OpenAICompatibleModel:
+def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> OpenAICompatibleModel:
     """``openai-compatible/<model>@<base_url>``: any server speaking chat completions."""
     model, sep, base_url = name.partition("@")
     if not sep or not base_url.startswith(("http://", "https://")):
@@ -368,7 +368,7 @@ def make_openai_compatible(name: str, **options: Any) -> OpenAICompatibleModel:
 
 
 @register_model_provider("openai")
-def make_openai(name: str, **options: Any) -> OpenAICompatibleModel:
+def make_openai(name: str, run_dir: Any = None, **options: Any) -> OpenAICompatibleModel:
     """``openai/<model>``: OpenAI's API; the key comes from OPENAI_API_KEY."""
     if not (options.get("api_key") or os.environ.get("OPENAI_API_KEY")):
         raise ValueError("openai/<model> needs the OPENAI_API_KEY environment variable")

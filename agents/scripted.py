@@ -214,7 +214,7 @@ _BUILDERS = {
 
 
 @register_model_provider("scripted")
-def make_scripted_model(name: str, **options: Any) -> ScriptedModel:
+def make_scripted_model(name: str, run_dir: Any = None, **options: Any) -> ScriptedModel:
     """``scripted/<name>``: deterministic test models (oracle, replay, failure kinds)."""
     latency = float(options.pop("latency_s", 0.0))
     if name == "replay":

@@ -101,6 +101,6 @@ class VLLMModel(ModelBase):
 
 
 @register_model_provider("vllm")
-def make_vllm_model(name: str, **options: Any) -> VLLMModel:
+def make_vllm_model(name: str, run_dir: Any = None, **options: Any) -> VLLMModel:
     """``vllm/<model>``: vLLM's offline engine, batching concurrent episodes (GPU)."""
     return VLLMModel(name, **options)

@@ -203,11 +203,7 @@ async def _close_session(session: Any) -> None:
 def _resolve_model(config: RunConfig) -> Any:
     from raleval.agents.agent import resolve_model
 
-    options = dict(config.model_options)
-    if config.model.startswith("local/"):
-        # The managed llama.cpp server logs next to the results it produces.
-        options.setdefault("log_dir", str(config.run_dir))
-    return resolve_model(config.model, options)
+    return resolve_model(config.model, dict(config.model_options), run_dir=config.run_dir)
 
 
 def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
