@@ -13,9 +13,11 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from typing import Any
 
+from raleval.families import answer_of
 from raleval.model import (
     Capabilities,
     GenerateRequest,
@@ -26,6 +28,7 @@ from raleval.model import (
 )
 from raleval.records import Task, ToolCall
 from raleval.registry import register_model_provider
+from raleval.text import contains_tokens, normalize_answer
 from raleval.workflow import GoldPlan
 
 _STEP_TAIL = re.compile(r"(Thought|Action)\s+(\d+):\s*$")
@@ -82,12 +85,74 @@ def _tail(prompt: str) -> tuple[str, int]:
 
 
 WRONG_ANSWER = "an answer that is wrong"
+# What the executing oracle answers when the environment did not return what the task's
+# solution needs (another world, missing data, a failed call): wrong, and says why.
+NOT_RETURNED = "not found: the tools did not return the answer"
+
+
+class NoSolution(ModelError):
+    """A task the oracle cannot solve by executing anything (a loaded dataset without one)."""
+
+    def __init__(self, task: Task) -> None:
+        super().__init__(
+            f"the oracle has no solution to execute for task {task.id} (family {task.family}): "
+            "it answers only from what tools return, and this task has neither a gold solution "
+            "nor data to build one from (HotpotQA's supporting titles)",
+            "no_solution",
+        )
+
+
+def built_solution(task: Task) -> list[ToolCall] | None:
+    """A solution for a loaded task, where its data allow one: HotpotQA's supporting titles
+    become ``Search`` calls, then ``Lookup`` of the answer on the last page."""
+    titles = task.metadata.get("supporting_titles")
+    if not titles:
+        return None
+    # HotpotQA escapes HTML in its titles ("Tunnels &amp; Trolls"); pages go by plain text
+    calls = [ToolCall(tool="Search", arguments={"entity": html.unescape(str(t))}) for t in titles]
+    calls.append(ToolCall(tool="Lookup", arguments={"keyword": task.answers[0]}))
+    return calls
+
+
+def _appears(observations: list[str], needles: list[str]) -> bool:
+    tokens = [normalize_answer(o).split() for o in observations]
+    wanted = [normalize_answer(n).split() for n in needles]
+    return any(contains_tokens(t, n) for t in tokens for n in wanted if n)
+
+
+def answer_from_results(task: Task, results: list[Any]) -> str:
+    """The answer a reader of ``results`` (the ``ToolResult`` of each solution call) gives:
+    the task's answer expression evaluated over the returned data; else the gold answer only
+    where the observations show it (every element of a list, or the task's evidence); else
+    :data:`NOT_RETURNED`."""
+    if any(r.kind.value != "ok" for r in results):
+        return NOT_RETURNED
+    expr = task.metadata.get("answer_expr")
+    if expr:
+        value = answer_of(expr, [r.data for r in results])
+        return NOT_RETURNED if value is None else value
+    observations = [r.observation for r in results]
+    premise = task.answer_type is not None and task.answer_type.value == "invalid_premise"
+    if (premise or not task.tags.answerable) and not task.evidence:
+        return task.answers[0] if results else NOT_RETURNED  # the premise was checked
+    if task.evidence:
+        found = all(_appears(observations, [e]) for e in task.evidence)
+    elif task.elements:
+        found = all(_appears(observations, aliases) for aliases in task.elements)
+    elif normalize_answer(task.answers[0]) in ("yes", "no"):
+        found = False  # a "yes" somewhere in a page is no reading of a yes/no answer
+    else:
+        found = _appears(observations, task.answers)
+    return task.answers[0] if found else NOT_RETURNED
 
 
 class OracleModel(ScriptedModel):
-    """Plays a task's gold solution back in the workflow's own format (the workflow's
-    ``gold_reply``), then gives the gold answer.
+    """Executes a task's gold solution against the episode's environment, answers from what
+    the tools returned (:func:`answer_from_results`), and plays the solution back in the
+    workflow's own format (the workflow's ``gold_reply``).
 
+    It never answers the stored gold on faith: where the environment lacks the data (a task
+    run on another world, a loaded dataset the corpus does not hold) its answer is wrong.
     Variants, for exercising the taxonomy: ``memorizer`` gives the gold answer without calling
     any tool (AM) and, on a counterfactual testbed, the real world's answer rather than the
     tools'; ``oracle-wrong`` makes the gold calls and then answers wrongly (GE).
@@ -102,11 +167,33 @@ class OracleModel(ScriptedModel):
     ) -> None:
         super().__init__(variant)
         self.task, self.env, self.workflow, self.variant = task, env, workflow, variant
+        self.executed: str | None = None  # the answer the solution's results give
 
     def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         bound = OracleModel(task, env, workflow, self.variant)
         bound.latency_s = self.latency_s
         return bound
+
+    def solution(self) -> list[ToolCall]:
+        """The calls this oracle makes: the task's gold solution, or one built from its data."""
+        assert self.task is not None
+        if self.task.solution:
+            return list(self.task.solution)
+        built = built_solution(self.task)
+        if built is None:
+            raise NoSolution(self.task)
+        return built
+
+    async def execute(self) -> str:
+        """Run the solution against the episode's environment and read the answer from it.
+
+        ``call_sync`` in a thread: the environment's own call path without the harness's
+        fault injection (those faults reach the workflow's calls, not the oracle's reading).
+        """
+        calls = self.solution()
+        results = [await asyncio.to_thread(self.env.call_sync, c.tool, c.arguments) for c in calls]
+        assert self.task is not None
+        return answer_from_results(self.task, results)
 
     def plan(self) -> GoldPlan:
         """What this variant plays back for its task."""
@@ -115,10 +202,19 @@ class OracleModel(ScriptedModel):
         task = self.task
         if self.variant == "memorizer":  # what it remembers of the real world, not the tools'
             return GoldPlan([], task.metadata.get("original_answers", task.answers)[0])
-        calls = list(task.solution or [])
+        calls = self.solution()
         if self.variant == "oracle-wrong":
             return GoldPlan(calls, WRONG_ANSWER)
-        return GoldPlan(calls, task.answers[0], task.metadata.get("answer_expr"))
+        answer = self.executed if self.executed is not None else NOT_RETURNED
+        expr = task.metadata.get("answer_expr") if answer != NOT_RETURNED else None
+        return GoldPlan(calls, answer, expr)
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        if self.variant not in ("memorizer", "oracle-wrong") and self.executed is None:
+            if self.task is None or self.env is None:
+                raise ModelError("the oracle needs a task: use it through the runner", "no_task")
+            self.executed = await self.execute()
+        return await super().generate(request)
 
     def reply(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
         plan = self.plan()

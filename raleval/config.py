@@ -49,6 +49,9 @@ class RunConfig(BaseModel):
     fault_seed: int = 0
     tool_retries: int = Field(2, ge=0)
     llm_retries: int = Field(2, ge=0)
+    # Tasks record the environment and world they were made for; running them on another is
+    # refused unless asked for on purpose (a counterfactual check, a world migration).
+    allow_foreign_tasks: bool = False
 
     @field_validator("model")
     @classmethod
@@ -97,6 +100,7 @@ class RunConfig(BaseModel):
                 "backend",
                 "ray_address",
                 "workers",
+                "allow_foreign_tasks",
             },
         )
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]

@@ -177,6 +177,15 @@ class Environment:
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = list(tools)
         self._by_name = {t.name: t for t in self.tools}
+        # What the world behind the tools is (size, seed, generator version, file): set by
+        # the environment's factory; a task records it and runs nowhere else.
+        self.world_options: dict[str, Any] = {}
+
+    def fingerprint(self) -> str:
+        """This environment and its world, as a task made for it records them
+        (``scholar:generator=3,seed=0,size=small``): tasks run only where it matches."""
+        world = ",".join(f"{k}={v}" for k, v in sorted(self.world_options.items()))
+        return f"{self.name}:{world}" if world else self.name
 
     def session(self, task: Any = None) -> Environment:
         """The environment one episode talks to."""

@@ -18,7 +18,10 @@ from raleval.config import ConfigError
 from raleval.model import GenerateRequest
 from raleval.records import ToolCall
 
-DEFAULT_CONTEXT_TOKENS = 8192
+# The context a model without a declared window gets (a scripted model). Large enough for the
+# biggest default observation (a year of CRAG's daily price bars, ~7k tokens) beside the
+# 38-tool prompt, so the oracle solves every default task; real models declare their own.
+DEFAULT_CONTEXT_TOKENS = 16384
 
 
 class WorkflowConfig(BaseModel):
@@ -30,6 +33,9 @@ class WorkflowConfig(BaseModel):
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(128, ge=1)
     max_context_tokens: int | None = Field(None, ge=256)
+    # An observation longer than this (tokens) is cut with a visible marker; whatever the
+    # setting, one is cut to fit what is left of the context (so no prompt overflows it).
+    max_obs_tokens: int | None = Field(None, ge=16)
     prompt_file: str | None = None
     # k-shot: the template's example plus shots - 1 from a disjoint pool of generated tasks,
     # rendered by the runner in this workflow's own format (see ``examples_text``).

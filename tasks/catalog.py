@@ -47,16 +47,49 @@ def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -
         )
     tasks: list[Task] = []
     for family in mine:
-        tasks.extend(stamp(family, family.generate(env, per_family, seed)))
+        tasks.extend(stamp(family, family.generate(env, per_family, seed), env))
     return tasks
 
 
-def stamp(family: TaskFamily, tasks: list[Task]) -> list[Task]:
-    """Fill a family's primary metric into tasks that do not choose their own."""
+MADE_FOR = "made_for"  # Task.metadata key: the fingerprint of the environment a task was made on
+
+
+def stamp(family: TaskFamily, tasks: list[Task], env: Any = None) -> list[Task]:
+    """Fill a family's primary metric into tasks that do not choose their own, and record the
+    environment and world the tasks were generated over (``Environment.fingerprint``)."""
     for t in tasks:
         if "metric" not in t.model_fields_set:
             t.metric = family.metric
+        if env is not None:
+            t.metadata.setdefault(MADE_FOR, env.fingerprint())
     return tasks
+
+
+def foreign_tasks(tasks: list[Task], env: Any, env_name: str) -> str | None:
+    """Why ``tasks`` were not made for ``env`` (another environment or world), or None.
+
+    A task says where it was made (``metadata.made_for``); a task file without that record
+    is still placed by its family's environment. Loaded datasets (no family) pass.
+    """
+    here = env.fingerprint()
+    for t in tasks:
+        made_for = t.metadata.get(MADE_FOR)
+        if made_for is None and t.family in registry.task_families:
+            made_for = registry.task_families.get(t.family).env
+        if made_for is None:
+            continue
+        there_env = str(made_for).split(":", 1)[0]
+        if there_env != env_name:
+            return (
+                f"task {t.id} was made for env {there_env!r}, not {env_name!r}: run it with "
+                f"--env {there_env}, or pass --allow-foreign-tasks to run it here on purpose"
+            )
+        if ":" in str(made_for) and made_for != here:
+            return (
+                f"task {t.id} was made for world {made_for}, this environment is {here}: "
+                "pass the same -E options, or --allow-foreign-tasks to run it here on purpose"
+            )
+    return None
 
 
 def season_seed(season: str) -> int:
@@ -93,7 +126,7 @@ def build_catalog(
         # a testbed cannot vary every task (a yes/no answer has no counterfactual): draw twice
         # as many and keep the variants it can make
         wanted = (size + examples) * (1 if testbed is None else 2)
-        tasks = stamp(family, family.generate(envs[family.env], wanted, seed))
+        tasks = stamp(family, family.generate(envs[family.env], wanted, seed), envs[family.env])
         if testbed is not None:
             tasks = derive(tasks, envs[family.env], testbed, seed)
         seen: set[str] = set()

@@ -25,11 +25,14 @@ from raleval.registry import register_workflow
 from raleval.toolcalls import tool_calls_from_content
 from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
+    DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
     WorkflowConfig,
     episode_env,
     episode_model,
+    fit_observation,
     load_prompt,
+    observation_room,
 )
 
 
@@ -79,6 +82,9 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
     plan_template = load_prompt("planned", env, cfg.prompt_file)
     answer_template = _answer_template()
     tool_list = "\n".join(f"- {t.react_signature()}: {t.description}" for t in env.tools)
+    context_limit = (
+        cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
+    )
 
     async def plan(state: BaselineState, config: RunnableConfig) -> BaselineState:
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
@@ -95,11 +101,15 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
                 cause="invalid_plan",
                 observation="The plan held no function call.",
             )
-        results = []
+        results: list[str] = []
+        # the answer prompt holds every result: each gets what the context has left
+        so_far = answer_template.substitute(question=state["question"], results="")
         for call in calls[: cfg.max_steps]:
             if rec.done:  # a tool fault ended the episode
                 break
             result = await ep_env.call(call.tool, call.arguments)
+            room = observation_room(ep_model, cfg, context_limit, so_far)
+            result.observation = fit_observation(ep_model, result.observation, room)
             rec.add_step(
                 result,
                 tool=call.tool,
@@ -107,6 +117,7 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
                 raw_action=json.dumps({"tool": call.tool, "arguments": call.arguments}),
             )
             results.append(f"{call.tool}({json.dumps(call.arguments)}): {result.observation}")
+            so_far += "\n" + results[-1]
         return {"rec": rec, "results": results}
 
     async def answer(state: BaselineState, config: RunnableConfig) -> BaselineState:

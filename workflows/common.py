@@ -34,8 +34,12 @@ __all__ = [
     "episode_env",
     "episode_model",
     "examples_text",
+    "fit_observation",
     "load_prompt",
+    "observation_room",
 ]
+
+TRUNCATION_MARKER = "[... truncated: {dropped} more characters]"
 
 
 # A graph is compiled once per run (compiling costs milliseconds); what differs per episode (a
@@ -56,6 +60,33 @@ def episode_env(config: Any, default: Any) -> Any:
 def count_tokens(model: Model, text: str) -> int:
     """Tokens of ``text`` with the model's own tokenizer where it has one, else ~4 chars/token."""
     return int(model.count_tokens(text))
+
+
+def fit_observation(model: Model, text: str, budget: int | None) -> str:
+    """``text`` cut to ``budget`` tokens, ending in a visible marker that says how much was
+    dropped (as ReAct's wiki truncates a long page); unchanged when it fits."""
+    if budget is None:
+        return text
+    total = count_tokens(model, text)
+    if total <= budget:
+        return text
+    keep = max(0, int(len(text) * budget / max(total, 1)))
+    while True:
+        marker = TRUNCATION_MARKER.format(dropped=len(text) - keep)
+        cut = f"{text[:keep].rstrip()} {marker}" if keep else marker
+        if keep == 0 or count_tokens(model, cut) <= budget:
+            return cut
+        keep = int(keep * 0.9)
+
+
+def observation_room(
+    model: Model, config: WorkflowConfig, context_limit: int, prompt_so_far: str
+) -> int:
+    """Tokens an observation may take: the configured budget, and never more than the context
+    leaves after the prompt so far and the model's next reply."""
+    room = context_limit - count_tokens(model, prompt_so_far) - config.max_tokens - 16
+    room = max(room, 16)
+    return min(room, config.max_obs_tokens) if config.max_obs_tokens else room
 
 
 def load_prompt(workflow: str, env: Any, override: str | None = None) -> Template:

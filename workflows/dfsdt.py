@@ -30,13 +30,17 @@ from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
+    DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
+    count_tokens,
     episode_env,
     episode_model,
     examples_text,
+    fit_observation,
     load_prompt,
+    observation_room,
 )
 from raleval.workflows.function_calling import native_gold_reply, render_calls_example
 
@@ -111,6 +115,10 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
     cfg = config or DFSDTConfig()
     system = load_prompt("dfsdt", env, cfg.prompt_file).substitute(examples=examples_text(cfg))
     schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
+    schema_text = json.dumps(schemas, separators=(",", ":"))  # sent with every request
+    context_limit = (
+        cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
+    )
 
     async def step(state: DFSState, config: RunnableConfig) -> DFSState:
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
@@ -146,6 +154,13 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         if node.children:
             messages.append(diversity_message([tree[c] for c in node.children]))
         flat = "\n".join(f"{m.role}: {m.content}" for m in messages)
+        if count_tokens(ep_model, schema_text + flat) > context_limit:
+            # a configured budget, or the model's own window (a harness limit)
+            rec.finish(
+                Termination.context_limit,
+                "token_budget" if cfg.max_context_tokens else "context_window",
+            )
+            return {"rec": rec, "tree": tree, "stack": stack}
         gen = await rec.generate(ep_model, flat, tuple(messages), cfg, (), schemas)
         queries += 1
         if gen is None:
@@ -215,6 +230,9 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
             ]
         else:
             result = await ep_env.call(call.tool, call.arguments)
+            so_far = f"{schema_text}\n{flat}\nassistant: {gen.text}"
+            room = observation_room(ep_model, cfg, context_limit, so_far)
+            result.observation = fit_observation(ep_model, result.observation, room)
             child.observation = result.observation
             rec.add_step(result, thought=thought, tool=call.tool, arguments=call.arguments)
             child.messages = [

@@ -34,7 +34,9 @@ from raleval.workflows.common import (
     episode_env,
     episode_model,
     examples_text,
+    fit_observation,
     load_prompt,
+    observation_room,
 )
 from raleval.workflows.langchain_model import RalevalChatModel, to_raleval_messages
 
@@ -86,6 +88,8 @@ def build_function_calling_graph(
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
+    # the tool schemas travel with every request: they count in the budget like the messages
+    schema_text = json.dumps(schemas, separators=(",", ":"))
 
     async def agent(state: FCState, config: RunnableConfig) -> FCState:
         ep_model = episode_model(config, model)
@@ -102,7 +106,7 @@ def build_function_calling_graph(
             rec.finish(Termination.step_limit)
             return {"rec": rec, "messages": new}
         flat = transcript(to_raleval_messages(messages))
-        if count_tokens(ep_model, flat) > context_limit:
+        if count_tokens(ep_model, schema_text + flat) > context_limit:
             # a configured budget, or the model's own window (a harness limit)
             rec.finish(
                 Termination.context_limit,
@@ -136,13 +140,17 @@ def build_function_calling_graph(
         return {"rec": rec, "messages": [*new, reply], "turns": turns}
 
     async def tools(state: FCState, config: RunnableConfig) -> FCState:
-        ep_env = episode_env(config, env)
+        ep_env, ep_model = episode_env(config, env), episode_model(config, model)
         rec = state["rec"]
         last = state["messages"][-1]
+        so_far = schema_text + transcript(to_raleval_messages(state["messages"]))
         thought = last.content if isinstance(last.content, str) and last.content else None
         out: list[BaseMessage] = []
         for call in last.tool_calls:
             result = await ep_env.call(call["name"], call["args"])
+            room = observation_room(ep_model, cfg, context_limit, so_far)
+            result.observation = fit_observation(ep_model, result.observation, room)
+            so_far += "\ntool: " + result.observation
             rec.add_step(
                 result,
                 thought=thought,

@@ -30,7 +30,9 @@ from raleval.workflows.common import (
     episode_env,
     episode_model,
     examples_text,
+    fit_observation,
     load_prompt,
+    observation_room,
 )
 from raleval.workflows.parsing import ActionParseError, parse_action
 
@@ -143,7 +145,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         return {**base, "thought": thought, "action": action}
 
     async def act(state: ReActState, config: RunnableConfig) -> ReActState:
-        ep_env = episode_env(config, env)
+        ep_env, ep_model = episode_env(config, env), episode_model(config, model)
         rec, n = state["rec"], state["n"]
         thought, action_text = state.get("thought") or "", state.get("action") or ""
         action_line = one_line(action_text.splitlines()[0] if action_text.strip() else "")
@@ -173,7 +175,12 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             rec.finish(Termination.finished)
             return {}
         result = await ep_env.call(parsed.tool, parsed.arguments)
-        observation = one_line(result.observation)
+        pad = (
+            f"{state['scratchpad']}\nThought {n}: {thought}\nAction {n}: {parsed.raw}"
+            f"\nObservation {n}: "
+        )
+        room = observation_room(ep_model, cfg, context_limit, state.get("header", "") + pad)
+        observation = fit_observation(ep_model, one_line(result.observation), room)
         rec.add_step(
             result,
             thought=thought,
@@ -182,11 +189,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             raw_action=parsed.raw,
             observation=observation,
         )
-        pad = (
-            f"{state['scratchpad']}\nThought {n}: {thought}\nAction {n}: {parsed.raw}"
-            f"\nObservation {n}: {observation}"
-        )
-        return {"scratchpad": pad, "n": n + 1, "parse_errors": 0}
+        return {"scratchpad": pad + observation, "n": n + 1, "parse_errors": 0}
 
     def after_reason(state: ReActState) -> str:
         return END if state["rec"].done else "act"

@@ -10,7 +10,12 @@ from typing import Any
 from raleval.environment import Environment, HttpRoute
 from raleval.envs.crag.http import crag_routes
 from raleval.envs.crag.tools import build_tools
-from raleval.envs.crag.world import DEFAULT_QUERY_DATE, CragWorld, generate_world
+from raleval.envs.crag.world import (
+    DEFAULT_QUERY_DATE,
+    GENERATOR_VERSION,
+    CragWorld,
+    generate_world,
+)
 from raleval.registry import register_env
 
 # Worlds this big are generated once into the cache (envs/crag/store.py) and reopened from it.
@@ -65,11 +70,13 @@ class CragEnv(Environment):
         query_time = getattr(task, "query_time", None)
         if query_time is None or _as_date(query_time) == self.as_of:
             return self
-        return CragEnv(self.world, _as_date(query_time))
+        return self.at(query_time)
 
     def at(self, when: Any) -> CragEnv:
         """The same world answered as of ``when`` (a date, datetime or ISO string)."""
-        return CragEnv(self.world, _as_date(when))
+        env = CragEnv(self.world, _as_date(when))
+        env.world_options = self.world_options
+        return env
 
 
 @register_env("crag", default_tasks="crag-kg")
@@ -78,7 +85,14 @@ def make_crag_env(
 ) -> CragEnv:
     """CRAG-shaped world: ``-E size=tiny|small|medium|large``, ``-E seed=N``, ``-E snr=0.0333``
     (signal : noise of entities), ``-E as_of=2024-03-15`` (default query date)."""
-    return CragEnv(load_world(size, int(seed), float(snr)), _as_date(as_of))
+    env = CragEnv(load_world(size, int(seed), float(snr)), _as_date(as_of))
+    env.world_options = {
+        "size": size,
+        "seed": int(seed),
+        "snr": f"{float(snr):.6g}",
+        "generator": GENERATOR_VERSION,
+    }
+    return env
 
 
 from raleval.envs.crag import families  # noqa: E402  (registers the task families)

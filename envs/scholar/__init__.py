@@ -7,6 +7,7 @@ from pathlib import Path
 from raleval.environment import Environment
 from raleval.envs.scholar.store import ScholarStore, load_world
 from raleval.envs.scholar.tools import build_tools
+from raleval.envs.scholar.world import GENERATOR_VERSION
 from raleval.registry import register_env
 
 
@@ -24,7 +25,13 @@ def make_scholar_env(size: str = "small", seed: int = 0, path: str | None = None
     """AMiner-like scholar world: ``-E size=tiny|small|large``, ``-E seed=N``, or
     ``-E path=world.sqlite`` for a world imported from an OAG/AMiner dump."""
     store = ScholarStore(Path(path)) if path else load_world(size, int(seed))
-    return ScholarEnv(store)
+    env = ScholarEnv(store)
+    env.world_options = (
+        {"path": Path(path).name}
+        if path
+        else {"size": size, "seed": int(seed), "generator": GENERATOR_VERSION}
+    )
+    return env
 
 
 # the task families register on import (after the environment: they refer to its store)

@@ -61,15 +61,22 @@ def make_wiki_env(
         from raleval.envs.wiki.live import LiveBackend
 
         cache = Path(http_cache) if http_cache else cache_dir() / "wiki" / "http-cache.sqlite"
-        return WikiEnv(LiveBackend(language, cache, float(requests_per_second)), options)
+        env = WikiEnv(LiveBackend(language, cache, float(requests_per_second)), options)
+        env.world_options = {"backend": "live", "language": language}
+        return env
     if backend == "offline":
         if not path:
             raise ValueError("the offline wiki backend needs -E path=<store.sqlite>")
-        return WikiEnv(OfflineBackend(WikiStore(Path(path))), options)
+        env = WikiEnv(OfflineBackend(WikiStore(Path(path))), options)
+        env.world_options = {"backend": "offline", "path": Path(path).name}
+        return env
     if backend == "generated":
         from raleval.envs.wiki.generated import generated_store
 
-        return WikiEnv(OfflineBackend(generated_store(world, size, int(seed))), options)
+        env = WikiEnv(OfflineBackend(generated_store(world, size, int(seed))), options)
+        env.world_options = {"backend": "generated", "world": world, "size": size}
+        env.world_options["seed"] = int(seed)
+        return env
     raise ValueError(f"unknown wiki backend {backend!r}; choose generated, offline or live")
 
 

@@ -135,6 +135,14 @@ def run(
             help="serve repeated model requests from the response cache (default on)",
         ),
     ] = None,
+    allow_foreign_tasks: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-foreign-tasks",
+            envvar="RALEVAL_ALLOW_FOREIGN_TASKS",
+            help="run tasks made for another environment or world (refused by default)",
+        ),
+    ] = None,
 ) -> None:
     """Run (or resume) an evaluation and print its results table."""
     from raleval.config import build_config, load_matrix, parse_key_values
@@ -159,6 +167,7 @@ def run(
             "backend": backend,
             "ray_address": ray_address,
             "workers": workers,
+            "allow_foreign_tasks": allow_foreign_tasks,
         }
         for key, pairs, flag in (
             ("model_options", model_option, "-M"),

@@ -209,7 +209,7 @@ def _resolve_model(config: RunConfig) -> Any:
 def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
     """Environment, tasks and the configured workflow; the model is resolved separately
     (a Ray driver needs no model of its own: a local one would start a server)."""
-    from raleval.tasks.catalog import load_tasks
+    from raleval.tasks.catalog import foreign_tasks, load_tasks
 
     config = config.with_defaults()
 
@@ -227,6 +227,11 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
         tasks = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
+    if not config.allow_foreign_tasks:
+        # before any episode: a task scored on an environment it was not made for means nothing
+        reason = foreign_tasks(tasks, env, config.env)
+        if reason:
+            raise ConfigError(f"refused: {reason}")
     if workflow.config.shots > 1:
         examples = k_shot_examples(config, env, tasks, workflow, workflow.config.shots - 1)
         workflow = workflow.with_config(examples=examples)
