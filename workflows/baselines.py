@@ -33,6 +33,7 @@ from raleval.workflows.common import (
     fit_observation,
     load_prompt,
     observation_room,
+    render_tool_lines,
 )
 
 
@@ -81,7 +82,6 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
     cfg = config or PlannedConfig()
     plan_template = load_prompt("planned", env, cfg.prompt_file)
     answer_template = _answer_template()
-    tool_list = "\n".join(f"- {t.react_signature()}: {t.description}" for t in env.tools)
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
@@ -89,6 +89,7 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
     async def plan(state: BaselineState, config: RunnableConfig) -> BaselineState:
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
         rec = state.get("rec") or EpisodeRecord()
+        tool_list = render_tool_lines(ep_env)  # the episode's tools
         prompt = plan_template.substitute(tools=tool_list, question=state["question"]).rstrip()
         gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ())
         if gen is None:

@@ -37,6 +37,8 @@ __all__ = [
     "fit_observation",
     "load_prompt",
     "observation_room",
+    "render_tool_lines",
+    "tool_line",
 ]
 
 TRUNCATION_MARKER = "[... truncated: {dropped} more characters]"
@@ -60,6 +62,21 @@ def episode_env(config: Any, default: Any) -> Any:
 def count_tokens(model: Model, text: str) -> int:
     """Tokens of ``text`` with the model's own tokenizer where it has one, else ~4 chars/token."""
     return int(model.count_tokens(text))
+
+
+def tool_line(tool: Any) -> str:
+    """A tool as a prompt shows it: its call signature, then a one-line description (no
+    heading a small model could copy as an action)."""
+    description = " ".join(tool.description.split())
+    return f"{tool.react_signature()} - {description}"
+
+
+def render_tool_lines(env: Any, numbered: bool = False) -> str:
+    """The environment's tools, one :func:`tool_line` each."""
+    return "\n".join(
+        f"({i}) {tool_line(t)}" if numbered else f"- {tool_line(t)}"
+        for i, t in enumerate(env.tools, 1)
+    )
 
 
 def fit_observation(model: Model, text: str, budget: int | None) -> str:

@@ -114,14 +114,16 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
     """Compile the DFSDT graph for ``model`` on ``env``'s tools."""
     cfg = config or DFSDTConfig()
     system = load_prompt("dfsdt", env, cfg.prompt_file).substitute(examples=examples_text(cfg))
-    schemas = tuple([t.json_schema() for t in env.tools] + [FINISH_SCHEMA])
-    schema_text = json.dumps(schemas, separators=(",", ":"))  # sent with every request
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
 
     async def step(state: DFSState, config: RunnableConfig) -> DFSState:
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
+        # the episode's tools (an environment may offer a question only some), sent with
+        # every request and so counted in the budget
+        schemas = tuple([t.json_schema() for t in ep_env.tools] + [FINISH_SCHEMA])
+        schema_text = json.dumps(schemas, separators=(",", ":"))
         rec = state.get("rec") or EpisodeRecord()
         tree = state.get("tree")
         if tree is None:

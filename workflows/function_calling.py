@@ -84,15 +84,19 @@ def build_function_calling_graph(
     system = load_prompt("function_calling", env, cfg.prompt_file).substitute(
         examples=examples_text(cfg)
     )
-    schemas = [t.json_schema() for t in env.tools] + [FINISH_TOOL]
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
-    # the tool schemas travel with every request: they count in the budget like the messages
-    schema_text = json.dumps(schemas, separators=(",", ":"))
+
+    def schemas_of(ep_env: Environment) -> tuple[list[dict[str, Any]], str]:
+        # the episode's tools (an environment may offer a question only some); they travel
+        # with every request, so they count in the budget like the messages
+        schemas = [t.json_schema() for t in ep_env.tools] + [FINISH_TOOL]
+        return schemas, json.dumps(schemas, separators=(",", ":"))
 
     async def agent(state: FCState, config: RunnableConfig) -> FCState:
         ep_model = episode_model(config, model)
+        schemas, schema_text = schemas_of(episode_env(config, env))
         rec = state.get("rec") or EpisodeRecord()
         if rec.done:  # a tool fault ended the episode
             return {"rec": rec}
@@ -143,7 +147,7 @@ def build_function_calling_graph(
         ep_env, ep_model = episode_env(config, env), episode_model(config, model)
         rec = state["rec"]
         last = state["messages"][-1]
-        so_far = schema_text + transcript(to_raleval_messages(state["messages"]))
+        so_far = schemas_of(ep_env)[1] + transcript(to_raleval_messages(state["messages"]))
         thought = last.content if isinstance(last.content, str) and last.content else None
         out: list[BaseMessage] = []
         for call in last.tool_calls:

@@ -33,6 +33,7 @@ from raleval.workflows.common import (
     fit_observation,
     load_prompt,
     observation_room,
+    render_tool_lines,
 )
 from raleval.workflows.parsing import ActionParseError, parse_action
 
@@ -58,9 +59,7 @@ def one_line(text: str) -> str:
 
 
 def render_tool_list(env: Environment) -> str:
-    return "\n".join(
-        f"({i}) {t.react_signature()}: {t.description}" for i, t in enumerate(env.tools, 1)
-    )
+    return render_tool_lines(env, numbered=True)
 
 
 def invalid_action_message(env: Environment) -> str:
@@ -91,12 +90,12 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
-    invalid_msg = invalid_action_message(env)
 
-    def header(question: str) -> str:
+    def header(question: str, tools_env: Environment) -> str:
+        # the episode's tools: an environment may offer a question only some (CRAG's domain)
         return template.substitute(
-            tools=render_tool_list(env),
-            finish_index=len(env.tools) + 1,
+            tools=render_tool_list(tools_env),
+            finish_index=len(tools_env.tools) + 1,
             question=question,
             examples=examples_text(cfg),
         ).rstrip()
@@ -113,7 +112,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
     async def reason(state: ReActState, config: RunnableConfig) -> ReActState:
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
-        head = state.get("header") or header(state["question"])
+        head = state.get("header") or header(state["question"], episode_env(config, env))
         scratchpad = state.get("scratchpad", "")
         n = state.get("n", 1)
         if n > cfg.max_steps:
@@ -149,8 +148,9 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         rec, n = state["rec"], state["n"]
         thought, action_text = state.get("thought") or "", state.get("action") or ""
         action_line = one_line(action_text.splitlines()[0] if action_text.strip() else "")
+        invalid_msg = invalid_action_message(ep_env)
         try:
-            parsed = parse_action(action_text, env.tools)
+            parsed = parse_action(action_text, ep_env.tools)
         except ActionParseError:
             rec.add_step(
                 thought=thought,

@@ -58,34 +58,65 @@ class CragEnv(Environment):
     name = "crag"
     description = "CRAG mock KG APIs: open, movie, finance, music, sports (38 endpoints)"
 
-    def __init__(self, world: CragWorld, as_of: date = DEFAULT_QUERY_DATE) -> None:
+    def __init__(
+        self, world: CragWorld, as_of: date = DEFAULT_QUERY_DATE, domain_tools: bool = False
+    ) -> None:
         super().__init__(build_tools(world, as_of))
         self.world = world
         self.as_of = as_of
+        # A deviation from CRAG, off by default: an episode sees only its question's domain's
+        # tools (``-E domain_tools=true``) instead of all 38 (a small model's prompt).
+        self.domain_tools = domain_tools
 
     def http_routes(self) -> list[HttpRoute]:
         return crag_routes(self.tools)
 
     def session(self, task: Any = None) -> CragEnv:
         query_time = getattr(task, "query_time", None)
-        if query_time is None or _as_date(query_time) == self.as_of:
-            return self
-        return self.at(query_time)
+        env = self
+        if query_time is not None and _as_date(query_time) != self.as_of:
+            env = self.at(query_time)
+        domain = question_domain(task) if self.domain_tools else None
+        return env.only_domain(domain) if domain else env
 
     def at(self, when: Any) -> CragEnv:
         """The same world answered as of ``when`` (a date, datetime or ISO string)."""
-        env = CragEnv(self.world, _as_date(when))
+        env = CragEnv(self.world, _as_date(when), self.domain_tools)
         env.world_options = self.world_options
         return env
+
+    def only_domain(self, domain: str) -> CragEnv:
+        """The same APIs restricted to one domain's (``finance_*``...)."""
+        env = CragEnv(self.world, self.as_of, self.domain_tools)
+        env.world_options = self.world_options
+        env.tools = [t for t in env.tools if t.name.startswith(f"{domain}_")]
+        env._by_name = {t.name: t for t in env.tools}
+        return env
+
+
+def question_domain(task: Any) -> str | None:
+    """The CRAG domain of a task (``crag/finance`` -> ``finance``), if it names one."""
+    domain = str(getattr(task, "domain", "") or "")
+    name = domain.split("/", 1)[1] if domain.startswith("crag/") else ""
+    return name if name in DOMAINS else None
+
+
+DOMAINS = ("open", "movie", "finance", "music", "sports")
 
 
 @register_env("crag", default_tasks="crag-kg")
 def make_crag_env(
-    size: str = "tiny", seed: int = 0, snr: float = 1 / 30, as_of: str | None = None
+    size: str = "tiny",
+    seed: int = 0,
+    snr: float = 1 / 30,
+    as_of: str | None = None,
+    domain_tools: object = False,
 ) -> CragEnv:
     """CRAG-shaped world: ``-E size=tiny|small|medium|large``, ``-E seed=N``, ``-E snr=0.0333``
-    (signal : noise of entities), ``-E as_of=2024-03-15`` (default query date)."""
-    env = CragEnv(load_world(size, int(seed), float(snr)), _as_date(as_of))
+    (signal : noise of entities), ``-E as_of=2024-03-15`` (default query date);
+    ``-E domain_tools=true`` offers each question only its domain's tools (not CRAG's way)."""
+    only = str(domain_tools).strip().lower() in ("1", "true", "yes", "on")
+    env = CragEnv(load_world(size, int(seed), float(snr)), _as_date(as_of), only)
     env.world_options = {
         "size": size,
         "seed": int(seed),
