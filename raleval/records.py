@@ -222,3 +222,6 @@ class RunHeader(Record):
     n_tasks: int
     python: str
     platform: str
+    # The exact prompts of the run: the workflow's template and the demonstration tasks
+    # (ids per family) with their rendered text (see raleval.app.runner.run_prompts).
+    prompts: dict[str, Any] = Field(default_factory=dict)

@@ -37,10 +37,13 @@ class WorkflowConfig(BaseModel):
     # setting, one is cut to fit what is left of the context (so no prompt overflows it).
     max_obs_tokens: int | None = Field(None, ge=16)
     prompt_file: str | None = None
-    # k-shot: the template's example plus shots - 1 from a disjoint pool of generated tasks,
-    # rendered by the runner in this workflow's own format (see ``examples_text``).
-    shots: int = Field(1, ge=1, le=16)
-    examples: list[str] = Field(default_factory=list)
+    # k-shot: ``shots`` demonstration tasks of each task's own family, from a pool disjoint
+    # from the tasks under test; the same tasks for every workflow, each rendered in the
+    # workflow's own format by the runner (``demonstrations``: family -> rendered texts).
+    shots: int = Field(1, ge=0, le=16)
+    demonstrations: dict[str, list[str]] = Field(default_factory=dict)
+    demonstration_ids: dict[str, list[str]] = Field(default_factory=dict)
+    examples: list[str] = Field(default_factory=list)  # for a family without its own
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import pytest
 from raleval.config import ConfigError
 from raleval.model import Capabilities, ModelBase
 from raleval.records import ErrorType, OutcomeKind, Termination
-from raleval.store import RESULTS, TASKS, ResultsFile, read_tasks
+from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
 from .conftest import run_config
 
@@ -171,7 +171,8 @@ def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
         raise RuntimeError("session setup broke")
 
     monkeypatch.setattr(scholar.ScholarEnv, "session", explode)
-    summary, results = run_config(tmp_path, limit=2)
+    # no demonstrations: they are solved through a session before any episode runs
+    summary, results = run_config(tmp_path, limit=2, workflow_options={"shots": 0})
     assert summary.ran == 2
     assert all(r.termination is Termination.harness_error for r in results)
     assert results[0].termination_cause == "RuntimeError: session setup broke"
@@ -196,17 +197,25 @@ def test_k_shot_examples_come_from_a_disjoint_pool(tmp_path, workflow):
     )
     assert summary.mean_f1 == 1.0
     first = results[0].llm_calls[0].prompt
-    assert first.count("Here is another example.") == 2
-    assert first.count("Ilsa Maroundberg") >= 2  # the built-in example is still there
-    tasks = {t.question for t in read_tasks(summary.run_dir / TASKS)}
-    examples = [chunk.split("\n", 2)[1] for chunk in first.split("Here is another example.")[1:]]
+    chunks = first.split("Here is an example.")[1:]
+    assert len(chunks) == 3
+    assert "Ilsa Maroundberg" not in first  # no hand-written example beside them
+    tasks = {t.question: t for t in read_tasks(summary.run_dir / TASKS)}
+    examples = [chunk.split("\n", 2)[1] for chunk in chunks]
     assert all(q.startswith("Question: ") and q[len("Question: ") :] not in tasks for q in examples)
+    header = read_header(summary.run_dir)
+    family = next(iter(tasks.values())).family
+    # the task's own family, three items of it, recorded with the prompt in the header
+    assert list(header.prompts["demonstrations"]) == [family]
+    assert len(header.prompts["demonstrations"][family]) == 3
+    assert all(f"-{family}-s7919-" in i for i in header.prompts["demonstrations"][family])
+    assert header.prompts["rendered"][family][0] in first
     if workflow == "pal":
         finals = [ln for ln in first.splitlines() if ln.startswith("final_result = ")]
-        # the generated examples (after the built-in one) compute their answer from r0
-        assert len(finals) == 3 and all("r0[0][" in ln for ln in finals[1:])
+        # the generated examples compute their answer from r0
+        assert len(finals) == 3 and all("r0[0][" in ln for ln in finals)
     elif workflow == "react":
-        assert "\nObservation 1: [{" in first.split("Here is another example.")[1]
+        assert "\nObservation 1: [{" in chunks[0]
 
 
 def test_epochs_repeat_tasks_and_give_pass_at_k(tmp_path):

@@ -219,7 +219,7 @@ def test_a_season_can_be_built_for_a_testbed(tmp_path):
 
 
 def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path):
-    from raleval.app.runner import k_shot_examples
+    from raleval.app.runner import demonstration_tasks, solved_example
     from raleval.config import RunConfig
 
     env = registry.envs.get("scholar")(size="tiny")
@@ -232,8 +232,13 @@ def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path)
         log_dir=tmp_path,
     )
     tasks = load_tasks("scholar@negative", env, "scholar", 2, config.seed)
-    examples = k_shot_examples(config, env, tasks, registry.workflows.get("react")(), 2)
-    assert len(examples) == 2 and not any(REJECTION_ANSWER in e for e in examples)
+    demos = demonstration_tasks(config, env, tasks, 2)
+    react = registry.workflows.get("react")()
+    demo_tasks = [t for group in demos.values() for t in group]
+    examples = [react.render_example(solved_example(t, env), env) for t in demo_tasks]
+    assert len(examples) == 2 * len({t.family for t in tasks}) == 2 * len(demos)
+    assert not any(REJECTION_ANSWER in e for e in examples)
+    assert not any("@" in t.id for t in demo_tasks)
 
 
 def test_testbed_seasons_do_not_depend_on_the_hash_seed(tmp_path):

@@ -23,13 +23,14 @@ from raleval.model import GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.toolcalls import tool_calls_from_content
-from raleval.workflow import GoldPlan, Workflow
+from raleval.workflow import GoldPlan, SolvedExample, Workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
     WorkflowConfig,
     episode_env,
     episode_model,
+    examples_text,
     fit_observation,
     load_prompt,
     observation_room,
@@ -57,7 +58,9 @@ def build_direct_graph(model: Model, env: Environment, config: WorkflowConfig | 
     async def answer(state: BaselineState, config: RunnableConfig) -> BaselineState:
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
-        prompt = template.substitute(question=state["question"]).rstrip()
+        prompt = template.substitute(
+            question=state["question"], examples=examples_text(cfg, config)
+        ).rstrip()
         gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ("\n",))
         if gen is not None:
             rec.answer = gen.text.strip()
@@ -90,7 +93,9 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
         rec = state.get("rec") or EpisodeRecord()
         tool_list = render_tool_lines(ep_env)  # the episode's tools
-        prompt = plan_template.substitute(tools=tool_list, question=state["question"]).rstrip()
+        prompt = plan_template.substitute(
+            tools=tool_list, question=state["question"], examples=examples_text(cfg, config)
+        ).rstrip()
         gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ())
         if gen is None:
             return {"rec": rec}
@@ -157,6 +162,10 @@ class Direct(Workflow):
     def recursion_limit(self) -> int:
         return 10
 
+    def render_example(self, example: SolvedExample, env: Environment) -> str:
+        # no tools: the demonstration is the question and its answer
+        return f"Question: {example.question}\nAnswer: {example.answer}"
+
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Environment
     ) -> tuple[str, list[ToolCall]]:
@@ -179,6 +188,23 @@ class Planned(Workflow):
 
     def recursion_limit(self) -> int:
         return 10
+
+    def render_example(self, example: SolvedExample, env: Environment) -> str:
+        """The plan (the calls as JSON), what the calls found, and the answer."""
+        calls = [{"tool": c.tool, "arguments": c.arguments} for c, _ in example.calls]
+        found = [
+            f"{c.tool}({json.dumps(c.arguments)}): {' '.join(obs.split())}"
+            for c, obs in example.calls
+        ]
+        return "\n".join(
+            [
+                f"Question: {example.question}",
+                f"{PLAN_CUE} {json.dumps(calls, ensure_ascii=False)}",
+                "Information found:",
+                *found,
+                f"Answer: {example.answer}",
+            ]
+        )
 
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Environment

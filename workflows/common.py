@@ -122,11 +122,12 @@ def load_prompt(workflow: str, env: Any, override: str | None = None) -> Templat
     raise FileNotFoundError(f"no prompt template for workflow {workflow!r} in {path}")
 
 
-def examples_text(config: WorkflowConfig) -> str:
-    """The extra examples block for a prompt template's ``$examples`` (empty for one-shot)."""
-    return "".join(
-        f"Here is another example.\n{example}\n(End of example)\n" for example in config.examples
-    )
+def examples_text(config: WorkflowConfig, runtime: Any = None) -> str:
+    """The demonstrations block for a prompt template's ``$examples``: those of the episode's
+    task family (LangGraph's ``configurable["family"]``), else ``config.examples``."""
+    family = ((runtime or {}).get("configurable") or {}).get("family")
+    examples = config.demonstrations.get(family, config.examples) if family else config.examples
+    return "".join(f"Here is an example.\n{example}\n(End of example)\n" for example in examples)
 
 
 @dataclass

@@ -113,7 +113,7 @@ class DFSDTConfig(WorkflowConfig):
 def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None = None) -> Any:
     """Compile the DFSDT graph for ``model`` on ``env``'s tools."""
     cfg = config or DFSDTConfig()
-    system = load_prompt("dfsdt", env, cfg.prompt_file).substitute(examples=examples_text(cfg))
+    system = load_prompt("dfsdt", env, cfg.prompt_file)
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
@@ -133,7 +133,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
                 0,
                 status="root",
                 messages=[
-                    Message("system", system),
+                    Message("system", system.substitute(examples=examples_text(cfg, config))),
                     Message("user", f"Question: {state['question']}"),
                 ],
             )

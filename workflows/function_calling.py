@@ -81,9 +81,7 @@ def build_function_calling_graph(
 ) -> Any:
     """Compile the native function-calling graph for ``model`` on ``env``'s tools."""
     cfg = config or FunctionCallingConfig()
-    system = load_prompt("function_calling", env, cfg.prompt_file).substitute(
-        examples=examples_text(cfg)
-    )
+    system = load_prompt("function_calling", env, cfg.prompt_file)
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
@@ -103,7 +101,8 @@ def build_function_calling_graph(
         new: list[BaseMessage] = []
         messages = list(state.get("messages") or [])
         if not messages:
-            new = [SystemMessage(system), HumanMessage(f"Question: {state['question']}")]
+            text = system.substitute(examples=examples_text(cfg, config))
+            new = [SystemMessage(text), HumanMessage(f"Question: {state['question']}")]
             messages = new
         turns = state.get("turns", 0) + 1
         if turns > cfg.max_steps:

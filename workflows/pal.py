@@ -95,7 +95,7 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
         prompt = template.substitute(
-            stubs=stubs, question=state["question"], examples=examples_text(cfg)
+            stubs=stubs, question=state["question"], examples=examples_text(cfg, config)
         ).rstrip()
         gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), code_cfg, ())
         if gen is None:

@@ -91,13 +91,13 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
 
-    def header(question: str, tools_env: Environment) -> str:
+    def header(question: str, tools_env: Environment, runtime: Any) -> str:
         # the episode's tools: an environment may offer a question only some (CRAG's domain)
         return template.substitute(
             tools=render_tool_list(tools_env),
             finish_index=len(tools_env.tools) + 1,
             question=question,
-            examples=examples_text(cfg),
+            examples=examples_text(cfg, runtime),
         ).rstrip()
 
     prefill = cfg.react_layout == "prefill" or (
@@ -112,7 +112,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
     async def reason(state: ReActState, config: RunnableConfig) -> ReActState:
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
-        head = state.get("header") or header(state["question"], episode_env(config, env))
+        head = state.get("header") or header(state["question"], episode_env(config, env), config)
         scratchpad = state.get("scratchpad", "")
         n = state.get("n", 1)
         if n > cfg.max_steps:

@@ -154,7 +154,12 @@ async def run_episode(
                 {"question": task.question, "rec": rec},
                 {
                     "recursion_limit": workflow.recursion_limit(),
-                    "configurable": {"model": episode_model, "env": session},
+                    # the task's family picks its demonstrations (examples_text)
+                    "configurable": {
+                        "model": episode_model,
+                        "env": session,
+                        "family": task.family,
+                    },
                 },
             ),
             # The workflow enforces the budget itself; this is the safety net.
@@ -232,50 +237,96 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
         reason = foreign_tasks(tasks, env, config.env)
         if reason:
             raise ConfigError(f"refused: {reason}")
-    if workflow.config.shots > 1:
-        examples = k_shot_examples(config, env, tasks, workflow, workflow.config.shots - 1)
-        workflow = workflow.with_config(examples=examples)
+    demos = demonstration_tasks(config, env, tasks, workflow.config.shots)
+    rendered = {
+        family: [workflow.render_example(solved_example(t, env), env) for t in group]
+        for family, group in demos.items()
+    }
+    ids = {family: [t.id for t in group] for family, group in demos.items()}
+    workflow = workflow.with_config(demonstrations=rendered, demonstration_ids=ids)
     return env, tasks, workflow
 
 
-POOL_SEED_OFFSET = 7919  # the example pool is generated with a different seed
+POOL_SEED_OFFSET = 7919  # the demonstration pool is generated with a different seed
 
 
-def k_shot_examples(
-    config: RunConfig, env: Any, tasks: list[Task], workflow: Workflow, n: int
-) -> list[str]:
-    config = config.with_defaults()
-    """``n`` solved examples from a pool disjoint from ``tasks``, in the workflow's format.
+def demonstration_tasks(
+    config: RunConfig, env: Any, tasks: list[Task], shots: int
+) -> dict[str, list[Task]]:
+    """``shots`` demonstration tasks for each family of ``tasks``: the family's own, from a
+    pool generated with another seed and disjoint from the tasks under test.
 
-    Pool tasks come from the same task set with another seed; their gold solutions are run
-    against the environment, so the examples show real observations. Families take turns.
+    They depend on the environment, the families and the seed only, never on the workflow:
+    every workflow is shown the same tasks, each in its own format. A family the registry
+    does not know, or a loaded dataset's, gets none. A testbed's demonstrations show the ordinary
+    world (its families' base tasks).
     """
-    from raleval.tasks.catalog import load_tasks
+    from raleval.tasks.catalog import stamp
 
-    if config.tasks.endswith(".jsonl"):
-        raise ConfigError("k-shot examples are drawn from a generated task set, not a file")
-    from raleval.tasks.testbeds import parse_spec
-
-    # examples show the ordinary world: a testbed changes only the tasks under test
-    base, _ = parse_spec(config.tasks)
-    pool = load_tasks(base, env, config.env, max(3 * n, 10), config.seed + POOL_SEED_OFFSET)
+    if shots == 0:
+        return {}
     taken = {t.question for t in tasks}
-    by_family: dict[str, list[Task]] = {}
-    for t in pool:
-        if t.solution and t.question not in taken:
-            by_family.setdefault(t.family, []).append(t)
-    ordered = [t for group in zip(*by_family.values(), strict=False) for t in group]
-    if len(ordered) < n:
-        raise ConfigError(f"the example pool has {len(ordered)} tasks; {n} are needed")
-    examples = []
-    for t in ordered[:n]:
-        calls = [(c, env.call_sync(c.tool, c.arguments).observation) for c in t.solution or []]
-        solved = SolvedExample(t.question, calls, t.answers[0], t.metadata.get("answer_expr"))
-        examples.append(workflow.render_example(solved, env))
-    return examples
+    out: dict[str, list[Task]] = {}
+    # families of generated tasks (with a solution): a loaded dataset borrows a family id
+    # (HotpotQA's "3-1") whose generator needs a world the run's corpus is not
+    for name in dict.fromkeys(t.family for t in tasks if t.solution):
+        if name not in registry.task_families:
+            continue
+        family = registry.task_families.get(name)
+        if family.env != config.env:
+            continue
+        pool = stamp(
+            family, family.generate(env, max(3 * shots, 4), config.seed + POOL_SEED_OFFSET)
+        )
+        fresh = [t for t in pool if t.solution and t.question not in taken]
+        if fresh:
+            out[name] = fresh[:shots]
+    return out
 
 
-def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: WorkflowConfig) -> Path:
+DEMO_OBSERVATION_CHARS = 1200  # a demonstration's observation is cut here, with the marker
+
+
+def solved_example(task: Task, env: Any) -> SolvedExample:
+    """A demonstration task with its gold calls run against ``env``: real observations, each
+    cut to :data:`DEMO_OBSERVATION_CHARS` with a visible marker (a year of prices in every
+    prompt would crowd out the episode's own)."""
+    from raleval.workflows.common import TRUNCATION_MARKER
+
+    session = env.session(task)  # one session: a wiki Lookup reads the page Search opened
+    calls = []
+    for c in task.solution or []:
+        text = session.call_sync(c.tool, c.arguments).observation
+        if len(text) > DEMO_OBSERVATION_CHARS:
+            dropped = len(text) - DEMO_OBSERVATION_CHARS
+            text = f"{text[:DEMO_OBSERVATION_CHARS]} {TRUNCATION_MARKER.format(dropped=dropped)}"
+        calls.append((c, text))
+    return SolvedExample(task.question, calls, task.answers[0], task.metadata.get("answer_expr"))
+
+
+def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:
+    """The exact prompts of a run, stored once in its header: the workflow's template for this
+    environment, and each family's demonstration tasks (ids) as this workflow renders them."""
+    from raleval.workflows.common import load_prompt
+
+    try:
+        template = load_prompt(workflow.name, env, workflow.config.prompt_file).template
+    except FileNotFoundError:
+        template = None
+    return {
+        "template": template,
+        "shots": workflow.config.shots,
+        "demonstrations": workflow.config.demonstration_ids,
+        "rendered": workflow.config.demonstrations,
+    }
+
+
+def _open_run_dir(
+    config: RunConfig,
+    tasks: list[Task],
+    wf_config: WorkflowConfig,
+    prompts: dict[str, Any] | None = None,
+) -> Path:
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = config.fingerprint()
@@ -301,6 +352,7 @@ def _open_run_dir(config: RunConfig, tasks: list[Task], wf_config: WorkflowConfi
             n_tasks=len(tasks),
             python=sys.version.split()[0],
             platform=platform.platform(),
+            prompts=prompts or {},
         )
         write_header(run_dir, header)
     return run_dir
@@ -356,7 +408,7 @@ async def run(
     config = config.with_defaults()
     model = _resolve_model(config)  # first, so a bad model name fails before any world loads
     env, tasks, workflow = _prepare(config)
-    run_dir = _open_run_dir(config, tasks, workflow.config)
+    run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
     if shard is None:
         results = ResultsFile(run_dir / RESULTS)
     else:  # a Ray worker: its own file, merged by the driver at the end
