@@ -97,6 +97,32 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
     }
 
 
+def prompts_section(runs: list[Run]) -> str:
+    """Each run's exact prompt: its template and the demonstrations every episode of a family
+    was shown (from the run header), so a comparison of workflows shows what each one saw."""
+    parts = []
+    for run in runs:
+        prompts = run.header.prompts if run.header else {}
+        if not prompts:
+            continue
+        demos = prompts.get("demonstrations") or {}
+        ids = "; ".join(f"{family}: {', '.join(group)}" for family, group in demos.items())
+        body = [
+            f"<p>shots: {html.escape(str(prompts.get('shots')))}; demonstration tasks: "
+            f"{html.escape(ids) or 'none'}</p>",
+            f"<details><summary>template</summary><pre>"
+            f"{html.escape(prompts.get('template') or '(none)')}</pre></details>",
+        ]
+        for family, texts in (prompts.get("rendered") or {}).items():
+            for text in texts:
+                body.append(
+                    f"<details><summary>demonstration ({html.escape(family)})</summary>"
+                    f"<pre>{html.escape(text)}</pre></details>"
+                )
+        parts.append(f"<h3>{html.escape(run.system)}</h3>" + "".join(body))
+    return "<h2>Prompts and demonstrations</h2>" + "".join(parts) if parts else ""
+
+
 def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     """The report's HTML text."""
     table = per_task_table(runs)
@@ -199,6 +225,8 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
                 f"<h3>{html.escape(run.system)}</h3>" + _table(["testbed", "n", "rates"], rows)
             )
     crag_html += "<h2>Robustness testbeds</h2>" + "".join(bed_parts) if bed_parts else ""
+
+    crag_html += prompts_section(runs)
 
     figures = []
     if plots.available():

@@ -1,0 +1,105 @@
+"""Context budgets: observations are cut to fit with a visible marker, function calling counts
+its tool schemas, and the budget follows the model's own context window."""
+
+from __future__ import annotations
+
+import asyncio
+
+from raleval import registry
+from raleval.agents.scripted import OracleModel
+from raleval.app.runner import run_episode
+from raleval.model import Capabilities
+from raleval.records import AgentSpec
+from raleval.tasks.catalog import load_tasks
+from raleval.workflows.common import fit_observation
+
+from .conftest import run_config
+
+
+class _Chars:
+    """Four characters a token, as the scripted models and the fallback count."""
+
+    def count_tokens(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+def test_fit_observation_cuts_with_a_marker_that_counts_what_was_dropped():
+    text = "x" * 1000
+    assert fit_observation(_Chars(), text, 300) == text
+    cut = fit_observation(_Chars(), text, 50)
+    kept = cut.index(" [")
+    assert cut == "x" * kept + f" [... truncated: {1000 - kept} more characters]"
+    assert (len(cut) + 3) // 4 <= 50
+    assert fit_observation(_Chars(), text, None) == text
+
+
+class SmallWindowOracle(OracleModel):
+    capabilities = Capabilities(cacheable=False, context_window=4096)
+
+    def for_episode(self, task, env, workflow):
+        bound = SmallWindowOracle(task, env, workflow, self.variant)
+        return bound
+
+
+def _price_tasks(env):
+    tasks = load_tasks("crag-kg", env, "crag", 6, 0)
+    return [
+        t for t in tasks if any(c.tool == "finance_get_price_history" for c in t.solution or [])
+    ]
+
+
+def test_react_fits_a_years_prices_into_a_4096_token_window():
+    env = registry.envs.get("crag")(size="tiny")
+    tasks = _price_tasks(env)
+    assert len(tasks) >= 3
+    for name in ("react", "function_calling", "dfsdt", "planned"):
+        workflow = registry.workflows.get(name)()
+        agent = AgentSpec(workflow=name, model="scripted/small", env="crag")
+        for task in tasks:
+            traj = asyncio.run(run_episode(task, SmallWindowOracle(), env, workflow, agent))
+            # no prompt the model's server would refuse: each one plus the reply fits
+            assert traj.termination.value == "finished", (name, task.id, traj.termination_cause)
+            assert max(c.prompt_tokens for c in traj.llm_calls) + 128 <= 4096, (name, task.id)
+            prices = [s for s in traj.steps if s.tool == "finance_get_price_history"]
+            assert prices and "more characters]" in prices[0].observation, (name, task.id)
+
+
+def test_function_calling_counts_its_tool_schemas(tmp_path):
+    # 38 CRAG schemas are far over 256 tokens; the system prompt and question are not
+    _, results = run_config(
+        tmp_path,
+        env="crag",
+        env_options={"size": "tiny"},
+        workflow="function_calling",
+        tasks="crag-simple",
+        limit=1,
+        workflow_options={"max_context_tokens": 256, "shots": 0},
+    )
+    [r] = results
+    assert (r.termination.value, r.termination_cause) == ("context_limit", "token_budget")
+    assert r.llm_calls == []
+
+
+def test_domain_tools_offer_only_the_questions_domain(tmp_path):
+    env = registry.envs.get("crag")(size="tiny", domain_tools="true")
+    assert len(env.tools) == 38  # the environment itself keeps CRAG's 38
+    tasks = load_tasks("crag-simple", env, "crag", 10, 0)
+    finance = next(t for t in tasks if t.domain == "crag/finance")
+    assert {t.name.split("_")[0] for t in env.session(finance).tools} == {"finance"}
+    default = registry.envs.get("crag")(size="tiny")
+    assert len(default.session(finance).tools) == 38
+    summary, results = run_config(
+        tmp_path,
+        env="crag",
+        env_options={"size": "tiny", "domain_tools": "true"},
+        tasks="crag-simple",
+        tasks_per_family=10,
+        workflow_options={"shots": 0},
+    )
+    by_id = {r.task_id: r for r in results}
+    prompt = by_id[finance.id].llm_calls[0].prompt
+    assert "finance_get_ticker_by_name(" in prompt and "movie_get_movie_info(" not in prompt
+    assert all(r.scores["f1"] == 1.0 for r in results)
+    from raleval.store import read_header
+
+    assert read_header(summary.run_dir).config["env_options"]["domain_tools"] == "true"
