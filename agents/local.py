@@ -338,6 +338,7 @@ def make_local_model(
         # More episodes in flight than server slots would evict each other's prompt cache,
         # so every ReAct step would prefill the whole scratchpad again.
         max_concurrency=int(parallel),
+        tokenize_url=server.base_url.rstrip("/").removesuffix("/v1") + "/tokenize",
         **options,
     )
     model.endpoint = f"local/{name}"

@@ -172,8 +172,12 @@ class OpenAICompatibleModel(ModelBase):
         backoff_initial_s: float = 1.0,
         backoff_max_s: float = 30.0,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        tokenize_url: str | None = None,
     ) -> None:
         self.model = model
+        # llama.cpp's POST /tokenize: budgets counted with the model's own tokenizer (digits
+        # are a token each in Qwen's, so ~4 characters a token undercounts JSON numbers 3x)
+        self.tokenize_url = tokenize_url
         self.name = name or (f"openai-compatible/{model}@{base_url}" if base_url else model)
         self.endpoint = base_url or "https://api.openai.com/v1"
         self._url = self.endpoint.rstrip("/") + "/chat/completions"
@@ -198,6 +202,17 @@ class OpenAICompatibleModel(ModelBase):
         self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s)
         self.retries_used = 0
         self.max_reply_bytes = max_reply_bytes
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` by the server's own tokenizer where it has one (llama.cpp)."""
+        if self.tokenize_url:
+            try:
+                r = httpx.post(self.tokenize_url, json={"content": text}, timeout=30.0)
+                r.raise_for_status()
+                return len(r.json()["tokens"])
+            except (httpx.HTTPError, KeyError, ValueError):
+                pass  # a server that cannot tokenize: the estimate, as for any model
+        return super().count_tokens(text)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None

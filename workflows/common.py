@@ -101,7 +101,8 @@ def observation_room(
 ) -> int:
     """Tokens an observation may take: the configured budget, and never more than the context
     leaves after the prompt so far and the model's next reply."""
-    room = context_limit - count_tokens(model, prompt_so_far) - config.max_tokens - 16
+    # the reply, and the chat template's own tokens around the messages
+    room = context_limit - count_tokens(model, prompt_so_far) - config.max_tokens - 64
     room = max(room, 16)
     return min(room, config.max_obs_tokens) if config.max_obs_tokens else room
 
