@@ -173,6 +173,9 @@ class Environment:
     description: str = ""
     # The task set ``raleval run --env <name>`` runs when no --tasks is given.
     default_tasks: str | None = None
+    # True for an environment that relays another one's tools (a served env over HTTP or
+    # MCP): which environment and world answer is the server's, so tasks are not refused here.
+    relays: bool = False
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self.tools = list(tools)

@@ -191,6 +191,7 @@ class MCPEnv(Environment):
 
     name = "mcp"
     description = "Any MCP server's tools (stdio command or streamable HTTP url)."
+    relays = True  # the served environment's tasks run here
 
     def __init__(
         self,

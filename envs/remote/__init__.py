@@ -49,6 +49,8 @@ def _params_model(name: str, schema: dict[str, Any]) -> Any:
 class RemoteEnv(Environment):
     """Tools of a served environment; each :meth:`session` is a server-side session."""
 
+    relays = True  # the served environment's tasks run here
+
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
