@@ -134,7 +134,7 @@ def _cond_sports(w, rng, t):
     return (
         f"How many goals did {g['home']} score at home on {g['date']}?",
         [_c("sports_soccer_get_games_on_date", date=g["date"], team_name=g["home"])],
-        "str(r0['GF']['0'])",
+        "r0['GF'][min(r0['GF'])]",
         g["home_goals"],
         "f1",
     )
@@ -499,8 +499,8 @@ def _hop_sports(w, rng, t):
     return (
         f"How many points did the {team} score in their first NBA game of {month}?",
         [_c("sports_nba_get_games_on_date", date=month, team_name=team)],
-        f"str((lambda i: r0['pts_home'][i] if r0['team_name_home'][i] == {team!r} "
-        "else r0['pts_away'][i])(min(r0['game_date'], key=lambda k: r0['game_date'][k])))",
+        f"str((lambda i: int(r0['pts_home'][i]) if r0['team_name_home'][i] == {team!r} "
+        "else int(r0['pts_away'][i]))(min(r0['game_date'], key=lambda k: r0['game_date'][k])))",
         pts,
         "numeric",
     )
@@ -580,7 +580,7 @@ def _post_sports(w, rng, t):
         f"By how many points did the game between the {g['team_name_home']} and the "
         f"{g['team_name_away']} on {g['game_date']} end?",
         [_c("sports_nba_get_games_on_date", date=g["game_date"], team_name=g["team_name_home"])],
-        "str(abs(r0['pts_home']['0'] - r0['pts_away']['0']))",
+        "str(int(abs(r0['pts_home']['0'] - r0['pts_away']['0'])))",
         abs(g["pts_home"] - g["pts_away"]),
         "numeric",
     )
@@ -602,7 +602,7 @@ def _post_open(w, rng, t):
     return (
         question.format(name),
         [_c("open_get_entity", query=name)],
-        f"str(round(r0['summary_structured'][{field!r}] * {factor}))",
+        f"str(round(float(r0['summary_structured'][{field!r}]) * {factor}))",
         round(value * factor),
         "numeric",
     )
