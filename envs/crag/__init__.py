@@ -8,6 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 from raleval.environment import Environment, HttpRoute
+from raleval.envs.crag.examples import example_calls
 from raleval.envs.crag.http import crag_routes
 from raleval.envs.crag.tools import build_tools
 from raleval.envs.crag.world import DEFAULT_QUERY_DATE, CragWorld, generate_world
@@ -66,6 +67,9 @@ class CragEnv(Environment):
         if query_time is None or _as_date(query_time) == self.as_of:
             return self
         return CragEnv(self.world, _as_date(query_time))
+
+    def example_calls(self) -> dict[str, dict[str, Any]]:
+        return example_calls(self.world, self.as_of)
 
     def at(self, when: Any) -> CragEnv:
         """The same world answered as of ``when`` (a date, datetime or ISO string)."""

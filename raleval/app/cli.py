@@ -325,14 +325,42 @@ def grade(
 
 @app.command("list")
 def list_plugins(
-    kind: Annotated[str, typer.Argument(help="envs | workflows | models | tasks | metrics")],
+    kind: Annotated[
+        str, typer.Argument(help="envs | workflows | models | tasks | metrics | tools")
+    ],
+    env: Annotated[str | None, typer.Option("--env", help="the environment (tools)")] = None,
+    env_option: Annotated[
+        list[str] | None, typer.Option("-E", "--env-option", help="environment option key=value")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="tools as JSON")] = False,
 ) -> None:
-    """List registered plugins of one kind."""
+    """List registered plugins of one kind, or an environment's tools (``tools --env E``)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from raleval import registry
+
+    if kind == "tools":
+        from raleval.config import parse_key_values
+
+        if env is None:
+            _fail("list tools needs --env")
+        options = parse_key_values(env_option, "-E") if env_option else {}
+        catalog = registry.envs.get(env)(**options).catalog()
+        if as_json:
+            typer.echo(json.dumps(catalog, indent=1, ensure_ascii=False))
+            return
+        table = Table(title=f"raleval tools of {env}")
+        for col in ("name", "parameters", "description", "example"):
+            table.add_column(col)
+        for tool in catalog:
+            params = ", ".join(tool["parameters"].get("properties", {}))
+            example = tool["example"] and json.dumps(tool["example"]["arguments"])
+            cells = (tool["name"], params, tool["description"], example)
+            table.add_row(*(escape(x or "") for x in cells))
+        Console().print(table)
+        return
 
     kinds = {
         "envs": registry.envs,

@@ -55,7 +55,9 @@ class SongParams(_P):
 
 class RankDateParams(_P):
     rank: int = Field(ge=1, le=100, description="a chart position, 1-100")
-    date: str | None = Field(None, description="YYYY-MM-DD; the latest chart if omitted")
+    date: str | None = Field(
+        None, description="YYYY-MM-DD, the exact date of a chart; every chart if omitted"
+    )
 
 
 class BillboardAttrParams(_P):
