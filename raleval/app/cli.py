@@ -748,14 +748,23 @@ def tasks_load(
     out: Annotated[Path, typer.Option(help="raleval tasks JSON lines, for --tasks")] = Path(
         "tasks.jsonl"
     ),
+    strict: Annotated[
+        bool, typer.Option("--strict", help="fail on the first bad record instead of skipping it")
+    ] = False,
 ) -> None:
-    """Convert a public dataset file into raleval task records."""
+    """Convert a public dataset file into raleval task records (bad records are skipped and
+    listed with file:line and the reason)."""
     from raleval.store import write_tasks
-    from raleval.tasks.loaders import TaskFileError, load_file
+    from raleval.tasks.loaders import TaskFileError, load_report
 
     try:
-        tasks = load_file(kind, path)
+        report = load_report(kind, path, strict)
     except (TaskFileError, *_user_errors()) as exc:
         _fail(str(exc))
-    write_tasks(out, tasks)
-    typer.echo(f"{len(tasks)} tasks -> {out}")
+    for skipped in report.skipped[:20]:
+        typer.echo(f"skipped {skipped}", err=True)
+    if len(report.skipped) > 20:
+        typer.echo(f"... and {len(report.skipped) - 20} more skipped", err=True)
+    typer.echo(report.summary(), err=True)
+    write_tasks(out, report.tasks)
+    typer.echo(f"{len(report.tasks)} tasks -> {out}")
