@@ -23,7 +23,8 @@ def test_page_text_keeps_visible_blocks_only():
 
 
 def test_passages_are_the_snippet_then_cut_text():
-    page = {"page_snippet": "A short snippet.", "page_result": "<p>" + "word " * 170 + "</p>"}
+    text = " ".join(f"w{i}" for i in range(170))
+    page = {"page_snippet": "A short snippet.", "page_result": f"<p>{text}</p>"}
     got = passages(page)
     assert got[0] == "A short snippet." and [len(p.split()) for p in got[1:]] == [80, 80, 10]
 

@@ -86,7 +86,13 @@ class PageIndex:
     def __init__(self, pages: list[dict[str, str]]) -> None:
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         self.db.execute("CREATE VIRTUAL TABLE p USING fts5(body, page UNINDEXED)")
-        rows = [(text, i) for i, page in enumerate(pages) for text in passages(page)]
+        seen: set[str] = set()  # the same passage on two pages is indexed once
+        rows = [
+            (text, i)
+            for i, page in enumerate(pages)
+            for text in passages(page)
+            if not (text in seen or seen.add(text))
+        ]
         self.db.executemany("INSERT INTO p (body, page) VALUES (?, ?)", rows)
         self.pages = pages
 
