@@ -41,6 +41,15 @@ def test_every_tool_has_a_working_example(env, options, n_tools):
         assert result.data not in (None, [], {}, [None, None]), tool["name"]
 
 
+def test_wiki_search_has_an_example_and_lookup_none():
+    catalog = {t["name"]: t for t in _catalog("--env", "wiki", "-E", "size=tiny")}
+    assert set(catalog) == {"Search", "Lookup"}
+    assert catalog["Lookup"]["example"] is None  # it reads the page a Search opened
+    env = registry.envs.get("wiki")(size="tiny")
+    result = env.call_sync("Search", catalog["Search"]["example"]["arguments"])
+    assert result.kind is OutcomeKind.ok and not result.observation.startswith("Could not find")
+
+
 def test_list_tools_needs_an_environment():
     result = runner.invoke(app, ["list", "tools"])
     assert result.exit_code != 0 and "needs --env" in result.output
