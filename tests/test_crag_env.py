@@ -126,6 +126,8 @@ def test_finance_getters_answer_as_of_the_query_time(env):
     eps = data(late, "finance_get_eps", ticker=ticker)
     pe = data(late, "finance_get_pe_ratio", ticker=ticker)
     assert pe is None if eps <= 0 else pe == round(bar["Close"] / eps, 2)
+    # CRAG's get_eps / get_pe_ratio read the info record's forwardEps / forwardPE
+    assert (info["forwardEps"], info["forwardPE"]) == (eps, pe)
     divs = data(late, "finance_get_dividends_history", ticker=ticker)
     assert all(k <= "2024-06-03 00:00:00 EST" for k in divs)
 

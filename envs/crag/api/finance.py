@@ -97,7 +97,11 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
 
     def finance_get_info(ticker: str) -> dict[str, Any] | None:
         c = company(ticker)
-        return None if c is None else info_record(c, history(ticker), as_of, eps_now(c))
+        if c is None:
+            return None
+        reports = [v for since, v in c["eps"] if since <= as_of]
+        previous = reports[-2] if len(reports) > 1 else None
+        return info_record(c, history(ticker), as_of, eps_now(c), previous)
 
     funcs = [
         (

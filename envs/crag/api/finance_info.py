@@ -25,9 +25,17 @@ def _key(text: str) -> str:
 
 
 def info_record(
-    c: dict[str, Any], series: dict[date, dict[str, Any]], as_of: date, eps: float | None
+    c: dict[str, Any],
+    series: dict[date, dict[str, Any]],
+    as_of: date,
+    eps: float | None,
+    previous_eps: float | None,
 ) -> dict[str, Any] | None:
-    """``c``'s info as of ``as_of`` from its daily ``series``; None before its first trade."""
+    """``c``'s info as of ``as_of`` from its daily ``series``; None before its first trade.
+
+    As in CRAG, ``forwardEps`` and ``forwardPE`` are what ``finance_get_eps`` and
+    ``finance_get_pe_ratio`` answer (the latest EPS report); ``trailingEps`` / ``trailingPE``
+    use the report before it."""
     days = [d for d in series if d <= as_of]
     if not days:
         return None
@@ -41,8 +49,8 @@ def info_record(
     market_cap = round(close * shares)
     paid = [(d, v) for d, v in c["dividends"].items() if d <= as_of]
     rate = round(sum(v for d, v in paid if d > as_of - timedelta(days=365)), 2)
-    trailing_eps = float(eps) if eps is not None else 0.0
-    forward_eps = round(trailing_eps * r.uniform(0.9, 1.3), 2)
+    forward_eps = float(eps) if eps is not None else 0.0
+    trailing_eps = float(previous_eps) if previous_eps is not None else forward_eps
     revenue = int(market_cap * r.uniform(0.1, 0.6))
     ebitda = int(revenue * r.uniform(0.1, 0.5))
     cash, debt = int(revenue * r.uniform(0.05, 0.5)), int(revenue * r.uniform(0.05, 0.8))
@@ -106,8 +114,8 @@ def info_record(
         "dividendYield": round(rate / close, 4),
         "exDividendDate": _epoch(paid[-1][0]) if paid else 0,
         "beta": round(r.uniform(0.4, 2.0), 3),
-        "trailingPE": round(close / trailing_eps, 6) if trailing_eps > 0 else 0.0,
-        "forwardPE": round(close / forward_eps, 6) if forward_eps > 0 else 0.0,
+        "trailingPE": round(close / trailing_eps, 6) if trailing_eps > 0 else None,
+        "forwardPE": round(close / forward_eps, 2) if forward_eps > 0 else None,
         "volume": int(bar["Volume"]),
         "regularMarketVolume": int(bar["Volume"]),
         "averageVolume": int(sum(volumes) / len(volumes)),
