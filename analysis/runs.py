@@ -11,6 +11,7 @@ from pathlib import Path
 
 from raleval.analysis.stats import Interval, bootstrap_ci
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
+from raleval.failures import latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
@@ -22,7 +23,8 @@ class Run:
     path: Path
     header: RunHeader | None
     tasks: dict[str, Task]
-    results: list[Trajectory]
+    results: list[Trajectory]  # the last attempt per (task, epoch)
+    attempts: list[Trajectory] = field(default_factory=list)  # every line, retries included
 
     def rescore(self, threshold: float | None = None) -> list[str]:
         """Recompute every trajectory's scores and label in place from its task; returns the
@@ -71,7 +73,8 @@ def load_run(path: Path) -> Run:
     if not (path / RESULTS).exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
     tasks = {t.id: t for t in read_tasks(path / TASKS)} if (path / TASKS).exists() else {}
-    return Run(path, read_header(path), tasks, list(ResultsFile(path / RESULTS)))
+    lines = list(ResultsFile(path / RESULTS))
+    return Run(path, read_header(path), tasks, latest_attempts(lines), lines)
 
 
 def task_key(run: Run, traj: Trajectory) -> str:

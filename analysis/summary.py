@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
 
 LABELS = [e.value for e in ErrorType]
@@ -23,24 +24,39 @@ class SummaryRow:
     missing: float = 0.0
     wall_s: float = 0.0
     labels: Counter[str] = field(default_factory=Counter)
+    failed: int = 0  # episodes that failed for infrastructure reasons: not in the scores
     # call-level scores (analysis/calls.py), over the episodes whose task has a gold solution
     call_precision: float | None = None
     call_recall: float | None = None
+    family_mean_f1: float | None = None  # the all row: unweighted mean of the families' F1
 
 
 def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
-    """Rows per task family plus an ``all`` row (unweighted mean over families)."""
+    """Rows per task family plus an ``all`` row: the mean over episodes, as in the report
+    (``family_mean_f1`` holds the unweighted mean over families).
+
+    Only the last attempt per (task, epoch) counts, and episodes that failed for
+    infrastructure reasons are left out of the scores and counted in ``failed``."""
     from raleval.analysis.scoring import aggregate
 
     groups: dict[str, list[Trajectory]] = defaultdict(list)
-    for t in trajectories:
+    failed: Counter[str] = Counter()
+    for t in latest_attempts(trajectories):
         task = tasks.get(t.task_id)
-        groups[task.family if task else "?"].append(t)
+        family = task.family if task else "?"
+        if failure_cause(t) is not None:
+            failed[family] += 1
+            groups.setdefault(family, [])
+        else:
+            groups[family].append(t)
     rows: list[SummaryRow] = []
     for family in sorted(groups):
         trajs = groups[family]
-        level = next((tasks[t.task_id].level.value for t in trajs if t.task_id in tasks), "?")
+        level = next((t.level.value for t in tasks.values() if t.family == family), "?")
         n = len(trajs)
+        if n == 0:
+            rows.append(SummaryRow(family=family, level=level, failed=failed[family]))
+            continue
         agg = aggregate(trajs)["all"]
         rows.append(
             SummaryRow(
@@ -55,17 +71,27 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
+                failed=failed[family],
             )
         )
     if len(rows) > 1:
-        total = SummaryRow("all", "-", n=sum(r.n for r in rows))
-        for attr in ("correct", "f1", "em", "missing", "wall_s"):
-            setattr(total, attr, sum(getattr(r, attr) for r in rows) / len(rows))
+        everything = [t for g in groups.values() for t in g]
+        total = SummaryRow("all", "-", n=len(everything), failed=sum(failed.values()))
+        if everything:
+            agg = aggregate(everything)["all"]
+            total.correct, total.f1, total.em, total.missing = (
+                agg.correct,
+                agg.f1,
+                agg.em,
+                agg.missing,
+            )
+            total.wall_s = sum(t.wall_time_s for t in everything) / len(everything)
+            total.call_precision = _mean_score(everything, "call_precision")
+            total.call_recall = _mean_score(everything, "call_recall")
         for r in rows:
             total.labels.update(r.labels)
-        for attr in ("call_precision", "call_recall"):
-            values = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
-            setattr(total, attr, sum(values) / len(values) if values else None)
+        scored = [r for r in rows if r.n]
+        total.family_mean_f1 = sum(r.f1 for r in scored) / len(scored) if scored else 0.0
         rows.append(total)
     return rows
 
@@ -82,7 +108,11 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     table = Table(title=title)
     calls = any(r.call_precision is not None for r in rows)
     extra = ("call P", "call R") if calls else ()
-    columns = ("family", "level", "n", "correct", "F1", "EM", "missing", *extra, "s/episode")
+    failed = ("failed",) if any(r.failed for r in rows) else ()
+    # "exact" is the exact-match metric; "EM" stays the taxonomy class (evidence + match)
+    columns = (
+        "family", "level", "n", *failed, "correct", "F1", "exact", "missing", *extra, "s/episode"
+    )  # fmt: skip
     for col in (*columns, *LABELS):
         table.add_column(col, justify="left" if col in ("family", "level") else "right")
     for r in rows:
@@ -95,6 +125,7 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
             r.family,
             r.level,
             str(r.n),
+            *((str(r.failed),) if failed else ()),
             f"{100 * r.correct:.1f}",
             f"{100 * r.f1:.1f}",
             f"{100 * r.em:.1f}",

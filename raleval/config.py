@@ -30,7 +30,9 @@ class RunConfig(BaseModel):
     model_options: dict[str, Any] = Field(default_factory=dict)
     tasks: str | None = None  # None: the environment's default task set
     tasks_per_family: int = Field(100, ge=1)
+    # --limit N: N tasks taken round-robin across families (raleval.tasks.sampling)
     limit: int | None = Field(None, ge=1)
+    sample_ids: list[str] | None = None  # --sample-id: exactly these tasks
     seed: int = 0
     max_connections: int = Field(8, ge=1)
     max_connections_per_endpoint: int | None = Field(None, ge=1)
@@ -49,6 +51,9 @@ class RunConfig(BaseModel):
     fault_seed: int = 0
     tool_retries: int = Field(2, ge=0)
     llm_retries: int = Field(2, ge=0)
+    # How this invocation treats the run directory; never part of the fingerprint.
+    retry_failed: bool = False  # re-run episodes whose last attempt failed for infra reasons
+    force: bool = False  # set aside a run directory holding another configuration
 
     @field_validator("model")
     @classmethod
@@ -88,6 +93,9 @@ class RunConfig(BaseModel):
             mode="json",
             exclude={
                 "limit",
+                "sample_ids",
+                "retry_failed",
+                "force",
                 "max_connections",
                 "max_connections_per_endpoint",
                 "log_dir",

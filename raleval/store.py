@@ -8,12 +8,13 @@ run neither loses nor duplicates an episode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -154,9 +155,17 @@ class ResultsFile:
         # argument) is written as its repr instead of failing the batch it sits in
         text = "".join(t.model_dump_json(fallback=repr) + "\n" for t in trajectories)
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+            size = fh.tell()
+            try:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:
+                # a full disk may have taken part of the batch: cut it, so the file ends with
+                # the last whole line written before (truncating needs no free space)
+                with contextlib.suppress(OSError):
+                    os.truncate(self.path, size)
+                raise
 
 
 class ResultsWriter:
@@ -164,10 +173,15 @@ class ResultsWriter:
     fsync never stalls the episodes in flight; episodes that finish during a write go out
     together in the next one (one fsync for all of them)."""
 
-    def __init__(self, results: ResultsFile) -> None:
+    def __init__(self, results: ResultsFile, on_error: Callable[[OSError], None] | None = None):
         self.results = results
         self._queue: asyncio.Queue[Trajectory | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        # A write that fails (a full disk) stops writing: ``error`` holds why, ``on_error`` is
+        # told at once (the runner stops the run), and later episodes are counted, not written.
+        self.error: OSError | None = None
+        self.unwritten = 0
+        self._on_error = on_error
 
     def put(self, trajectory: Trajectory) -> None:
         if self._task is None:
@@ -181,9 +195,16 @@ class ResultsWriter:
                 batch.append(self._queue.get_nowait())
             done = batch[-1] is None
             lines = [t for t in batch if t is not None]
-            if lines:
+            if lines and self.error is None:
                 # a thread runs to its end: even if this task is cancelled, the batch is whole
-                await asyncio.to_thread(self.results.append_many, lines)
+                try:
+                    await asyncio.to_thread(self.results.append_many, lines)
+                except OSError as exc:
+                    self.error = exc
+                    if self._on_error is not None:
+                        self._on_error(exc)
+            if self.error is not None:
+                self.unwritten += len(lines)
             if done:
                 return
 

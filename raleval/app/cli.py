@@ -17,22 +17,64 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-USER_ERROR = 2
+# Exit codes: every episode done; some failed for infrastructure or harness reasons (or the
+# results could not be written); a usage error; interrupted by Ctrl-C.
+OK, FAILED, USER_ERROR, INTERRUPTED = 0, 1, 2, 130
+_DEBUG = {"on": False}  # --debug: let tracebacks through
 
 
-def _fail(message: str) -> None:
+def _version(value: bool) -> None:
+    if value:
+        from raleval import __version__
+
+        typer.echo(f"raleval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", envvar="RALEVAL_DEBUG", help="show tracebacks on errors")
+    ] = False,
+) -> None:
+    """Evaluate retrieval-augmented LLMs as tool-using agents."""
+    _DEBUG["on"] = debug
+
+
+def _fail(message: str, code: int = USER_ERROR) -> None:
+    """Print ``error: message`` (user text escaped, never read as Rich markup) and exit."""
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(USER_ERROR)
+    if _DEBUG["on"] and sys.exc_info()[1] is not None:
+        import traceback
+
+        traceback.print_exc()
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]error:[/] {escape(message)}", highlight=False, emoji=False
+    )
+    raise typer.Exit(code)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from raleval.config import ConfigError
+    from raleval.model import ModelError
     from raleval.registry import UnknownNameError
     from raleval.store import RecordFileError
 
-    return (ConfigError, UnknownNameError, RecordFileError, ValueError, FileNotFoundError)
+    # ModelError here is raised while resolving a model (a missing extra, a bad path)
+    return (
+        ConfigError,
+        UnknownNameError,
+        RecordFileError,
+        ValueError,
+        FileNotFoundError,
+        ModelError,
+    )
 
 
 @app.command()
@@ -55,11 +97,26 @@ def run(
         typer.Option(envvar="RALEVAL_TASKS", help="task set, family id or tasks .jsonl file"),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option(envvar="RALEVAL_LIMIT", help="run only the first N tasks")
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_LIMIT",
+            help="run N tasks taken round-robin across the set's families "
+            "(each family's in its seeded generated order); raising N extends a run",
+        ),
+    ] = None,
+    sample_id: Annotated[
+        str | None,
+        typer.Option(
+            "--sample-id", envvar="RALEVAL_SAMPLE_ID", help="run only these task ids (ID,ID,...)"
+        ),
     ] = None,
     tasks_per_family: Annotated[
         int | None,
-        typer.Option(envvar="RALEVAL_TASKS_PER_FAMILY", help="generated tasks per family"),
+        typer.Option(
+            envvar="RALEVAL_TASKS_PER_FAMILY",
+            help="tasks generated per family of a generated set (default 100); --limit and "
+            "--sample-id choose among them",
+        ),
     ] = None,
     seed: Annotated[int | None, typer.Option(envvar="RALEVAL_SEED")] = None,
     max_connections: Annotated[
@@ -135,8 +192,25 @@ def run(
             help="serve repeated model requests from the response cache (default on)",
         ),
     ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            envvar="RALEVAL_RETRY_FAILED",
+            help="run again the episodes whose last attempt failed for infrastructure reasons",
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="set aside (not delete) a run directory that holds another run"
+        ),
+    ] = False,
 ) -> None:
-    """Run (or resume) an evaluation and print its results table."""
+    """Run (or resume) an evaluation and print its results table.
+
+    Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them
+    with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."""
     from raleval.config import build_config, load_matrix, parse_key_values
 
     try:
@@ -159,6 +233,11 @@ def run(
             "backend": backend,
             "ray_address": ray_address,
             "workers": workers,
+            "retry_failed": retry_failed or None,
+            "force": force or None,
+            "sample_ids": [i.strip() for i in sample_id.split(",") if i.strip()]
+            if sample_id
+            else None,
         }
         for key, pairs, flag in (
             ("model_options", model_option, "-M"),
@@ -171,8 +250,44 @@ def run(
             configs = load_matrix(config, overrides)
         else:
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
-        for cfg in configs:
-            _run_one(cfg, display)
+        _run_all(configs, display)
+    except _user_errors() as exc:
+        _fail(str(exc))
+
+
+def _run_all(configs: list[Any], display: str) -> None:
+    """Run each configuration; exit 1 if any left episodes failed (or unwritten)."""
+    failed = False
+    for cfg in configs:
+        failed |= not _run_one(cfg, display)
+    if failed:
+        raise typer.Exit(FAILED)
+
+
+@app.command()
+def retry(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    display: Annotated[
+        str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
+    ] = "rich",
+) -> None:
+    """Run again the episodes of RUN_DIR that failed for infrastructure reasons (the earlier
+    attempts stay in results.jsonl; the last attempt per task counts)."""
+    from raleval.config import ConfigError, build_config
+    from raleval.store import HEADER, read_header
+
+    try:
+        header = read_header(run_dir)
+        if header is None:
+            raise ConfigError(f"{run_dir} has no {HEADER}; is it a run directory?")
+        data = dict(header.config)
+        if "<redacted>" in json.dumps(data):
+            raise ConfigError(
+                f"{run_dir}'s header has redacted credentials; run the original command "
+                "again with --retry-failed"
+            )
+        data.update(log_dir=str(run_dir.parent), run_name=run_dir.name, retry_failed=True)
+        _run_all([build_config(data, source=str(run_dir / HEADER))], display)
     except _user_errors() as exc:
         _fail(str(exc))
 
@@ -186,16 +301,24 @@ def _exit_interrupted(saved: str) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout.flush()
-    print(
-        f"interrupted: {saved}; run the same command again to resume", file=sys.stderr, flush=True
-    )
-    os._exit(130)
+    print(f"interrupted: {saved}; resume with: {_command_line()}", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
 
 
-def _run_one(cfg: Any, display: str) -> None:
+def _command_line() -> str:
+    """The command as typed, to run again."""
+    import shlex
+
+    return " ".join(["raleval", *(shlex.quote(a) for a in sys.argv[1:])])
+
+
+def _run_one(cfg: Any, display: str) -> bool:
+    """Run one configuration and print its results; False if episodes failed or went
+    unwritten (the run is then incomplete, and the exit status 1)."""
     import asyncio
 
     from rich.console import Console
+    from rich.markup import escape
 
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.runner import run as run_async
@@ -213,6 +336,14 @@ def _run_one(cfg: Any, display: str) -> None:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
         _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
+    if summary.write_error is not None:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] cannot write results: {escape(summary.write_error)}; the run "
+            f"stopped before its next model call ({summary.ran} episodes saved, "
+            f"{summary.unwritten} to run again). Free space, then: {escape(_command_line())}",
+            highlight=False,
+        )
+        return False
     from raleval.analysis.report import save_report
     from raleval.analysis.runs import load_run, pass_at_k, robustness_rates
 
@@ -241,8 +372,31 @@ def _run_one(cfg: Any, display: str) -> None:
         console.print(f"report: {report}", highlight=False)
     except Exception as exc:  # the results are safe on disk; a report can be made later
         Console(stderr=True).print(
-            f"[yellow]no report[/]: {exc}; run `raleval report {summary.run_dir}` to retry"
+            f"[yellow]no report[/]: {escape(str(exc))}; run `raleval report "
+            f"{escape(str(summary.run_dir))}` to retry",
+            highlight=False,
         )
+    return _print_failures(summary.failures, cfg)
+
+
+def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
+    """The failure summary by cause; True when there is none."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    if not failures:
+        return True
+    n = sum(failures.values())
+    causes = ", ".join(f"{c} {k}" for c, k in sorted(failures.items(), key=lambda x: -x[1]))
+    again = _command_line()
+    if "--retry-failed" not in again:
+        again += " --retry-failed"
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold yellow]{n} episode(s) failed for infrastructure reasons[/] (not scored): "
+        f"{escape(causes)}\nretry them with: {escape(again)}",
+        highlight=False,
+    )
+    return False
 
 
 @app.command()
@@ -636,11 +790,30 @@ def models() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: an unexpected error is one line (its traceback with
+    ``--debug``), a full disk says so."""
+    import errno
+
     try:
         app()
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
+    except Exception as exc:
+        if _DEBUG["on"] or "--debug" in sys.argv:
+            raise
+        from rich.console import Console
+        from rich.markup import escape
+
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            what = f"no space left on the device ({exc.filename or 'a write'})"
+        else:
+            what = f"{type(exc).__name__}: {exc}"
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(what)} (run again with --debug for the traceback)",
+            highlight=False,
+            emoji=False,
+        )
+        sys.exit(FAILED)
 
 
 tasks_app = typer.Typer(help="The task catalog: list families, build seasonal test sets.")
