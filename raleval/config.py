@@ -123,8 +123,10 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
     """
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(yaml_error(path, exc)) from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of settings")
     axes: dict[str, list[Any]] = {}
@@ -147,6 +149,15 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
     return configs
 
 
+def yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
+    """``file:line:column: problem`` (1-based) for a YAML syntax error."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    problem = exc.problem or "invalid YAML"
+    context = f" ({exc.context})" if exc.context else ""
+    return f"{where}: {problem}{context}"
+
+
 def _options_of(options: Any, workflow: Any) -> Any:
     """The shared workflow options plus those listed under ``workflow``'s own name."""
     if not isinstance(options, dict):
@@ -160,10 +171,15 @@ def build_config(data: dict[str, Any], source: str = "command line") -> RunConfi
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"invalid configuration ({source}): {problems}") from exc
+        problems = []
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e["loc"]) or "config"
+            if e["type"] == "extra_forbidden" and len(e["loc"]) == 1:
+                valid = ", ".join(RunConfig.model_fields)
+                problems.append(f"unknown setting {where!r} (valid: {valid})")
+            else:
+                problems.append(f"{where}: {e['msg']}")
+        raise ConfigError(f"invalid configuration ({source}): {'; '.join(problems)}") from None
 
 
 _SECRET_WORDS = ("key", "token", "secret", "password")

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import threading
 import warnings
 from collections import Counter
@@ -47,13 +48,35 @@ def _describe(exc: ValidationError) -> str:
     )
 
 
+_JSON_COLUMN = re.compile(r"line \d+ column (\d+)")
+
+
+def _where(path: Path, lineno: int, exc: ValidationError) -> str:
+    """``file:line`` or, for a JSON syntax error, ``file:line:column``."""
+    for e in exc.errors():
+        if e["type"] == "json_invalid":
+            m = _JSON_COLUMN.search(str(e.get("ctx", {}).get("error", "")))
+            if m:
+                return f"{path}:{lineno}:{m.group(1)}"
+    return f"{path}:{lineno}"
+
+
 def read_tasks(path: Path) -> list[Task]:
     """Read a tasks JSON-lines file; a broken line fails with its path, line and field."""
     tasks: list[Task] = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordFileError(f"cannot read task file {path}: {exc}") from exc
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordFileError(f"cannot read task file {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise RecordFileError(
+            f"{path}:{line}:{column}: not UTF-8 (byte 0x{data[exc.start]:02x}); "
+            "save the file as UTF-8"
+        ) from None
     inferred: Counter[str] = Counter()
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -64,7 +87,9 @@ def read_tasks(path: Path) -> list[Task]:
             if '"answer_type"' not in line:  # written before answer types: it was inferred
                 inferred[task.answer_type.value] += 1
         except ValidationError as exc:
-            raise RecordFileError(f"{path}:{lineno}: invalid task: {_describe(exc)}") from exc
+            raise RecordFileError(
+                f"{_where(path, lineno, exc)}: invalid task: {_describe(exc)}"
+            ) from None
     if inferred:
         mix = ", ".join(f"{k}: {v}" for k, v in sorted(inferred.items()))
         warnings.warn(
@@ -138,8 +163,8 @@ class ResultsFile:
                     yield Trajectory.model_validate_json(line)
                 except ValidationError as exc:
                     raise RecordFileError(
-                        f"{self.path}:{lineno}: invalid result: {_describe(exc)}"
-                    ) from exc
+                        f"{_where(self.path, lineno, exc)}: invalid result: {_describe(exc)}"
+                    ) from None
 
     def finished_keys(self) -> set[tuple[str, int]]:
         """(task id, epoch) of every episode already on disk."""

@@ -477,6 +477,21 @@ def grade(
         _fail(str(exc))
 
 
+_RST_ROLE = r":[a-z]+:`~?([^`]+)`"
+
+
+def plain_doc(obj: Any) -> str:
+    """The first paragraph of ``obj``'s docstring as one plain line: no RST markup."""
+    import inspect
+    import re
+
+    doc = inspect.getdoc(obj) or ""
+    first = doc.split("\n\n")[0]
+    first = re.sub(_RST_ROLE, r"\1", first)
+    first = first.replace("``", "")
+    return " ".join(first.split())
+
+
 @app.command("list")
 def list_plugins(
     kind: Annotated[
@@ -488,7 +503,11 @@ def list_plugins(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="tools as JSON")] = False,
 ) -> None:
-    """List registered plugins of one kind, or an environment's tools (``tools --env E``)."""
+    """List registered plugins of one kind with their full descriptions (plain text), or an
+    environment's tools (``tools --env E``)."""
+    import shutil
+    import textwrap
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -525,21 +544,27 @@ def list_plugins(
     }
     if kind not in kinds:
         _fail(f"unknown kind {kind!r}; choose one of {', '.join(kinds)}")
-    table = Table(title=f"raleval {kind}")
-    table.add_column("name")
-    table.add_column("description")
+    entries: list[tuple[str, str]] = []
     for name, obj in kinds[kind].load_all().items():
         if isinstance(obj, Exception):
-            desc = f"[red]failed to load: {escape(str(obj))}[/]"
+            desc = f"failed to load: {obj}"
         elif kind == "tasks":
             desc = f"{obj.level.value} {obj.domain}, metric {obj.metric}: {obj.description}"
         else:
-            desc = ((obj.__doc__ or "").strip().splitlines() or [""])[0]
-        table.add_row(name, desc if isinstance(obj, Exception) else escape(desc))
+            desc = plain_doc(obj)
+        entries.append((name, desc))
     if kind == "tasks":
         for name in registry.task_sets.names():
-            table.add_row(name, "task set: " + ", ".join(registry.task_sets.get(name)))
-    Console().print(table)
+            entries.append((name, "task set: " + ", ".join(registry.task_sets.get(name))))
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    pad = min(max(len(n) for n, _ in entries) + 2, 24) if entries else 2
+    for name, desc in entries:
+        head = name.ljust(pad) if len(name) < pad else name + "\n" + " " * pad
+        typer.echo(
+            textwrap.fill(
+                desc, width, initial_indent=" " * pad, subsequent_indent=" " * pad
+            ).replace(" " * pad, head, 1)
+        )
 
 
 @app.command()

@@ -220,13 +220,12 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
     config = config.with_defaults()
     check_run_dir(config)  # before reading anything a run directory holds
 
-    env_factory = registry.envs.get(config.env)
     workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
     try:  # e.g. PAL refuses to run where it cannot sandbox code
         workflow.preflight()
     except RuntimeError as exc:
         raise ConfigError(str(exc)) from exc
-    env = build_env(config.env, env_factory, config.env_options)
+    env = build_env(config.env, config.env_options)
     tasks = _run_tasks(config, env)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
@@ -236,23 +235,30 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
     return env, tasks, workflow
 
 
-def build_env(name: str, factory: Any, options: dict[str, Any]) -> Any:
-    """The environment, with an unknown ``-E`` key named beside the valid ones."""
+def check_env_options(name: str, options: dict[str, Any]) -> None:
+    """Refuse an ``-E`` key the environment's factory does not take, naming the valid ones."""
     import inspect
 
+    plugin = registry.envs.get(name)
+    factory = getattr(plugin, "factory", plugin)
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
-        params = {}
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    if params and not takes_any:
-        valid = [k for k, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
-        unknown = [k for k in options if k not in valid]
-        if unknown:
-            raise ConfigError(
-                f"env {name!r} has no option {unknown[0]!r} (-E); valid: {', '.join(valid)}"
-            )
-    return factory(**options)
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return  # the factory takes any option: it checks them itself
+    valid = [k for k, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    unknown = [k for k in options if k not in valid]
+    if unknown:
+        raise ConfigError(
+            f"env {name!r} has no option {unknown[0]!r} (-E); valid: {', '.join(valid)}"
+        )
+
+
+def build_env(name: str, options: dict[str, Any]) -> Any:
+    """The environment, with an unknown ``-E`` key named beside the valid ones."""
+    check_env_options(name, options)
+    return registry.envs.get(name)(**options)
 
 
 def _run_tasks(config: RunConfig, env: Any) -> list[Task]:
@@ -444,6 +450,8 @@ async def run(
     from raleval.app.progress import make_progress
 
     config = config.with_defaults()
+    check_env_options(config.env, config.env_options)  # before a model server starts
+    registry.workflows.get(config.workflow).configure(config.workflow_options)
     model = _resolve_model(config)  # first, so a bad model name fails before any world loads
     env, tasks, workflow = _prepare(config)
     run_dir = _open_run_dir(config, tasks, workflow.config)
