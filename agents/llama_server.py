@@ -10,6 +10,24 @@ import signal
 import threading
 
 
+def _die_with_parent(parent_pid: int | None) -> None:
+    """Ask Linux to send SIGTERM when the parent dies, however it dies (even SIGKILL or
+    ``os._exit``), so the server is never left running on its own."""
+    import ctypes
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if parent_pid is not None and os.getppid() != parent_pid:
+        sys.exit(0)  # the parent died before the request was made
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", required=True)
@@ -17,7 +35,9 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args()
+    _die_with_parent(args.parent_pid)
 
     import xllamacpp
 

@@ -299,7 +299,10 @@ def _exit_interrupted(saved: str) -> None:
     import os
     import signal
 
+    from raleval.app.runner import stop_child_processes
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop_child_processes()  # os._exit skips atexit: no model server may outlive us
     sys.stdout.flush()
     print(f"interrupted: {saved}; resume with: {_command_line()}", file=sys.stderr, flush=True)
     os._exit(INTERRUPTED)

@@ -283,6 +283,7 @@ def _run_tasks(config: RunConfig, env: Any) -> list[Task]:
 
 
 POOL_SEED_OFFSET = 7919  # the example pool is generated with a different seed
+GRACE_S = 5.0  # after Ctrl-C, episodes in flight get this long to finish before cancellation
 
 
 def k_shot_examples(
@@ -532,18 +533,24 @@ async def run(
     stopping = asyncio.Event()
     workers: list[asyncio.Task[None]] = []
 
+    def cancel_running() -> None:
+        # cancelled episodes are not written, so a resume reruns them, and every line on
+        # disk stays whole
+        for w in workers:
+            w.cancel()
+
     def on_interrupt() -> None:
         if not stopping.is_set():
             stopping.set()
             print(
-                "\nstopping: no new episodes; running ones will finish "
-                "(Ctrl-C again to stop at once)",
+                f"\nstopping: no new episodes; running ones get {GRACE_S:.0f} s to finish, then "
+                "are cancelled (Ctrl-C again to stop at once)",
                 file=sys.stderr,
                 flush=True,
             )
-        else:  # second Ctrl-C: cancel running episodes; they are not written, so a resume
-            for w in workers:  # reruns them, and every line on disk stays whole
-                w.cancel()
+            loop.call_later(GRACE_S, cancel_running)
+        else:
+            cancel_running()
 
     loop = asyncio.get_running_loop()
     try:
@@ -592,6 +599,14 @@ async def run(
         write_error=write_error,
         unwritten=writer.unwritten,
     )
+
+
+def stop_child_processes() -> None:
+    """Terminate the model servers this process started (llama.cpp), if any were started:
+    called on the way out of an interrupted run, where ``os._exit`` skips ``atexit``."""
+    local = sys.modules.get("raleval.agents.local")
+    if local is not None:
+        local.stop_servers()
 
 
 def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
