@@ -74,6 +74,46 @@ class RunConfig(BaseModel):
             raise ConfigError(f"env {self.env!r} has no default task set: pass --tasks")
         return self.model_copy(update={"tasks": default})
 
+    def normalised(self) -> RunConfig:
+        """:meth:`with_defaults`, and options given at their default value dropped (``-W
+        max_steps=10`` where 10 is the default, ``-E size=small``), so an explicit default and
+        an omitted one fingerprint the same. Options a plugin does not know are kept (they are
+        refused later, with the valid ones named)."""
+        import inspect
+
+        from raleval import registry
+
+        cfg = self.with_defaults()
+        wf_defaults: dict[str, Any] = {}
+        try:
+            fields = registry.workflows.get(cfg.workflow).Config.model_fields
+            wf_defaults = {
+                k: f.get_default(call_default_factory=True)
+                for k, f in fields.items()
+                if not f.is_required()
+            }
+        except (LookupError, AttributeError, ValueError):
+            pass
+        env_defaults: dict[str, Any] = {}
+        try:
+            plugin = registry.envs.get(cfg.env)
+            params = inspect.signature(getattr(plugin, "factory", plugin)).parameters
+            env_defaults = {
+                k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty
+            }
+        except (LookupError, TypeError, ValueError):
+            pass
+
+        def drop(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in options.items() if k not in defaults or defaults[k] != v}
+
+        return cfg.model_copy(
+            update={
+                "workflow_options": drop(cfg.workflow_options, wf_defaults),
+                "env_options": drop(cfg.env_options, env_defaults),
+            }
+        )
+
     def slug(self) -> str:
         """Directory name of the run: the same command always maps to the same directory."""
         if self.run_name:
@@ -89,7 +129,7 @@ class RunConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of the fields that change results; resuming requires it unchanged."""
-        keep = self.with_defaults().model_dump(
+        keep = self.normalised().model_dump(
             mode="json",
             exclude={
                 "limit",

@@ -250,16 +250,24 @@ def run(
             configs = load_matrix(config, overrides)
         else:
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
-        _run_all(configs, display)
+        _run_all(configs, display, matrix=config is not None and len(configs) > 1)
     except _user_errors() as exc:
         _fail(str(exc))
 
 
-def _run_all(configs: list[Any], display: str) -> None:
-    """Run each configuration; exit 1 if any left episodes failed (or unwritten)."""
+def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
+    """Run each configuration (a matrix: then write and print the combined table); exit 1 if
+    any left episodes failed (or unwritten)."""
     failed = False
     for cfg in configs:
         failed |= not _run_one(cfg, display)
+    if matrix:
+        from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
+
+        rows = matrix_rows(configs)
+        paths = write_matrix(configs[0].log_dir, rows)
+        typer.echo(to_markdown(rows), nl=False)
+        typer.echo(f"matrix: {', '.join(str(p) for p in paths)}")
     if failed:
         raise typer.Exit(FAILED)
 
