@@ -102,36 +102,36 @@ def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
 
 
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
-    """A rich Table of the summary rows."""
+    """Two rich tables, each within 80 columns: scores per family (the ``all`` row is the mean
+    over episodes; ``fam. mean`` the unweighted mean of the families' F1), then the label mix.
+    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class."""
+    from rich.console import Group
     from rich.table import Table
 
-    table = Table(title=title)
     calls = any(r.call_precision is not None for r in rows)
-    extra = ("call P", "call R") if calls else ()
-    failed = ("failed",) if any(r.failed for r in rows) else ()
-    # "exact" is the exact-match metric; "EM" stays the taxonomy class (evidence + match)
-    columns = (
-        "family", "level", "n", *failed, "correct", "F1", "exact", "missing", *extra, "s/episode"
-    )  # fmt: skip
-    for col in (*columns, *LABELS):
-        table.add_column(col, justify="left" if col in ("family", "level") else "right")
+    failed = any(r.failed for r in rows)
+    fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
+    scores = Table(title=title, padding=(0, 1), collapse_padding=True)
+    columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1"]
+    columns += ["exact", "missing", *(["call P", "call R"] if calls else []), "s/ep"]
+    for col in columns:
+        scores.add_column(col, justify="left" if col in ("family", "level") else "right")
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}"
+
     for r in rows:
-        call_cells = (
-            tuple("-" if v is None else f"{100 * v:.1f}" for v in (r.call_precision, r.call_recall))
-            if calls
-            else ()
-        )
-        table.add_row(
-            r.family,
-            r.level,
-            str(r.n),
-            *((str(r.failed),) if failed else ()),
-            f"{100 * r.correct:.1f}",
-            f"{100 * r.f1:.1f}",
-            f"{100 * r.em:.1f}",
-            f"{100 * r.missing:.1f}",
-            *call_cells,
-            f"{r.wall_s:.2f}",
-            *(str(r.labels.get(lb, 0)) for lb in LABELS),
-        )
-    return table
+        cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
+        cells += [pct(r.correct), pct(r.f1), pct(r.em), pct(r.missing)]
+        cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
+        cells.append(f"{r.wall_s:.2f}")
+        scores.add_row(*cells)
+    if fam_mean is not None:
+        scores.caption = f"all: mean over episodes; mean of family F1 {100 * fam_mean:.1f}"
+    mix = Table(title="error types (R-Eval taxonomy)", padding=(0, 1), collapse_padding=True)
+    mix.add_column("family")
+    for lb in LABELS:
+        mix.add_column(lb, justify="right")
+    for r in rows:
+        mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
+    return Group(scores, mix)

@@ -261,9 +261,30 @@ def save_report(runs: list[Run], path: Path, threshold: float = DEFAULT_THRESHOL
     return path
 
 
+def default_report_path(run_dirs: list[Path], folder: Path | None = None) -> Path:
+    """``report-<run>[-and-N-more].html`` in ``folder`` (the current directory), numbered so
+    that an existing file is never overwritten."""
+    folder = folder or Path.cwd()
+    stem = "report-" + Path(run_dirs[0]).resolve().name
+    if len(run_dirs) > 1:
+        stem += f"-and-{len(run_dirs) - 1}-more"
+    path, n = folder / f"{stem}.html", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stem}-{n}.html"
+    return path
+
+
 def write_report(
     run_dirs: list[Path], out: Path | None = None, threshold: float = DEFAULT_THRESHOLD
 ) -> Path:
-    """Write the report for ``run_dirs`` (default: ``report.html`` in the first run)."""
+    """Write the report for ``run_dirs`` to ``out`` (default: a new file in the current
+    directory, :func:`default_report_path`). Never into a run directory: a run's own
+    ``report.html`` is written by ``raleval run`` and left alone here."""
+    target = (out or default_report_path(run_dirs)).resolve()
+    if (target.parent / "results.jsonl").exists() or (target.parent / "header.json").exists():
+        raise ValueError(
+            f"--out {out} is inside the run {target.parent}; reports of runs go outside any run"
+        )
     runs = [load_run(Path(p)) for p in run_dirs]
-    return save_report(runs, out or Path(run_dirs[0]) / "report.html", threshold)
+    return save_report(runs, target, threshold)

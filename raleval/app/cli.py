@@ -582,7 +582,11 @@ def list_plugins(
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
     out: Annotated[
-        Path | None, typer.Option(help="output file (default: RUN_DIR/report.html)")
+        Path | None,
+        typer.Option(
+            help="output file (default: report-<first run>[-and-N-more].html in the current "
+            "directory; never inside a run)"
+        ),
     ] = None,
     threshold: Annotated[
         float,

@@ -1,0 +1,62 @@
+"""``raleval report A B C`` writes a new file outside every run and leaves the runs' own
+reports unchanged; the console table fits an 80-column terminal."""
+
+from __future__ import annotations
+
+import hashlib
+
+from typer.testing import CliRunner
+
+from raleval.app.cli import app
+
+runner = CliRunner()
+
+
+def make_runs(tmp_path) -> list:
+    dirs = []
+    for model in ("scripted/oracle", "scripted/abstain"):
+        res = runner.invoke(
+            app,
+            ["run", "--model", model, "-E", "size=tiny", "--tasks", "scholar",
+             "--tasks-per-family", "2", "--display", "none", "--log-dir", str(tmp_path / "runs")],
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+    dirs = sorted((tmp_path / "runs").iterdir())
+    assert len(dirs) == 2 and all((d / "report.html").exists() for d in dirs)
+    return dirs
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_report_of_several_runs_is_a_new_file(tmp_path, monkeypatch):
+    dirs = make_runs(tmp_path)
+    before = [digest(d / "report.html") for d in dirs]
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    res = runner.invoke(app, ["report", *map(str, dirs)])
+    assert res.exit_code == 0, res.output
+    first = work / f"report-{dirs[0].name}-and-1-more.html"
+    assert res.output.strip() == f"report: {first}"
+    res = runner.invoke(app, ["report", *map(str, dirs)])  # never overwrites: a new name
+    assert res.output.strip() == f"report: {work / f'report-{dirs[0].name}-and-1-more-2.html'}"
+    assert [digest(d / "report.html") for d in dirs] == before
+    res = runner.invoke(app, ["report", str(dirs[0]), "--out", str(dirs[1] / "x.html")])
+    assert res.exit_code == 2 and "inside the run" in res.output
+    assert not (dirs[1] / "x.html").exists()
+
+
+def test_console_table_fits_80_columns(tmp_path):
+    res = CliRunner().invoke(
+        app,
+        ["run", "--model", "scripted/oracle", "-E", "size=tiny", "--tasks", "scholar",
+         "--tasks-per-family", "2", "--log-dir", str(tmp_path)],
+        env={"COLUMNS": "80"},
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    table = [line for line in res.output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(len(line) for line in table) <= 80
+    assert not any("…" in line for line in table)  # nothing truncated
+    assert any("3-5" in line for line in table) and any("all" in line for line in table)
