@@ -60,3 +60,22 @@ def test_console_table_fits_80_columns(tmp_path):
     assert table and max(len(line) for line in table) <= 80
     assert not any("…" in line for line in table)  # nothing truncated
     assert any("3-5" in line for line in table) and any("all" in line for line in table)
+
+
+def test_plain_display_says_each_phase_and_each_episode(tmp_path):
+    res = CliRunner().invoke(
+        app,
+        ["run", "--model", "scripted/oracle", "-E", "size=tiny", "--tasks", "scholar",
+         "--tasks-per-family", "2", "--limit", "3", "--log-dir", str(tmp_path),
+         "--display", "plain"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = res.output.splitlines()
+    title = "scholar__react__scripted_oracle__scholar"
+    for phase in ("loading model scripted/oracle", "building the scholar environment",
+                  "loading tasks (scholar)"):  # fmt: skip
+        assert f"{title}: {phase} ..." in out
+        assert any(line.startswith(f"{title}: {phase}: done in ") for line in out)
+    episodes = [line for line in out if line.startswith("[")]
+    assert [line[:5] for line in episodes] == ["[1/3]", "[2/3]", "[3/3]"]
+    assert all("(epoch 0): EM, F1 1.00, finished" in line for line in episodes)

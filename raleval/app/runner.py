@@ -213,7 +213,11 @@ def _resolve_model(config: RunConfig) -> Any:
     return resolve_model(config.model, dict(config.model_options), run_dir=config.run_dir)
 
 
-def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
+def _no_phase(what: str) -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def _prepare(config: RunConfig, phase: Any = _no_phase) -> tuple[Any, list[Task], Workflow]:
     """Environment, tasks and the configured workflow; the model is resolved separately
     (a Ray driver needs no model of its own: a local one would start a server)."""
 
@@ -225,12 +229,15 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
         workflow.preflight()
     except RuntimeError as exc:
         raise ConfigError(str(exc)) from exc
-    env = build_env(config.env, config.env_options)
-    tasks = _run_tasks(config, env)
+    with phase(f"building the {config.env} environment"):
+        env = build_env(config.env, config.env_options)
+    with phase(f"loading tasks ({config.tasks})"):
+        tasks = _run_tasks(config, env)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
     if workflow.config.shots > 1:
-        examples = k_shot_examples(config, env, tasks, workflow, workflow.config.shots - 1)
+        with phase(f"solving {workflow.config.shots - 1} k-shot examples"):
+            examples = k_shot_examples(config, env, tasks, workflow, workflow.config.shots - 1)
         workflow = workflow.with_config(examples=examples)
     return env, tasks, workflow
 
@@ -448,13 +455,16 @@ async def run(
 ) -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
     from raleval.analysis.scoring import score_trajectory
-    from raleval.app.progress import make_progress
+    from raleval.app.progress import Phases, make_progress
 
     config = config.with_defaults()
     check_env_options(config.env, config.env_options)  # before a model server starts
     registry.workflows.get(config.workflow).configure(config.workflow_options)
-    model = _resolve_model(config)  # first, so a bad model name fails before any world loads
-    env, tasks, workflow = _prepare(config)
+    phase = Phases(display if shard is None else "none", config.slug())
+    starting = "starting" if config.model.startswith("local/") else "loading"
+    with phase(f"{starting} model {config.model}"):
+        model = _resolve_model(config)  # first: a bad model name fails before a world loads
+    env, tasks, workflow = _prepare(config, phase)
     run_dir = _open_run_dir(config, tasks, workflow.config)
     if shard is None:
         results = ResultsFile(run_dir / RESULTS)
@@ -528,7 +538,7 @@ async def run(
             traj.attempt = before.attempt + 1 if before is not None else 0
             writer.put(traj)
             tally.add(traj)
-            progress.advance(tally.mean_f1 or 0.0)
+            progress.advance(tally.mean_f1 or 0.0, traj)
 
     stopping = asyncio.Event()
     workers: list[asyncio.Task[None]] = []
