@@ -79,3 +79,24 @@ def test_plain_display_says_each_phase_and_each_episode(tmp_path):
     episodes = [line for line in out if line.startswith("[")]
     assert [line[:5] for line in episodes] == ["[1/3]", "[2/3]", "[3/3]"]
     assert all("(epoch 0): EM, F1 1.00, finished" in line for line in episodes)
+
+
+def test_viewer_has_every_model_call_and_the_dfsdt_tree(tmp_path):
+    from raleval.analysis.report import _episode, build_report
+    from raleval.analysis.runs import load_run
+    from tests.conftest import run_config
+
+    summary, _ = run_config(tmp_path, workflow="dfsdt", limit=1)
+    run = load_run(summary.run_dir)
+    (t,) = run.results
+    e = _episode(0, run, t, 0.5)
+    assert len(e["llm"]) == t.n_llm_calls >= 2
+    first = e["llm"][0]
+    assert first["delta"] is False and first["prompt"] == t.llm_calls[0].prompt
+    assert run.tasks[t.task_id].question in first["prompt"]  # the whole first prompt
+    assert [c["output"] for c in e["llm"]] == [c.output for c in t.llm_calls]
+    tree = e["tree"]
+    assert tree[0]["parent"] is None and tree[0]["depth"] == 0
+    assert len(tree) == len(t.extra["tree"]) and any(n["status"] == "answer" for n in tree)
+    html = build_report([run])
+    assert "DFSDT search tree" in html and "model calls" in html

@@ -94,7 +94,55 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
             }
             for s in t.steps
         ],
+        # every model call: the first prompt is whole (system prompt, demonstrations and the
+        # question); later ones hold what was added since the previous call
+        "llm": [
+            {
+                "prompt": _clip(c.prompt, MAX_PROMPT if k == 0 else MAX_OBSERVATION),
+                "delta": c.prompt_is_delta,
+                "output": _clip(c.output, MAX_OBSERVATION),
+                "tool_calls": [f"{tc.tool}({json.dumps(tc.arguments)})" for tc in c.tool_calls],
+                "error": c.error,
+                "latency": c.latency_s,
+                "tokens": [c.prompt_tokens, c.completion_tokens, c.cached_tokens],
+            }
+            for k, c in enumerate(t.llm_calls)
+        ],
+        "tree": _tree(t.extra.get("tree")),
     }
+
+
+MAX_PROMPT = 30_000
+
+
+def _clip(text: str | None, limit: int) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} more]"
+
+
+def _tree(nodes: Any) -> list[dict[str, Any]] | None:
+    """DFSDT's search tree (``extra["tree"]``) as the viewer draws it: one entry per node."""
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    out = []
+    for n in nodes:
+        if not isinstance(n, dict):
+            continue
+        out.append(
+            {
+                "id": n.get("id"),
+                "parent": n.get("parent"),
+                "depth": n.get("depth", 0),
+                "status": n.get("status"),
+                "tool": n.get("tool"),
+                "args": json.dumps(n.get("arguments"), ensure_ascii=False)
+                if n.get("arguments")
+                else None,
+                "thought": _clip(n.get("thought"), 500) or None,
+                "obs": _clip(n.get("observation"), 500) or None,
+            }
+        )
+    return out
 
 
 def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
