@@ -113,6 +113,7 @@ def test_yaml_matrix_runs_every_combination(tmp_path):
     md = (tmp_path / "matrix.md").read_text()
     assert "| scholar | react | scripted/oracle | scholar-ks | 2 | 0 | 1.000 | 1.000 |" in md
     assert md in res.output and "matrix: " in res.output
+    assert (tmp_path / "matrix-report.html").exists()  # one combined report
 
 
 def test_explicit_default_option_is_the_same_run(tmp_path):

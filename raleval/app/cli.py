@@ -268,6 +268,7 @@ def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
         paths = write_matrix(configs[0].log_dir, rows)
         typer.echo(to_markdown(rows), nl=False)
         typer.echo(f"matrix: {', '.join(str(p) for p in paths)}")
+        _matrix_report(configs)
     if failed:
         raise typer.Exit(FAILED)
 
@@ -321,6 +322,24 @@ def _command_line() -> str:
     import shlex
 
     return " ".join(["raleval", *(shlex.quote(a) for a in sys.argv[1:])])
+
+
+def _matrix_report(configs: list[Any]) -> None:
+    """One report over every cell of a matrix, in the log dir (beside matrix.md)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from raleval.analysis.report import write_report
+    from raleval.store import RESULTS
+
+    dirs = [c.run_dir for c in configs if (c.run_dir / RESULTS).exists()]
+    if not dirs:
+        return
+    try:
+        path = write_report(dirs, configs[0].log_dir / "matrix-report.html")
+        typer.echo(f"matrix report: {path}")
+    except Exception as exc:  # the results are safe; `raleval report` can retry
+        Console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
 
 
 def _run_one(cfg: Any, display: str) -> bool:
