@@ -459,6 +459,7 @@ async def run(
 
     config = config.with_defaults()
     check_env_options(config.env, config.env_options)  # before a model server starts
+    check_run_dir(config)  # before the model's server logs into the run directory
     registry.workflows.get(config.workflow).configure(config.workflow_options)
     phase = Phases(display if shard is None else "none", config.slug())
     starting = "starting" if config.model.startswith("local/") else "loading"
