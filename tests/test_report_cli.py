@@ -100,3 +100,47 @@ def test_viewer_has_every_model_call_and_the_dfsdt_tree(tmp_path):
     assert len(tree) == len(t.extra["tree"]) and any(n["status"] == "answer" for n in tree)
     html = build_report([run])
     assert "DFSDT search tree" in html and "model calls" in html
+
+
+def test_figures_have_no_single_axis_radar_and_legends_outside(tmp_path):
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    from raleval.analysis import plots
+    from raleval.analysis.report import build_report
+    from raleval.analysis.runs import load_run
+    from tests.conftest import run_config
+
+    one, _ = run_config(tmp_path, limit=2, run_name="one")  # one family: one axis
+    html = build_report([load_run(one.run_dir)])
+    assert "react: F1 by domain and level" not in html  # no radar over a single axis
+    assert "F1 by domain x level" in html
+    three, _ = run_config(tmp_path, tasks="scholar", limit=3, run_name="three")
+    html = build_report([load_run(three.run_dir)])
+    assert "react: F1 by domain and level" in html
+    # long CRAG-like axis names are slanted; the legend sits right of the axes
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    captured = {}
+    real = plots._svg
+
+    def keep(fig):
+        captured["fig"] = fig
+        ax = fig.axes[0]
+        captured["rotation"] = ax.get_xticklabels()[0].get_rotation()
+        captured["legend_x"] = ax.get_legend().get_bbox_to_anchor().x0
+        captured["axes_x1"] = ax.get_window_extent().x1
+        return real(fig)
+
+    series = {f"sys{i}": {f"finance {lvl} question": 0.5 for lvl in "ABCDEF"} for i in range(2)}
+    plots._svg, saved = keep, plots._svg
+    try:
+        plots.level_bars("F1", series)
+    finally:
+        plots._svg = saved
+        plt.close("all")
+    assert captured["rotation"] == 30.0
+    assert captured["legend_x"] >= captured["axes_x1"]  # starts right of the axes

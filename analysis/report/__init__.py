@@ -256,10 +256,16 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             workflow, _, model = system.partition("/")
             by_workflow[workflow][model] = values
         for workflow, series in sorted(by_workflow.items()):
-            figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
-        figures.append(plots.level_bars("F1 by domain x level", by_level))
-        figures.append(plots.error_bars({s.system: dict(s.labels) for s in summaries}))
-        figures.append(plots.deployment(points, front))
+            # a radar needs three axes; with fewer, the bars below show the same numbers
+            if len({a for values in series.values() for a in values}) >= 3:
+                figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
+        if by_level:  # no empty panels
+            figures.append(plots.level_bars("F1 by domain x level", by_level))
+        labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
+        if labels:
+            figures.append(plots.error_bars(labels))
+        if points:
+            figures.append(plots.deployment(points, front))
         noise = robustness(runs)
         if noise:
             figures.append(plots.robustness(noise))
