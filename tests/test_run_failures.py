@@ -244,3 +244,41 @@ def test_env_default_task_sets_run_without_tasks(tmp_path, env, limit):
     assert f"{limit} episodes run, 0 already done" in res.output
     (run_dir,) = tmp_path.iterdir()
     assert len(read_tasks(run_dir / TASKS)) == limit
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 160 KB tmpfs (needs root and mount; skipped elsewhere)."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_real_full_disk_stops_the_run_with_whole_lines(tiny_tmpfs):
+    """A real full filesystem: exit 1 with a clear message, every line on disk whole and
+    each one an episode the summary counts as saved."""
+    res = runner.invoke(
+        app,
+        ["run", "--model", "scripted/oracle", "-E", "size=tiny", "--tasks", "scholar-ks",
+         "--tasks-per-family", "60", "--max-connections", "1", "--display", "none",
+         "--log-dir", str(tiny_tmpfs), "--run-name", "r"],
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output
+    assert "cannot write results: No space left on device" in res.output
+    assert "stopped before its next model call" in res.output
+    lines = (tiny_tmpfs / "r" / RESULTS).read_text().splitlines()
+    assert 0 < len(lines) < 60 and all(json.loads(x)["task_id"] for x in lines)
+    assert f"({len(lines)} episodes saved" in " ".join(res.output.split())
