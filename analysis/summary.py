@@ -122,6 +122,10 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
 
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
+        if r.n == 0:  # every episode failed: nothing was scored
+            cells += ["-"] * (5 + (2 if calls else 0))
+            scores.add_row(*cells)
+            continue
         cells += [pct(r.correct), pct(r.f1), pct(r.em), pct(r.missing)]
         cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")

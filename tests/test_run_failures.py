@@ -111,6 +111,15 @@ def test_failed_episodes_are_not_scored(tmp_path):
     ]  # fmt: skip
     (row,) = summarize(trajs, tasks)
     assert (row.n, row.failed, row.f1) == (2, 1, 0.5)
+    # a family whose every episode failed shows no scores at all, not zeros
+    from rich.console import Console
+
+    from raleval.analysis.summary import render_table
+
+    console = Console(width=80, record=True)
+    console.print(render_table(summarize(trajs[2:3], tasks)))
+    text = console.export_text()
+    assert "│ f      │KS    │0 │     1 │      - │ - │    - │      - │   - │" in text
 
 
 def test_run_dir_without_header_is_refused(tmp_path):
