@@ -269,6 +269,20 @@ def _string_rule(train: list[Task], test: list[Task]) -> list[str | None]:
     return out
 
 
+def _rule_chance(tasks: list[Task]) -> float:
+    """What a rule picking a yes/no answer or a named entity at random gets: a comparison
+    ("who has more papers, A or B") names its answer, and is at one half by design."""
+    total = 0.0
+    for t in tasks:
+        key = answer_key(t)
+        ents = [normalize_answer(e) for e in named_entities(t.question)]
+        if key in _YES_NO:
+            total += 0.5
+        elif key in ents:
+            total += 1 / len(ents)
+    return total / len(tasks)
+
+
 # -- the gold solution's observations --------------------------------------------------------
 
 
@@ -347,6 +361,21 @@ def _has(values: set[str], key: str) -> bool:
         return True
     needle = key.split()
     return any(len(v) > 200 and contains_tokens(v.split(), needle) for v in values)
+
+
+def _names_answer(task: Task) -> bool:
+    return answer_key(task) in {normalize_answer(e) for e in named_entities(task.question)}
+
+
+def _hops(task: Task, results: list[Any]) -> bool:
+    """Whether the gold solution leaves its subject: a page-level question answered from the
+    subject's own page (a qualifier, a count over its list) is one page by design, so only
+    solutions that open a second page are asked whether the first page already had it."""
+    if not isinstance(results[0], str) or not task.solution:
+        return True
+    first = task.solution[0]
+    opened = {json.dumps(c.arguments, sort_keys=True) for c in task.solution if c.tool == first.tool}
+    return len(opened) > 1
 
 
 def _item_texts(item: Any) -> set[str]:
@@ -444,12 +473,16 @@ def audit_family(
         baselines.append(
             BaselineScore(
                 name="string_rule", accuracy=_two_fold(tasks, seed, _string_rule),
-                chance=chance, n=len(tasks),
+                chance=max(chance, _rule_chance(tasks)), n=len(tasks),
             )
         )
         if env is not None and tasks[0].level is Level.KA:
             results = [_gold_results(env, t) for t in tasks]
-            records = [subject_record(r[0]) if r else None for r in results]
+            records = [
+                # a comparison names its answer: the string rule judges those
+                subject_record(r[0]) if r and _hops(t, r) and not _names_answer(t) else None
+                for t, r in zip(tasks, results, strict=True)
+            ]
             for score in (_subject_attr(tasks, records, seed), _position(tasks, results)):
                 if score is not None:
                     baselines.append(score)
@@ -473,8 +506,11 @@ def audit_family(
 
 
 def template_of(task: Task) -> str:
-    """The surface template a generated task was written from (its family when unknown)."""
-    return str(task.metadata.get("template") or task.metadata.get("relation") or task.family)
+    """The surface template a generated task was written from: a format string with slots;
+    anything else (a generator's function name) is not visible in the wording, so the tasks
+    count as one surface, their family."""
+    template = str(task.metadata.get("template") or "")
+    return template if "{" in template else task.family
 
 
 def _template_majority(train: list[Task], test: list[Task]) -> list[str | None]:
