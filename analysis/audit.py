@@ -35,6 +35,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -106,9 +107,7 @@ class AuditReport(BaseModel):
 
     @property
     def passed(self) -> bool:
-        premise_ok = (
-            self.false_premise is None or self.false_premise.excess <= self.threshold
-        )
+        premise_ok = self.false_premise is None or self.false_premise.excess <= self.threshold
         return premise_ok and all(f.passed for f in self.families)
 
     def to_json(self) -> dict[str, Any]:
@@ -178,7 +177,7 @@ def _char_grams(text: str, lo: int = 3, hi: int = 5) -> Counter[str]:
 
 def _word_feats(text: str) -> list[str]:
     words = normalize_answer(text).split()
-    return words + [f"{a}_{b}" for a, b in zip(words, words[1:], strict=False)]
+    return words + [f"{a}_{b}" for a, b in pairwise(words)]
 
 
 def _hashed(grams: Counter[str], dim: int) -> np.ndarray:
@@ -374,7 +373,9 @@ def _hops(task: Task, results: list[Any]) -> bool:
     if not isinstance(results[0], str) or not task.solution:
         return True
     first = task.solution[0]
-    opened = {json.dumps(c.arguments, sort_keys=True) for c in task.solution if c.tool == first.tool}
+    opened = {
+        json.dumps(c.arguments, sort_keys=True) for c in task.solution if c.tool == first.tool
+    }
     return len(opened) > 1
 
 
@@ -441,8 +442,11 @@ def audit_family(
     def classifier(fn: Callable[..., list[str]]):
         def fit(train: list[Task], test: list[Task]) -> list[str | None]:
             return list(
-                fn([t.question for t in train], [answer_key(t) for t in train],
-                   [t.question for t in test])
+                fn(
+                    [t.question for t in train],
+                    [answer_key(t) for t in train],
+                    [t.question for t in test],
+                )
             )
 
         return fit
@@ -457,8 +461,10 @@ def audit_family(
         constant = distinct == 1  # CRAG's false premises: judged across families below
         baselines.append(
             BaselineScore(
-                name="template_majority", accuracy=by_template,
-                chance=1.0 if constant else _template_chance(tasks), n=len(tasks),
+                name="template_majority",
+                accuracy=by_template,
+                chance=1.0 if constant else _template_chance(tasks),
+                n=len(tasks),
             )
         )
         # a classifier that only recognises the template earns the template's majority answer
@@ -466,14 +472,18 @@ def audit_family(
         for name, fn in (("char_knn", knn_predict), ("word_nb", nb_predict)):
             baselines.append(
                 BaselineScore(
-                    name=name, accuracy=_two_fold(tasks, seed, classifier(fn)), chance=chance,
+                    name=name,
+                    accuracy=_two_fold(tasks, seed, classifier(fn)),
+                    chance=chance,
                     n=len(tasks),
                 )
             )
         baselines.append(
             BaselineScore(
-                name="string_rule", accuracy=_two_fold(tasks, seed, _string_rule),
-                chance=max(chance, _rule_chance(tasks)), n=len(tasks),
+                name="string_rule",
+                accuracy=_two_fold(tasks, seed, _string_rule),
+                chance=max(chance, _rule_chance(tasks)),
+                n=len(tasks),
             )
         )
         if env is not None and tasks[0].level is Level.KA:
@@ -519,8 +529,7 @@ def _template_majority(train: list[Task], test: list[Task]) -> list[str | None]:
         per[template_of(t)][answer_key(t)] += 1
     overall = Counter(answer_key(t) for t in train).most_common(1)[0][0]
     return [
-        per[template_of(t)].most_common(1)[0][0] if template_of(t) in per else overall
-        for t in test
+        per[template_of(t)].most_common(1)[0][0] if template_of(t) in per else overall for t in test
     ]
 
 
@@ -552,7 +561,8 @@ def false_premise_check(tasks: list[Task], seed: int = 0) -> BaselineScore | Non
     hits = total = 0
     for train, test in ((a, b), (b, a)):
         preds = knn_predict(
-            [pool[i].question for i in train], [labels[i] for i in train],
+            [pool[i].question for i in train],
+            [labels[i] for i in train],
             [pool[i].question for i in test],
         )
         hits += sum(p == labels[i] for i, p in zip(test, preds, strict=True))
@@ -597,8 +607,10 @@ def audit_table(report: AuditReport) -> Any:
         for b in f.baselines:
             if b.name not in names:
                 names.append(b.name)
-    table = Table(title=f"shortcut audit: {report.tasks} on {report.env} "
-                  f"(fail when accuracy - chance > {report.threshold:.2f})")
+    table = Table(
+        title=f"shortcut audit: {report.tasks} on {report.env} "
+        f"(fail when accuracy - chance > {report.threshold:.2f})"
+    )
     for col in ("family", "level", "n", "answers", *names, "popularity", "verdict"):
         table.add_column(col)
     for f in report.families:
@@ -640,8 +652,10 @@ def markdown_table(report: AuditReport) -> str:
             "-" if cells.get(n) is None else f"{cells[n].accuracy:.2f}/{cells[n].chance:.2f}"
             for n in names
         ]
-        row += [" ".join(f"{k}:{v}" for k, v in f.popularity.items()),
-                "pass" if f.passed else "FAIL"]
+        row += [
+            " ".join(f"{k}:{v}" for k, v in f.popularity.items()),
+            "pass" if f.passed else "FAIL",
+        ]
         lines.append("| " + " | ".join(row) + " |")
     fp = report.false_premise
     if fp is not None:
@@ -657,4 +671,3 @@ def markdown_table(report: AuditReport) -> str:
 def dumps(report: AuditReport) -> str:
     """The report as indented JSON."""
     return json.dumps(report.to_json(), indent=2)
-

@@ -50,7 +50,21 @@ def execute_solution(env: Any, calls: list[ToolCall]) -> list[Any]:
 _EXPR_BUILTINS = {
     f.__name__: f
     for f in (
-        len, max, min, sum, sorted, str, int, float, round, abs, any, all, next, set, list,
+        len,
+        max,
+        min,
+        sum,
+        sorted,
+        str,
+        int,
+        float,
+        round,
+        abs,
+        any,
+        all,
+        next,
+        set,
+        list,
         enumerate,
     )
 }

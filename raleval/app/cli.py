@@ -280,8 +280,13 @@ def audit(
     except _user_errors() as exc:
         _fail(str(exc))
     report = audit_tasks(
-        task_list, environment, env_name=f"{env}/{world}", spec=spec, threshold=threshold,
-        seed=seed, direct=direct,
+        task_list,
+        environment,
+        env_name=f"{env}/{world}",
+        spec=spec,
+        threshold=threshold,
+        seed=seed,
+        direct=direct,
     )
     if as_json:
         typer.echo(dumps(report))
