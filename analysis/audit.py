@@ -53,6 +53,7 @@ SUPERLATIVE = re.compile(
 _QUOTED = re.compile(r"'([^']{2,})'|\"([^\"]{2,})\"")
 _CAPS = re.compile(r"\b([A-Z][\w.\-]*(?:\s+(?:of|de|the|and|van|von|&)?\s*[A-Z][\w.\-]*)*)")
 _YES_NO = {"yes", "no"}
+MAX_SLOTS = 60  # named spans of a page that count as its attributes
 MIN_POSITION = 10  # fewer list answers than this say nothing about their position
 
 
@@ -141,6 +142,43 @@ def _correct(task: Task, predicted: str | None) -> bool:
     )
 
 
+_CHOICE = re.compile(r"(?:[:,]|\bbetween)\s*([^:,?]+?)\s+(?:or|and)\s+([^:,?]+?)\s*\?\s*$")
+
+
+def options_of(question: str) -> list[str]:
+    """The answers a question offers, normalised: "...: A or B?" / ", A or B?" at its end,
+    yes/no for a yes/no question; none for an open question."""
+    m = _CHOICE.search(question)
+    if m:
+        return [normalize_answer(m.group(1)), normalize_answer(m.group(2))]
+    if re.match(r"\s*(is|are|was|were|do|does|did|has|have|had|can|could)\b", question, re.I):
+        return ["yes", "no"]
+    return []
+
+
+def _credit(task: Task, predicted: str | None) -> float:
+    """1 for a right prediction; for a question that offers its answers, a prediction that is
+    none of them falls back to a uniform pick among them (what any guesser gets for free)."""
+    if _correct(task, predicted):
+        return 1.0
+    options = options_of(task.question)
+    key = answer_key(task)
+    guess = normalize_answer(predicted) if predicted is not None else ""
+    if options and key in options and guess not in options:
+        return 1 / len(options)
+    return 0.0
+
+
+def _choice_chance(tasks: Sequence[Task]) -> float:
+    """What a uniform pick among the offered answers gets (0 for open questions)."""
+    total = 0.0
+    for t in tasks:
+        options = options_of(t.question)
+        if options and answer_key(t) in options:
+            total += 1 / len(options)
+    return total / len(tasks) if tasks else 0.0
+
+
 def _halves(tasks: Sequence[Task], seed: int) -> tuple[list[int], list[int]]:
     """A seeded disjoint split of a family's task indices into two halves."""
     order = list(range(len(tasks)))
@@ -162,7 +200,7 @@ def _two_fold(
         if not train or not test:
             continue
         preds = fit_predict([tasks[i] for i in train], [tasks[i] for i in test])
-        hits += sum(_correct(tasks[i], p) for i, p in zip(test, preds, strict=True))
+        hits += sum(_credit(tasks[i], p) for i, p in zip(test, preds, strict=True))
         total += len(test)
     return hits / total if total else 0.0
 
@@ -308,8 +346,11 @@ def subject_record(result: Any) -> Any:
 
 def _field_values(record: Any) -> dict[str, set[str]]:
     fields: dict[str, set[str]] = defaultdict(set)
-    if isinstance(record, str):  # a page: its attributes are what it states, any span of it
-        fields["text"] = {normalize_answer(record)}
+    if isinstance(record, str):
+        # a page: its attributes are its named spans by position (the organisation sits in the
+        # same slot of every scholar's page), so the rule learns a slot, as it learns a field
+        for k, span in enumerate(named_entities(record)[:MAX_SLOTS]):
+            fields[f"slot{k}"].add(normalize_answer(span))
         return fields
     for key, value in _scalars(record):
         text = normalize_answer(str(value))
@@ -453,9 +494,12 @@ def audit_family(
 
     baselines: list[BaselineScore] = []
     if len(tasks) >= 4:
+        choice = _choice_chance(tasks)
         majority = _two_fold(tasks, seed, majority_fit)
         baselines.append(
-            BaselineScore(name="majority", accuracy=majority, chance=1 / distinct, n=len(tasks))
+            BaselineScore(
+                name="majority", accuracy=majority, chance=max(1 / distinct, choice), n=len(tasks)
+            )
         )
         by_template = _two_fold(tasks, seed, _template_majority)
         constant = distinct == 1  # CRAG's false premises: judged across families below
@@ -463,12 +507,12 @@ def audit_family(
             BaselineScore(
                 name="template_majority",
                 accuracy=by_template,
-                chance=1.0 if constant else _template_chance(tasks),
+                chance=1.0 if constant else max(_template_chance(tasks), choice),
                 n=len(tasks),
             )
         )
         # a classifier that only recognises the template earns the template's majority answer
-        chance = max(majority, by_template, 1 / distinct)
+        chance = max(majority, by_template, 1 / distinct, choice)
         for name, fn in (("char_knn", knn_predict), ("word_nb", nb_predict)):
             baselines.append(
                 BaselineScore(

@@ -55,6 +55,8 @@ def _more(a: Any, b: Any, na: str, nb: str) -> str | None:
 def _h_bridge_org(w, rng):
     pa = _paper(w, rng)
     a = _first(w, pa)
+    if a["org"] in a["title"]:  # a namesake's page title names the organization: no hop needed
+        return None
     return Question(
         f"Which organization is the first author of the paper '{pa['title']}' affiliated with?",
         a["org"],
