@@ -494,7 +494,10 @@ def audit_family(
 
     baselines: list[BaselineScore] = []
     if len(tasks) >= 4:
-        choice = _choice_chance(tasks)
+        # "invalid question" is a decision about the premise, judged by the wording check
+        # across families: always rejecting earns the false-premise share, not a shortcut
+        share = sum(is_false_premise(t) for t in tasks) / len(tasks)
+        choice = max(_choice_chance(tasks), share)
         majority = _two_fold(tasks, seed, majority_fit)
         baselines.append(
             BaselineScore(
