@@ -179,6 +179,23 @@ def _choice_chance(tasks: Sequence[Task]) -> float:
     return total / len(tasks) if tasks else 0.0
 
 
+_COUNTED = {"count", "number", "year"}
+
+
+def _count_chance(tasks: Sequence[Task]) -> float:
+    """A count's chance: one over the values its generator template takes in the family (a
+    template counting 0 to 3 guesses right a quarter of the time); 0 for other answers."""
+    per: dict[str, set[str]] = defaultdict(set)
+    for t in tasks:
+        per[str(t.metadata.get("template", t.family))].add(answer_key(t))
+    total = 0.0
+    for t in tasks:
+        kind = t.answer_type.value if t.answer_type is not None else ""
+        if kind in _COUNTED:
+            total += 1 / max(len(per[str(t.metadata.get("template", t.family))]), 2)
+    return total / len(tasks) if tasks else 0.0
+
+
 def _halves(tasks: Sequence[Task], seed: int) -> tuple[list[int], list[int]]:
     """A seeded disjoint split of a family's task indices into two halves."""
     order = list(range(len(tasks)))
@@ -497,7 +514,7 @@ def audit_family(
         # "invalid question" is a decision about the premise, judged by the wording check
         # across families: always rejecting earns the false-premise share, not a shortcut
         share = sum(is_false_premise(t) for t in tasks) / len(tasks)
-        choice = max(_choice_chance(tasks), share)
+        choice = max(_choice_chance(tasks), share, _count_chance(tasks))
         majority = _two_fold(tasks, seed, majority_fit)
         baselines.append(
             BaselineScore(

@@ -365,56 +365,77 @@ def _agg_movie(w, rng, t):
     )
 
 
-def _agg_music(w, rng, t):
-    a = _artist(w, rng, t)
-    years = [
-        y
+def _grammy_count(w, name: str, t: datetime) -> int:
+    return sum(
+        1
         for y in w.grammys
         if y <= t.year
-        and a["name"].casefold()
+        and name.casefold()
         in (w.grammys[y]["best_new_artist"].casefold(), w.grammys[y]["album_artist"].casefold())
-    ]
+    )
+
+
+def _agg_music(w, rng, t):
+    # draw the count first, then an artist with it: most artists have none, and a family whose
+    # answer is "0" half the time is answered without a tool
+    names = [k.split(":", 1)[1] for k in w.core("artist")]
+    counts = {n: _grammy_count(w, n, t) for n in names}
+    target = rng.choice(sorted(set(counts.values())))
+    a = w.artists[rng.choice([n for n, k in counts.items() if k == target])]
     return (
         f"How many Grammy awards has {a['name']} won?",
         [_c("music_grammy_get_award_count_by_artist", artist_name=a["name"])],
         "str(r0)",
-        len(years),
+        target,
         "numeric",
     )
 
 
 def _agg_sports(w, rng, t):
+    # wins, not games: every team plays about as many games a month, so that count was constant
     g = _nba_game(w, rng, t)
     if g is None:
         return None
-    team, month = g["team_name_away"], g["game_date"][:7]
+    team = rng.choice([g["team_name_home"], g["team_name_away"]])
+    month = g["game_date"][:7]
     n = sum(
         1
         for x in w.nba
         if x["game_date"].startswith(month)
         and x["game_date"] <= t.date().isoformat()
-        and team in (x["team_name_home"], x["team_name_away"])
+        and (
+            (x["team_name_home"] == team and x["wl_home"] == "W")
+            or (x["team_name_away"] == team and x["wl_away"] == "W")
+        )
     )
     return (
-        f"How many NBA games did the {team} play in {month}?",
+        f"How many NBA games did the {team} win in {month}?",
         [_c("sports_nba_get_games_on_date", date=month, team_name=team)],
-        "str(len(r0['game_id']))",
+        "str(sum(1 for i in r0['game_id'] if (r0['team_name_home'][i] == "
+        f"{team!r} and r0['wl_home'][i] == 'W') or (r0['team_name_away'][i] == {team!r} "
+        "and r0['wl_away'][i] == 'W')))",
         n,
         "numeric",
     )
 
 
 def _agg_open(w, rng, t):
-    names = [_open(w, rng) for _ in range(3)]
-    if len(set(names)) < 3:
+    # the count is drawn first (0 to 3), then entities to match it
+    names = [k.split(":", 1)[1] for k in w.core("open")]
+    country_of = {n: w.open_entities[n]["summary_structured"]["country"] for n in names}
+    country = rng.choice(sorted(set(country_of.values())))
+    inside = [n for n in names if country_of[n] == country]
+    outside = [n for n in names if country_of[n] != country]
+    target = rng.randint(0, 3)
+    if len(inside) < target or len(outside) < 3 - target:
         return None
-    country = w.open_entities[names[0]]["summary_structured"]["country"]
-    n = sum(w.open_entities[x]["summary_structured"]["country"] == country for x in names)
+    picked = rng.sample(inside, target) + rng.sample(outside, 3 - target)
+    rng.shuffle(picked)
     return (
-        f"How many of {names[0]}, {names[1]} and {names[2]} are in {country}?",
-        [_c("open_get_entity", query=x) for x in names],
+        f"How many of {picked[0]}, {picked[1]} and {picked[2]} are in {country}?",
+        [_c("open_get_entity", query=x) for x in picked],
         f"str(sum(r['summary_structured']['country'] == {country!r} for r in (r0, r1, r2)))",
-        n,
+        target,
         "numeric",
     )
 
