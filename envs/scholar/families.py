@@ -170,6 +170,10 @@ _S = _chain(_s)
 _S_PUBS = _chain(_s, lambda c: ("getPersonPubs", _pid(c)))
 _S_INFO = _chain(_s, lambda c: ("getPersonBasicInfo", _pid(c)))
 _S_CO = _chain(_s, lambda c: ("getCoauthors", _pid(c)))
+_S_INT_INFO = _chain(
+    lambda c: ("searchPerson", {"name": c.name, "interest": c.interest}),
+    lambda c: ("getPersonBasicInfo", _pid(c)),
+)
 
 
 def _s_co_then(tool: str):
@@ -309,8 +313,8 @@ KS = [
         _maybe(lambda c: c.top_at_org_on_interest(), lambda x: x["name"]),
     ),
     _T(
-        "What is the e-mail address of {name} of {org}?",
-        _S_INFO,
+        "What is the e-mail address of {name}, who works on {interest}?",
+        _S_INT_INFO,
         _const("r1['email']"),
         lambda c: c.p["email"],
     ),
@@ -355,8 +359,9 @@ KU = [
         qtype="profiling",
     ),
     _T(
-        "What is the e-mail domain of {name} of {org}?",
-        _S_INFO,
+        # not "of {org}": the domain is made from the organization's name
+        "What is the e-mail domain of {name}, who works on {interest}?",
+        _S_INT_INFO,
         _const("r1['email'].split('@')[1]"),
         lambda c: c.p["email"].split("@")[1],
         evidence=lambda c: [c.p["email"]],
