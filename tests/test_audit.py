@@ -84,3 +84,34 @@ def test_false_premise_wording_is_caught():
     ]
     check = false_premise_check(tasks)
     assert check is not None and check.accuracy == 1.0 and check.chance == 0.5
+
+
+def test_cli_audit_json_reports_every_family_and_exits_by_the_verdict():
+    import json
+
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    result = CliRunner().invoke(
+        app, ["audit", "--env", "scholar", "--world", "small", "--per-family", "40", "--json"]
+    )
+    report = json.loads(result.stdout)
+    assert [f["family"] for f in report["families"]] == ["1-3", "2-4", "3-5"]
+    assert result.exit_code == (0 if report["passed"] else 1)
+    names = {b["name"] for b in report["families"][2]["baselines"]}
+    assert {"majority", "char_knn", "word_nb", "string_rule", "subject_attr"} <= names
+
+
+def test_cli_audit_fails_on_a_shortcut_task_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+    from raleval.store import write_tasks
+
+    tasks = [_task(i, f"Is item {i} heavy?", "yes" if i % 10 else "no") for i in range(40)]
+    path = tmp_path / "tasks.jsonl"
+    write_tasks(path, tasks)
+    result = CliRunner().invoke(app, ["audit", "--env", "scholar", "--tasks", str(path)])
+    assert result.exit_code == 1, result.stdout
+    assert "FAIL" in result.stdout
