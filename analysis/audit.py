@@ -476,7 +476,9 @@ def _gold_results(env: Any, task: Task) -> list[Any] | None:
     if not task.solution:
         return None
     try:
-        return [r.data for r in run_solution(env, task.solution)]
+        # a fresh episode session: Lookup reads the page Search opened, CRAG's tools answer
+        # as of the task's query time
+        return [r.data for r in run_solution(env.session(task), task.solution)]
     except Exception:  # a tool that fails on a stored solution leaves the task out
         return None
 

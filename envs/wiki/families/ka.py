@@ -119,7 +119,8 @@ def _w_compositional(w, rng):
 def _w_inference(w, rng):
     a = _person(w, rng)
     c = _collab(w, a)
-    if c is None:
+    # most collaborators share the scholar's organization: the scholar's own page would answer
+    if c is None or c["org"] == a["org"]:
         return None
     return Question(
         f"Where does the most frequent collaborator of {a['title']} work?",
@@ -182,7 +183,8 @@ def _m_3hop_collab(w, rng):
     pa = _paper(w, rng)
     a = _first(w, pa)
     c = _collab(w, a)
-    if c is None:
+    # the first author's own organization would answer without the collaborator hop
+    if c is None or c["org"] == a["org"]:
         return None
     calls = [
         search(pa["page"]),
