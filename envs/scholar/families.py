@@ -16,6 +16,7 @@ earlier call.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -224,6 +225,10 @@ def _coauthors_on_paper(c: _Ctx) -> str | None:
     return ", ".join(n for n in c.paper["authors"] if n != c.name)
 
 
+MAX_LISTED = 40  # coauthor lists a question makes an agent read whole
+MAX_OBSERVATION_CHARS = 20000
+
+
 def _h_index(citations: list[int]) -> int:
     ranked = sorted(citations, reverse=True)
     return sum(1 for i, c in enumerate(ranked) if c >= i + 1)
@@ -234,7 +239,8 @@ def _co_of_co(c: _Ctx) -> dict[str, Any] | None:
     if c.co is None:
         return None
     cos = c.store.coauthors(c.co["rowid"])
-    if not cos or (len(cos) > 1 and cos[1][2] == cos[0][2]) or cos[0][0] == c.p["id"]:
+    # a prolific coauthor's list of hundreds overflows a text workflow's context
+    if not cos or len(cos) > MAX_LISTED or (len(cos) > 1 and cos[1][2] == cos[0][2]) or cos[0][0] == c.p["id"]:
         return None
     return c.store.person(cos[0][0])
 
@@ -719,6 +725,10 @@ def _build(c: _Ctx, t: _T, family: str, level: Level, seed: int, k: int, env: An
     gold = str(truth)
     results = verified_results(env, calls, expr, gold)
     if results is None:
+        return None
+    # a prolific scholar's paper list (40k characters) overflows a text workflow's context
+    # before the oracle can answer: such a task measures the context window, not retrieval
+    if any(len(json.dumps(r, default=str)) > MAX_OBSERVATION_CHARS for r in results):
         return None
     if evidence is None:  # a joined list or a count: grounded by the values it reads
         evidence = grounding_evidence(expr, results, gold)
