@@ -240,7 +240,12 @@ def _co_of_co(c: _Ctx) -> dict[str, Any] | None:
         return None
     cos = c.store.coauthors(c.co["rowid"])
     # a prolific coauthor's list of hundreds overflows a text workflow's context
-    if not cos or len(cos) > MAX_LISTED or (len(cos) > 1 and cos[1][2] == cos[0][2]) or cos[0][0] == c.p["id"]:
+    if (
+        not cos
+        or len(cos) > MAX_LISTED
+        or (len(cos) > 1 and cos[1][2] == cos[0][2])
+        or cos[0][0] == c.p["id"]
+    ):
         return None
     return c.store.person(cos[0][0])
 
