@@ -225,8 +225,8 @@ def _coauthors_on_paper(c: _Ctx) -> str | None:
     return ", ".join(n for n in c.paper["authors"] if n != c.name)
 
 
-MAX_LISTED = 40  # coauthor lists a question makes an agent read whole
 MAX_OBSERVATION_CHARS = 20000
+MAX_MISSES = 60  # failed tries before a template yields its turn (rare compositions need more)
 
 
 def _h_index(citations: list[int]) -> int:
@@ -239,13 +239,7 @@ def _co_of_co(c: _Ctx) -> dict[str, Any] | None:
     if c.co is None:
         return None
     cos = c.store.coauthors(c.co["rowid"])
-    # a prolific coauthor's list of hundreds overflows a text workflow's context
-    if (
-        not cos
-        or len(cos) > MAX_LISTED
-        or (len(cos) > 1 and cos[1][2] == cos[0][2])
-        or cos[0][0] == c.p["id"]
-    ):
+    if not cos or (len(cos) > 1 and cos[1][2] == cos[0][2]) or cos[0][0] == c.p["id"]:
         return None
     return c.store.person(cos[0][0])
 
@@ -698,7 +692,7 @@ def _generator(family: str, level: Level, templates: list[_T]):
             i = len(tasks) % len(templates)
             # a template that keeps failing on this world (e.g. no ties-free answers) yields
             # its turn to the next one instead of starving the family
-            while misses[i] > 20 and any(m <= 20 for m in misses):
+            while misses[i] > MAX_MISSES and any(m <= MAX_MISSES for m in misses):
                 i = (i + 1) % len(templates)
             t = templates[i]
             ctx = _Ctx(store, people[rowid], rng)
