@@ -430,6 +430,84 @@ def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
 
 
 @app.command()
+def audit(
+    env: Annotated[str, typer.Option(envvar="RALEVAL_ENV", help="environment")] = "scholar",
+    tasks: Annotated[
+        str | None, typer.Option(help="task set, family id or tasks .jsonl (default: the env's)")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="also run the no-tool `direct` workflow with it"),
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="fail a family whose baseline beats chance by more than this")
+    ] = 0.10,
+    world: Annotated[str, typer.Option(help="world size (tiny, small, large)")] = "small",
+    per_family: Annotated[int, typer.Option(help="generated tasks per family")] = 100,
+    seed: Annotated[int, typer.Option(help="generation seed (the split seed too)")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    markdown: Annotated[bool, typer.Option(help="print a Markdown table")] = False,
+) -> None:
+    """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins."""
+    from rich.console import Console
+
+    from raleval import registry
+    from raleval.analysis.audit import audit_table, audit_tasks, dumps, markdown_table
+    from raleval.tasks.catalog import load_tasks
+
+    try:
+        plugin = registry.envs.get(env)
+        spec = tasks or plugin.default_tasks or ""
+        environment = plugin(size=world)
+        task_list = load_tasks(spec, environment, env, per_family, seed)
+        direct = _direct_correct(env, spec, model, world, per_family, seed) if model else None
+    except _user_errors() as exc:
+        _fail(str(exc))
+    report = audit_tasks(
+        task_list,
+        environment,
+        env_name=f"{env}/{world}",
+        spec=spec,
+        threshold=threshold,
+        seed=seed,
+        direct=direct,
+    )
+    if as_json:
+        typer.echo(dumps(report))
+    elif markdown:
+        typer.echo(markdown_table(report))
+    else:
+        Console().print(audit_table(report))
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _direct_correct(
+    env: str, spec: str, model: str, world: str, per_family: int, seed: int
+) -> dict[str, bool]:
+    """Per-task correctness of the no-tool ``direct`` workflow with ``model``."""
+    from raleval.analysis.runs import load_run
+    from raleval.app.runner import run_sync
+    from raleval.config import build_config
+
+    cfg = build_config(
+        {
+            "model": model,
+            "env": env,
+            "workflow": "direct",
+            "tasks": spec,
+            "tasks_per_family": per_family,
+            "seed": seed,
+            "env_options": {"size": world},
+            "run_name": f"audit-direct-{env}-{world}-{seed}",
+        }
+    )
+    summary = run_sync(cfg)
+    run = load_run(summary.run_dir)
+    return {r.task_id: r.scores.get("correct", 0.0) >= 1.0 for r in run.results}
+
+
+@app.command()
 def score(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     threshold: Annotated[
