@@ -222,10 +222,13 @@ class LlamaServer:
             str(threads),
             "--parallel",
             str(parallel),
+            "--parent-pid",
+            str(os.getpid()),
         ]
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
+        _live.add(self)  # stopped by stop_servers() even if it never became ready
         atexit.register(self.stop)
 
     @property
@@ -253,10 +256,13 @@ class LlamaServer:
         )
 
     def stop(self) -> None:
+        _live.discard(self)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                # a server busy generating for a cancelled request may not stop at once, and
+                # it holds nothing that could be lost: a short wait, then SIGKILL
+                self.proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -265,6 +271,7 @@ class LlamaServer:
 
 
 START_ATTEMPTS = 3
+_live: set[LlamaServer] = set()  # every server started and not yet stopped
 _servers: dict[tuple[str, int, int, int], LlamaServer] = {}
 _servers_lock = threading.Lock()
 
@@ -294,8 +301,9 @@ def ensure_server(
 
 
 def stop_servers() -> None:
+    """Terminate every llama.cpp server this process started (ready or still loading)."""
     with _servers_lock:
-        for server in _servers.values():
+        for server in [*_servers.values(), *_live]:
             server.stop()
         _servers.clear()
 

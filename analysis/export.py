@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from raleval.analysis.runs import Run, load_run
-from raleval.records import Trajectory
+from raleval.failures import failure_cause
+from raleval.records import TaskTags, Trajectory
 
 FORMATS = ("parquet", "csv", "inspect")
 STEP_COLUMNS = [
@@ -68,6 +69,11 @@ def episode_row(run: Run, t: Trajectory) -> dict[str, Any]:
         "termination_cause": t.termination_cause,
         "error_type": t.error_type.value if t.error_type else None,
         "error_cause": t.error_cause,
+        "stop_reason": t.stop_reason.value if t.stop_reason else None,
+        "error_subcause": t.error_subcause,
+        "failure": failure_cause(t),  # infrastructure cause; such rows are not scored
+        "attempt": t.attempt,
+        "answer_type": task.answer_type.value if task and task.answer_type else None,
         "n_steps": len(t.steps),
         "n_tool_calls": sum(1 for s in t.steps if s.tool is not None),
         "n_llm_calls": t.n_llm_calls,
@@ -78,6 +84,9 @@ def episode_row(run: Run, t: Trajectory) -> dict[str, Any]:
         "tool_time_s": t.tool_time_s,
         "started_at": t.started_at.isoformat(),
     }
+    tags = task.tags.model_dump(mode="json") if task else {}
+    for name in TaskTags.model_fields:
+        row[f"tag_{name}"] = tags.get(name)
     for name, value in sorted(t.scores.items()):
         row[f"score_{name}"] = value
     return row
@@ -120,9 +129,35 @@ def steps_frame(runs: Iterable[Run]) -> Any:
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
-def load_runs(paths: Iterable[Path | str]) -> Any:
-    """The episodes of the run directories ``paths`` as one DataFrame."""
-    return episodes_frame(load_run(Path(p)) for p in paths)
+def load_runs(paths: Iterable[Path | str], frame: str = "pandas") -> Any:
+    """The episodes of the run directories ``paths`` as one DataFrame: one row per episode
+    (the last attempt per task and epoch), with every score (``score_<name>``), the label,
+    cause and stop reason, the infrastructure ``failure`` (such rows are not scored),
+    timings, token counts and the task's family, level, domain and tags (``tag_<name>``).
+    ``frame="polars"`` returns a polars DataFrame (polars must be installed)."""
+    return _as(episodes_frame(load_run(Path(p)) for p in _paths(paths)), frame)
+
+
+def load_steps(paths: Iterable[Path | str], frame: str = "pandas") -> Any:
+    """One row per step of every episode of the run directories ``paths`` (join with
+    :func:`load_runs` on ``run``, ``task_id`` and ``epoch``)."""
+    return _as(steps_frame(load_run(Path(p)) for p in _paths(paths)), frame)
+
+
+def _paths(paths: Iterable[Path | str] | Path | str) -> list[Path | str]:
+    return [paths] if isinstance(paths, (str, Path)) else list(paths)
+
+
+def _as(df: Any, frame: str) -> Any:
+    if frame == "pandas":
+        return df
+    if frame == "polars":
+        try:
+            import polars as pl
+        except ImportError as exc:
+            raise ValueError("frame='polars' needs polars: pip install polars") from exc
+        return pl.from_pandas(df)
+    raise ValueError(f"frame must be 'pandas' or 'polars', not {frame!r}")
 
 
 def steps_path(out: Path) -> Path:

@@ -49,7 +49,7 @@ def radar(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
     import matplotlib.pyplot as plt
 
     axes = sorted({a for s in series.values() for a in s})
-    if len(axes) < 3:  # a radar needs three axes; fall back to bars
+    if len(axes) < 3:  # a radar needs three axes; the report shows the bars instead
         return level_bars(title, series)
     angles = [2 * math.pi * i / len(axes) for i in range(len(axes))] + [0.0]
     fig = plt.figure(figsize=(5, 5))
@@ -79,11 +79,21 @@ def level_bars(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
             label=name,
         )
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(axes))], axes)
+    # long axis names (CRAG's domain x level) slant instead of overlapping
+    if max((len(a) for a in axes), default=0) * len(axes) > 60:
+        ax.tick_params(axis="x", labelrotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("F1")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return _svg(fig)
+
+
+def _legend_outside(ax) -> None:  # type: ignore[no-untyped-def]
+    """The legend right of the axes, where it covers no data."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
 
 
 def error_bars(counts: Mapping[str, Mapping[str, int]]) -> str:
@@ -120,7 +130,7 @@ def deployment(points: Mapping[str, tuple[float, float, float, float]], front: l
     ax.set_xlabel("seconds per query (wall)")
     ax.set_ylabel("F1")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return _svg(fig)
 
 
@@ -133,5 +143,5 @@ def robustness(series: Mapping[str, Mapping[float, float]]) -> str:
     ax.set_xlabel("noise ratio")
     ax.set_ylabel("F1")
     ax.set_ylim(-0.02, 1.02)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     return _svg(fig)

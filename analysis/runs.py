@@ -11,6 +11,7 @@ from pathlib import Path
 
 from raleval.analysis.stats import Interval, bootstrap_ci
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
+from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
@@ -22,7 +23,8 @@ class Run:
     path: Path
     header: RunHeader | None
     tasks: dict[str, Task]
-    results: list[Trajectory]
+    results: list[Trajectory]  # the last attempt per (task, epoch)
+    attempts: list[Trajectory] = field(default_factory=list)  # every line, retries included
 
     def rescore(self, threshold: float | None = None) -> list[str]:
         """Recompute every trajectory's scores and label in place from its task; returns the
@@ -37,6 +39,11 @@ class Run:
             else:
                 score_trajectory(t, task, threshold)
         return missing
+
+    @property
+    def scored(self) -> list[Trajectory]:
+        """The episodes that count in scores: infrastructure failures left out."""
+        return [t for t in self.results if failure_cause(t) is None]
 
     @property
     def system(self) -> str:
@@ -71,7 +78,8 @@ def load_run(path: Path) -> Run:
     if not (path / RESULTS).exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
     tasks = {t.id: t for t in read_tasks(path / TASKS)} if (path / TASKS).exists() else {}
-    return Run(path, read_header(path), tasks, list(ResultsFile(path / RESULTS)))
+    lines = list(ResultsFile(path / RESULTS))
+    return Run(path, read_header(path), tasks, latest_attempts(lines), lines)
 
 
 def task_key(run: Run, traj: Trajectory) -> str:
@@ -84,7 +92,7 @@ def per_task_table(runs: Iterable[Run]) -> RevalTable:
     scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     tasks_meta = dict(REVAL_TASKS)
     for run in runs:
-        for t in run.results:
+        for t in run.scored:
             task = run.tasks.get(t.task_id)
             family = task.family if task else "?"
             if task:  # a run's own tasks say their domain (scholar, not R-Eval's "aminer")
@@ -100,7 +108,7 @@ def per_task_intervals(runs: Iterable[Run], seed: int = 0) -> dict[str, dict[str
     """system -> task family -> mean F1 with its 95% bootstrap interval."""
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        for t in run.results:
+        for t in run.scored:
             values[run.system][task_key(run, t)].append(t.scores.get("f1", 0.0))
     return {
         s: {f: bootstrap_ci(v, seed=seed) for f, v in sorted(fams.items())}
@@ -198,7 +206,7 @@ class SystemSummary:
 
 
 def summarize_system(run: Run, seed: int = 0) -> SystemSummary:
-    r = run.results
+    r = run.scored
     n = max(1, len(r))
     return SystemSummary(
         system=run.system,

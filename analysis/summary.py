@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
 
 LABELS = [e.value for e in ErrorType]
@@ -23,24 +24,39 @@ class SummaryRow:
     missing: float = 0.0
     wall_s: float = 0.0
     labels: Counter[str] = field(default_factory=Counter)
+    failed: int = 0  # episodes that failed for infrastructure reasons: not in the scores
     # call-level scores (analysis/calls.py), over the episodes whose task has a gold solution
     call_precision: float | None = None
     call_recall: float | None = None
+    family_mean_f1: float | None = None  # the all row: unweighted mean of the families' F1
 
 
 def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
-    """Rows per task family plus an ``all`` row (unweighted mean over families)."""
+    """Rows per task family plus an ``all`` row: the mean over episodes, as in the report
+    (``family_mean_f1`` holds the unweighted mean over families).
+
+    Only the last attempt per (task, epoch) counts, and episodes that failed for
+    infrastructure reasons are left out of the scores and counted in ``failed``."""
     from raleval.analysis.scoring import aggregate
 
     groups: dict[str, list[Trajectory]] = defaultdict(list)
-    for t in trajectories:
+    failed: Counter[str] = Counter()
+    for t in latest_attempts(trajectories):
         task = tasks.get(t.task_id)
-        groups[task.family if task else "?"].append(t)
+        family = task.family if task else "?"
+        if failure_cause(t) is not None:
+            failed[family] += 1
+            groups.setdefault(family, [])
+        else:
+            groups[family].append(t)
     rows: list[SummaryRow] = []
     for family in sorted(groups):
         trajs = groups[family]
-        level = next((tasks[t.task_id].level.value for t in trajs if t.task_id in tasks), "?")
+        level = next((t.level.value for t in tasks.values() if t.family == family), "?")
         n = len(trajs)
+        if n == 0:
+            rows.append(SummaryRow(family=family, level=level, failed=failed[family]))
+            continue
         agg = aggregate(trajs)["all"]
         rows.append(
             SummaryRow(
@@ -55,17 +71,27 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
+                failed=failed[family],
             )
         )
     if len(rows) > 1:
-        total = SummaryRow("all", "-", n=sum(r.n for r in rows))
-        for attr in ("correct", "f1", "em", "missing", "wall_s"):
-            setattr(total, attr, sum(getattr(r, attr) for r in rows) / len(rows))
+        everything = [t for g in groups.values() for t in g]
+        total = SummaryRow("all", "-", n=len(everything), failed=sum(failed.values()))
+        if everything:
+            agg = aggregate(everything)["all"]
+            total.correct, total.f1, total.em, total.missing = (
+                agg.correct,
+                agg.f1,
+                agg.em,
+                agg.missing,
+            )
+            total.wall_s = sum(t.wall_time_s for t in everything) / len(everything)
+            total.call_precision = _mean_score(everything, "call_precision")
+            total.call_recall = _mean_score(everything, "call_recall")
         for r in rows:
             total.labels.update(r.labels)
-        for attr in ("call_precision", "call_recall"):
-            values = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
-            setattr(total, attr, sum(values) / len(values) if values else None)
+        scored = [r for r in rows if r.n]
+        total.family_mean_f1 = sum(r.f1 for r in scored) / len(scored) if scored else 0.0
         rows.append(total)
     return rows
 
@@ -76,31 +102,40 @@ def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
 
 
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
-    """A rich Table of the summary rows."""
+    """Two rich tables, each within 80 columns: scores per family (the ``all`` row is the mean
+    over episodes; ``fam. mean`` the unweighted mean of the families' F1), then the label mix.
+    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class."""
+    from rich.console import Group
     from rich.table import Table
 
-    table = Table(title=title)
     calls = any(r.call_precision is not None for r in rows)
-    extra = ("call P", "call R") if calls else ()
-    columns = ("family", "level", "n", "correct", "F1", "EM", "missing", *extra, "s/episode")
-    for col in (*columns, *LABELS):
-        table.add_column(col, justify="left" if col in ("family", "level") else "right")
+    failed = any(r.failed for r in rows)
+    fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
+    scores = Table(title=title, padding=(0, 1), collapse_padding=True)
+    columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1"]
+    columns += ["exact", "missing", *(["call P", "call R"] if calls else []), "s/ep"]
+    for col in columns:
+        scores.add_column(col, justify="left" if col in ("family", "level") else "right")
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}"
+
     for r in rows:
-        call_cells = (
-            tuple("-" if v is None else f"{100 * v:.1f}" for v in (r.call_precision, r.call_recall))
-            if calls
-            else ()
-        )
-        table.add_row(
-            r.family,
-            r.level,
-            str(r.n),
-            f"{100 * r.correct:.1f}",
-            f"{100 * r.f1:.1f}",
-            f"{100 * r.em:.1f}",
-            f"{100 * r.missing:.1f}",
-            *call_cells,
-            f"{r.wall_s:.2f}",
-            *(str(r.labels.get(lb, 0)) for lb in LABELS),
-        )
-    return table
+        cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
+        if r.n == 0:  # every episode failed: nothing was scored
+            cells += ["-"] * (5 + (2 if calls else 0))
+            scores.add_row(*cells)
+            continue
+        cells += [pct(r.correct), pct(r.f1), pct(r.em), pct(r.missing)]
+        cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
+        cells.append(f"{r.wall_s:.2f}")
+        scores.add_row(*cells)
+    if fam_mean is not None:
+        scores.caption = f"all: mean over episodes; mean of family F1 {100 * fam_mean:.1f}"
+    mix = Table(title="error types (R-Eval taxonomy)", padding=(0, 1), collapse_padding=True)
+    mix.add_column("family")
+    for lb in LABELS:
+        mix.add_column(lb, justify="right")
+    for r in rows:
+        mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
+    return Group(scores, mix)

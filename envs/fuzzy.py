@@ -9,7 +9,9 @@ and only those candidates are scored with rapidfuzz. Postings are int32 numpy ar
 The trade-off: a typo'd token is matched within buckets of a similar length that share its
 first or last two letters (failing that, its first or last letter), so a *different* string
 that a full scan would score slightly higher can be missed; the string the user meant is
-found whenever a full scan finds it, for up to two typos (a property test checks this).
+found whenever a full scan finds it and every misspelled token keeps its first or its last two
+letters - always so for one typo per token (a property test checks this). Two typos that hit
+both ends of one token ("Rovoldra" -> "aovoldua") can lose it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ class RunConfig(BaseModel):
     model_options: dict[str, Any] = Field(default_factory=dict)
     tasks: str | None = None  # None: the environment's default task set
     tasks_per_family: int = Field(100, ge=1)
+    # --limit N: N tasks taken round-robin across families (raleval.tasks.sampling)
     limit: int | None = Field(None, ge=1)
+    sample_ids: list[str] | None = None  # --sample-id: exactly these tasks
     seed: int = 0
     max_connections: int = Field(8, ge=1)
     max_connections_per_endpoint: int | None = Field(None, ge=1)
@@ -52,6 +54,9 @@ class RunConfig(BaseModel):
     # Tasks record the environment and world they were made for; running them on another is
     # refused unless asked for on purpose (a counterfactual check, a world migration).
     allow_foreign_tasks: bool = False
+    # How this invocation treats the run directory; never part of the fingerprint.
+    retry_failed: bool = False  # re-run episodes whose last attempt failed for infra reasons
+    force: bool = False  # set aside a run directory holding another configuration
 
     @field_validator("model")
     @classmethod
@@ -72,6 +77,46 @@ class RunConfig(BaseModel):
             raise ConfigError(f"env {self.env!r} has no default task set: pass --tasks")
         return self.model_copy(update={"tasks": default})
 
+    def normalised(self) -> RunConfig:
+        """:meth:`with_defaults`, and options given at their default value dropped (``-W
+        max_steps=10`` where 10 is the default, ``-E size=small``), so an explicit default and
+        an omitted one fingerprint the same. Options a plugin does not know are kept (they are
+        refused later, with the valid ones named)."""
+        import inspect
+
+        from raleval import registry
+
+        cfg = self.with_defaults()
+        wf_defaults: dict[str, Any] = {}
+        try:
+            fields = registry.workflows.get(cfg.workflow).Config.model_fields
+            wf_defaults = {
+                k: f.get_default(call_default_factory=True)
+                for k, f in fields.items()
+                if not f.is_required()
+            }
+        except (LookupError, AttributeError, ValueError):
+            pass
+        env_defaults: dict[str, Any] = {}
+        try:
+            plugin = registry.envs.get(cfg.env)
+            params = inspect.signature(getattr(plugin, "factory", plugin)).parameters
+            env_defaults = {
+                k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty
+            }
+        except (LookupError, TypeError, ValueError):
+            pass
+
+        def drop(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in options.items() if k not in defaults or defaults[k] != v}
+
+        return cfg.model_copy(
+            update={
+                "workflow_options": drop(cfg.workflow_options, wf_defaults),
+                "env_options": drop(cfg.env_options, env_defaults),
+            }
+        )
+
     def slug(self) -> str:
         """Directory name of the run: the same command always maps to the same directory."""
         if self.run_name:
@@ -87,10 +132,13 @@ class RunConfig(BaseModel):
 
     def fingerprint(self) -> str:
         """Hash of the fields that change results; resuming requires it unchanged."""
-        keep = self.with_defaults().model_dump(
+        keep = self.normalised().model_dump(
             mode="json",
             exclude={
                 "limit",
+                "sample_ids",
+                "retry_failed",
+                "force",
                 "max_connections",
                 "max_connections_per_endpoint",
                 "log_dir",
@@ -119,8 +167,10 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
     """
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(yaml_error(path, exc)) from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of settings")
     axes: dict[str, list[Any]] = {}
@@ -143,6 +193,15 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
     return configs
 
 
+def yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
+    """``file:line:column: problem`` (1-based) for a YAML syntax error."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    problem = exc.problem or "invalid YAML"
+    context = f" ({exc.context})" if exc.context else ""
+    return f"{where}: {problem}{context}"
+
+
 def _options_of(options: Any, workflow: Any) -> Any:
     """The shared workflow options plus those listed under ``workflow``'s own name."""
     if not isinstance(options, dict):
@@ -156,10 +215,15 @@ def build_config(data: dict[str, Any], source: str = "command line") -> RunConfi
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"invalid configuration ({source}): {problems}") from exc
+        problems = []
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e["loc"]) or "config"
+            if e["type"] == "extra_forbidden" and len(e["loc"]) == 1:
+                valid = ", ".join(RunConfig.model_fields)
+                problems.append(f"unknown setting {where!r} (valid: {valid})")
+            else:
+                problems.append(f"{where}: {e['msg']}")
+        raise ConfigError(f"invalid configuration ({source}): {'; '.join(problems)}") from None
 
 
 _SECRET_WORDS = ("key", "token", "secret", "password")

@@ -218,6 +218,30 @@ class Environment:
     def tool(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
 
+    def example_calls(self) -> dict[str, dict[str, Any]]:
+        """Tool name -> arguments of one call that finds data in this environment (tools
+        without an entry have no example); ``raleval list tools`` shows them."""
+        return {}
+
+    def catalog(self) -> list[dict[str, Any]]:
+        """Every tool: name, description, parameters (JSON schema), returns, and one example
+        call (``{"arguments": ...}``, or None when the environment gives none)."""
+        examples = self.example_calls()
+        out = []
+        for spec in self.tools:
+            function = spec.json_schema()["function"]
+            args = examples.get(spec.name)
+            out.append(
+                {
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": function["parameters"],
+                    "returns": spec.returns,
+                    "example": None if args is None else {"arguments": args},
+                }
+            )
+        return out
+
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         start = time.perf_counter()
         checked = self._check(name, arguments)

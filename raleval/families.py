@@ -49,7 +49,24 @@ def execute_solution(env: Any, calls: list[ToolCall]) -> list[Any]:
 # the same expression runs unchanged as the last line of a PAL program).
 _EXPR_BUILTINS = {
     f.__name__: f
-    for f in (len, max, min, sum, sorted, str, int, float, round, abs, any, all, next, set, list)
+    for f in (
+        len,
+        max,
+        min,
+        sum,
+        sorted,
+        str,
+        int,
+        float,
+        round,
+        abs,
+        any,
+        all,
+        next,
+        set,
+        list,
+        enumerate,
+    )
 }
 
 

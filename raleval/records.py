@@ -200,6 +200,13 @@ class Trajectory(Record):
     # cut by the machine (wall clock, context window), so a slower machine never hides in a label.
     stop_reason: StopReason | None = None
     error_subcause: str | None = None
+    # Set by the runner: the infrastructure cause when the episode failed for a reason outside
+    # the model (connection refused, 5xx, timeouts after retries, a harness bug); such episodes
+    # are retried by ``--retry-failed`` and left out of the scores (``raleval.failures``).
+    failure: str | None = None
+    # 0 for the first attempt at (task, epoch); a retry appends a line with the next number,
+    # and the last attempt per (task, epoch) is the one that counts.
+    attempt: int = 0
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -8,12 +8,14 @@ run neither loses nor duplicates an episode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import re
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -46,13 +48,35 @@ def _describe(exc: ValidationError) -> str:
     )
 
 
+_JSON_COLUMN = re.compile(r"line \d+ column (\d+)")
+
+
+def _where(path: Path, lineno: int, exc: ValidationError) -> str:
+    """``file:line`` or, for a JSON syntax error, ``file:line:column``."""
+    for e in exc.errors():
+        if e["type"] == "json_invalid":
+            m = _JSON_COLUMN.search(str(e.get("ctx", {}).get("error", "")))
+            if m:
+                return f"{path}:{lineno}:{m.group(1)}"
+    return f"{path}:{lineno}"
+
+
 def read_tasks(path: Path) -> list[Task]:
     """Read a tasks JSON-lines file; a broken line fails with its path, line and field."""
     tasks: list[Task] = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordFileError(f"cannot read task file {path}: {exc}") from exc
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordFileError(f"cannot read task file {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise RecordFileError(
+            f"{path}:{line}:{column}: not UTF-8 (byte 0x{data[exc.start]:02x}); "
+            "save the file as UTF-8"
+        ) from None
     inferred: Counter[str] = Counter()
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -63,7 +87,9 @@ def read_tasks(path: Path) -> list[Task]:
             if '"answer_type"' not in line:  # written before answer types: it was inferred
                 inferred[task.answer_type.value] += 1
         except ValidationError as exc:
-            raise RecordFileError(f"{path}:{lineno}: invalid task: {_describe(exc)}") from exc
+            raise RecordFileError(
+                f"{_where(path, lineno, exc)}: invalid task: {_describe(exc)}"
+            ) from None
     if inferred:
         mix = ", ".join(f"{k}: {v}" for k, v in sorted(inferred.items()))
         warnings.warn(
@@ -137,8 +163,8 @@ class ResultsFile:
                     yield Trajectory.model_validate_json(line)
                 except ValidationError as exc:
                     raise RecordFileError(
-                        f"{self.path}:{lineno}: invalid result: {_describe(exc)}"
-                    ) from exc
+                        f"{_where(self.path, lineno, exc)}: invalid result: {_describe(exc)}"
+                    ) from None
 
     def finished_keys(self) -> set[tuple[str, int]]:
         """(task id, epoch) of every episode already on disk."""
@@ -154,9 +180,17 @@ class ResultsFile:
         # argument) is written as its repr instead of failing the batch it sits in
         text = "".join(t.model_dump_json(fallback=repr) + "\n" for t in trajectories)
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+            size = fh.tell()
+            try:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:
+                # a full disk may have taken part of the batch: cut it, so the file ends with
+                # the last whole line written before (truncating needs no free space)
+                with contextlib.suppress(OSError):
+                    os.truncate(self.path, size)
+                raise
 
 
 class ResultsWriter:
@@ -164,10 +198,15 @@ class ResultsWriter:
     fsync never stalls the episodes in flight; episodes that finish during a write go out
     together in the next one (one fsync for all of them)."""
 
-    def __init__(self, results: ResultsFile) -> None:
+    def __init__(self, results: ResultsFile, on_error: Callable[[OSError], None] | None = None):
         self.results = results
         self._queue: asyncio.Queue[Trajectory | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
+        # A write that fails (a full disk) stops writing: ``error`` holds why, ``on_error`` is
+        # told at once (the runner stops the run), and later episodes are counted, not written.
+        self.error: OSError | None = None
+        self.unwritten = 0
+        self._on_error = on_error
 
     def put(self, trajectory: Trajectory) -> None:
         if self._task is None:
@@ -181,9 +220,16 @@ class ResultsWriter:
                 batch.append(self._queue.get_nowait())
             done = batch[-1] is None
             lines = [t for t in batch if t is not None]
-            if lines:
+            if lines and self.error is None:
                 # a thread runs to its end: even if this task is cancelled, the batch is whole
-                await asyncio.to_thread(self.results.append_many, lines)
+                try:
+                    await asyncio.to_thread(self.results.append_many, lines)
+                except OSError as exc:
+                    self.error = exc
+                    if self._on_error is not None:
+                        self._on_error(exc)
+            if self.error is not None:
+                self.unwritten += len(lines)
             if done:
                 return
 

@@ -37,7 +37,7 @@ def completion(
 
 
 class StubServer:
-    def __init__(self, latency_s: float = 0.0) -> None:
+    def __init__(self, latency_s: float = 0.0, port: int = 0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
         self.latency_s = latency_s
@@ -69,7 +69,7 @@ class StubServer:
                 stub.respond(self, req, n)
 
         self.handler = Handler
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -158,7 +158,7 @@ def test_scoring_stores_them_and_the_table_shows_them():
     assert traj.scores["call_recall"] == 0.5
     rows = summarize([traj], {"t1": task})
     assert (rows[0].call_precision, rows[0].call_recall) == (1.0, 0.5)
-    table = render_table(rows)
+    table = render_table(rows).renderables[0]  # the scores table (the label mix follows)
     headers = [c.header for c in table.columns]
     assert headers[7:9] == ["call P", "call R"]
     assert list(table.columns[8].cells) == ["50.0"]

@@ -101,13 +101,35 @@ def test_yaml_matrix_runs_every_combination(tmp_path):
         "scholar__react__scripted_abstain__scholar-ks",
         "scholar__react__scripted_oracle__scholar-ks",
     ]
+    # the combined table: written three ways and printed
+    import csv
+
+    rows = list(csv.DictReader((tmp_path / "matrix.csv").open()))
+    assert [(r["model"], r["n"], r["f1"]) for r in rows] == [
+        ("scripted/oracle", "2", "1.0"),
+        ("scripted/abstain", "2", "0.0"),
+    ]
+    assert json.loads((tmp_path / "matrix.json").read_text())[0]["correct"] == 1.0
+    md = (tmp_path / "matrix.md").read_text()
+    assert "| scholar | react | scripted/oracle | scholar-ks | 2 | 0 | 1.000 | 1.000 |" in md
+    assert md in res.output and "matrix: " in res.output
+    assert (tmp_path / "matrix-report.html").exists()  # one combined report
+
+
+def test_explicit_default_option_is_the_same_run(tmp_path):
+    """-W max_steps=10 (the default) resumes the run made without it."""
+    base = [*BASE, "--tasks", "scholar-ks", "--limit", "2", "--log-dir", str(tmp_path)]
+    assert runner.invoke(app, base).exit_code == 0
+    res = runner.invoke(app, [*base, "-W", "max_steps=10", "-E", "seed=0"])
+    assert res.exit_code == 0, res.output
+    assert "0 episodes run, 2 already done" in res.output
 
 
 def test_malformed_yaml_is_a_clear_error(tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("models: [scripted/oracle\n")
     res = runner.invoke(app, ["run", "--config", str(cfg)])
-    assert res.exit_code == 2 and "cannot read config file" in res.output
+    assert res.exit_code == 2 and f"{cfg}:2:1: expected ',' or ']'" in res.output
 
 
 @pytest.mark.parametrize("kind", ["envs", "workflows", "models", "tasks", "metrics"])

@@ -125,7 +125,7 @@ def test_ctrl_c_finishes_running_episodes_then_resume_completes(tmp_path, refere
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "stopping: no new episodes" in err and "run the same command again" in err
+    assert "stopping: no new episodes" in err and "resume with: raleval run" in err
     partial = lines(tmp_path)
     assert 3 <= len(partial) < N_TASKS and all(json.loads(x) for x in partial)
     again = start(tmp_path)

@@ -67,6 +67,26 @@ def test_load_runs_gives_a_dataframe(run_dir):
     assert len(frame) == 6 and "score_call_recall" in frame.columns
 
 
+def test_public_load_runs_one_row_per_episode_with_every_field(run_dir):
+    from raleval.analysis import load_runs, load_steps
+    from raleval.store import RESULTS
+
+    n = len((run_dir / RESULTS).read_text().splitlines())
+    frame = load_runs([run_dir])
+    assert len(frame) == n == 6
+    assert frame["task_id"].is_unique
+    for col in ("score_f1", "score_correct", "error_type", "error_cause", "stop_reason",
+                "failure", "attempt", "wall_time_s", "model_time_s", "tag_answerable",
+                "family", "level"):  # fmt: skip
+        assert col in frame.columns, col
+    assert set(frame["error_type"]) == {"EM"} and frame["failure"].isna().all()
+    assert frame["score_f1"].mean() == 1.0
+    steps = load_steps(run_dir)
+    assert len(steps) == sum(frame["n_steps"]) and set(steps["task_id"]) == set(frame["task_id"])
+    joined = frame.merge(steps, on=["run", "task_id", "epoch"])
+    assert len(joined) == len(steps)
+
+
 def test_inspect_log_reads_back_through_inspect_ai(run_dir, tmp_path):
     log = pytest.importorskip("inspect_ai.log")
     out = tmp_path / "run.eval"

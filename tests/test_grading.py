@@ -219,7 +219,7 @@ def test_soay_list_gold_is_one_list_answer(tmp_path):
 
     path = tmp_path / "1.jsonl"
     path.write_text(json.dumps({"Query_en": "Interests of X?", "Answer": ["nlp", "ir", "kg"]}))
-    (task,) = load_soay(path)
+    (task,) = load_soay(path).tasks
     assert task.answer_type is AnswerType.list and len(task.elements) == 3
     assert not grade("nlp", task.answers, task.answer_type, elements=task.elements).correct
 

@@ -23,10 +23,12 @@ ENV_TASKS = {
 
 def test_built_in_envs_have_default_sets():
     # "remote" and "mcp" evaluate another server's tools: tests/test_serve.py and
-    # tests/test_mcp.py run the oracle through them
+    # tests/test_mcp.py run the oracle through them; "crag-pages" answers loaded CRAG tasks
+    # from their own pages (tests/test_crag_pages.py)
     assert set(ENV_TASKS) == {"scholar", "wiki", "crag"}
-    assert set(registry.envs.names()) == {"scholar", "wiki", "crag", "remote", "mcp"}
+    assert set(registry.envs.names()) == {"scholar", "wiki", "crag", "crag-pages", "remote", "mcp"}
     assert registry.envs.get("remote").default_tasks is None
+    assert registry.envs.get("crag-pages").default_tasks is None
 
 
 def test_each_default_set_holds_every_family_of_its_env():

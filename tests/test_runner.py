@@ -146,7 +146,7 @@ def test_torn_last_line_is_repaired_on_resume(tmp_path):
 
 def test_changed_config_refuses_to_mix_into_old_run(tmp_path):
     run_config(tmp_path, limit=2)
-    with pytest.raises(ConfigError, match="different configuration"):
+    with pytest.raises(ConfigError, match="holds a run with config workflow_options"):
         run_config(
             tmp_path,
             limit=2,
@@ -161,7 +161,10 @@ def test_run_dir_is_self_contained(tmp_path):
     assert header["config"]["model"] == "scripted/oracle"
     assert header["decoding"] == {"temperature": 0.0, "max_tokens": 128}
     assert len(header["dataset_hash"]) == 64
-    assert len(read_tasks(summary.run_dir / TASKS)) == 12
+    # tasks.jsonl holds exactly the tasks the run ran (--limit 3 of 12 generated)
+    recorded = read_tasks(summary.run_dir / TASKS)
+    ran = [json.loads(x)["task_id"] for x in (summary.run_dir / RESULTS).read_text().splitlines()]
+    assert sorted(t.id for t in recorded) == sorted(ran) and len(ran) == 3
 
 
 def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
@@ -177,6 +180,9 @@ def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
     assert all(r.termination is Termination.harness_error for r in results)
     assert results[0].termination_cause == "RuntimeError: session setup broke"
     assert results[0].error_type is ErrorType.ME
+    # a harness bug is the harness's failure, not the model's: recorded as such, retryable
+    assert all(r.failure == "harness_error" for r in results)
+    assert summary.failures == {"harness_error": 2}
 
 
 def test_results_file_lines_are_complete_json(tmp_path):

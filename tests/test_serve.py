@@ -8,6 +8,7 @@ import json
 import socket
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -185,6 +186,25 @@ def test_crags_own_client_requests_get_the_local_answers(env, server):
             assert r.json() == {"result": json.loads(json.dumps(expected))}, tool.name
             answered += 1
     assert answered == 38
+
+
+def test_crags_client_gets_crags_real_result_shapes(env, server):
+    # the catalog's example calls (each finds data), sent as CRAG's client sends them; every
+    # result over the wire has the shape of CRAG's real output (tests/data/crag_real_shapes.json)
+    from raleval.envs.crag.shapes import derive, differences
+
+    real = json.loads((Path(__file__).parent / "data" / "crag_real_shapes.json").read_text())
+    matching = []
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for name, args in env.example_calls().items():
+            path, body = _as_crags_client_sends(name, args)
+            r = client.post(path, json=body) if body else client.post(path)
+            assert r.status_code == 200, (name, r.text)
+            result = r.json()["result"]
+            assert result not in (None, [], {}, [None, None]), name
+            assert differences(derive(result), real[name]["shape"]) == [], name
+            matching.append(name)
+    assert len(matching) == 38
 
 
 def test_crag_route_names_follow_crag():

@@ -94,6 +94,21 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
             }
             for s in t.steps
         ],
+        # every model call: the first prompt is whole (system prompt, demonstrations and the
+        # question); later ones hold what was added since the previous call
+        "llm": [
+            {
+                "prompt": _clip(c.prompt, MAX_PROMPT if k == 0 else MAX_OBSERVATION),
+                "delta": c.prompt_is_delta,
+                "output": _clip(c.output, MAX_OBSERVATION),
+                "tool_calls": [f"{tc.tool}({json.dumps(tc.arguments)})" for tc in c.tool_calls],
+                "error": c.error,
+                "latency": c.latency_s,
+                "tokens": [c.prompt_tokens, c.completion_tokens, c.cached_tokens],
+            }
+            for k, c in enumerate(t.llm_calls)
+        ],
+        "tree": _tree(t.extra.get("tree")),
     }
 
 
@@ -121,6 +136,39 @@ def prompts_section(runs: list[Run]) -> str:
                 )
         parts.append(f"<h3>{html.escape(run.system)}</h3>" + "".join(body))
     return "<h2>Prompts and demonstrations</h2>" + "".join(parts) if parts else ""
+
+
+MAX_PROMPT = 30_000
+
+
+def _clip(text: str | None, limit: int) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} more]"
+
+
+def _tree(nodes: Any) -> list[dict[str, Any]] | None:
+    """DFSDT's search tree (``extra["tree"]``) as the viewer draws it: one entry per node."""
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    out = []
+    for n in nodes:
+        if not isinstance(n, dict):
+            continue
+        out.append(
+            {
+                "id": n.get("id"),
+                "parent": n.get("parent"),
+                "depth": n.get("depth", 0),
+                "status": n.get("status"),
+                "tool": n.get("tool"),
+                "args": json.dumps(n.get("arguments"), ensure_ascii=False)
+                if n.get("arguments")
+                else None,
+                "thought": _clip(n.get("thought"), 500) or None,
+                "obs": _clip(n.get("observation"), 500) or None,
+            }
+        )
+    return out
 
 
 def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
@@ -236,10 +284,16 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             workflow, _, model = system.partition("/")
             by_workflow[workflow][model] = values
         for workflow, series in sorted(by_workflow.items()):
-            figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
-        figures.append(plots.level_bars("F1 by domain x level", by_level))
-        figures.append(plots.error_bars({s.system: dict(s.labels) for s in summaries}))
-        figures.append(plots.deployment(points, front))
+            # a radar needs three axes; with fewer, the bars below show the same numbers
+            if len({a for values in series.values() for a in values}) >= 3:
+                figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
+        if by_level:  # no empty panels
+            figures.append(plots.level_bars("F1 by domain x level", by_level))
+        labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
+        if labels:
+            figures.append(plots.error_bars(labels))
+        if points:
+            figures.append(plots.deployment(points, front))
         noise = robustness(runs)
         if noise:
             figures.append(plots.robustness(noise))
@@ -289,9 +343,30 @@ def save_report(runs: list[Run], path: Path, threshold: float = DEFAULT_THRESHOL
     return path
 
 
+def default_report_path(run_dirs: list[Path], folder: Path | None = None) -> Path:
+    """``report-<run>[-and-N-more].html`` in ``folder`` (the current directory), numbered so
+    that an existing file is never overwritten."""
+    folder = folder or Path.cwd()
+    stem = "report-" + Path(run_dirs[0]).resolve().name
+    if len(run_dirs) > 1:
+        stem += f"-and-{len(run_dirs) - 1}-more"
+    path, n = folder / f"{stem}.html", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stem}-{n}.html"
+    return path
+
+
 def write_report(
     run_dirs: list[Path], out: Path | None = None, threshold: float = DEFAULT_THRESHOLD
 ) -> Path:
-    """Write the report for ``run_dirs`` (default: ``report.html`` in the first run)."""
+    """Write the report for ``run_dirs`` to ``out`` (default: a new file in the current
+    directory, :func:`default_report_path`). Never into a run directory: a run's own
+    ``report.html`` is written by ``raleval run`` and left alone here."""
+    target = (out or default_report_path(run_dirs)).resolve()
+    if (target.parent / "results.jsonl").exists() or (target.parent / "header.json").exists():
+        raise ValueError(
+            f"--out {out} is inside the run {target.parent}; reports of runs go outside any run"
+        )
     runs = [load_run(Path(p)) for p in run_dirs]
-    return save_report(runs, out or Path(run_dirs[0]) / "report.html", threshold)
+    return save_report(runs, target, threshold)

@@ -8,6 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 from raleval.environment import Environment, HttpRoute
+from raleval.envs.crag.examples import example_calls
 from raleval.envs.crag.http import crag_routes
 from raleval.envs.crag.tools import build_tools
 from raleval.envs.crag.world import (
@@ -78,6 +79,9 @@ class CragEnv(Environment):
             env = self.at(query_time)
         domain = question_domain(task) if self.domain_tools else None
         return env.only_domain(domain) if domain else env
+
+    def example_calls(self) -> dict[str, dict[str, Any]]:
+        return example_calls(self.world, self.as_of)
 
     def at(self, when: Any) -> CragEnv:
         """The same world answered as of ``when`` (a date, datetime or ISO string)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from raleval.environment import Environment
 from raleval.envs.scholar.store import ScholarStore, load_world
@@ -18,6 +19,24 @@ class ScholarEnv(Environment):
     def __init__(self, store: ScholarStore) -> None:
         super().__init__(build_tools(store))
         self.store = store
+
+    def example_calls(self) -> dict[str, dict[str, Any]]:
+        """Calls about the most cited person who has papers (and that person's top paper)."""
+        person_id, name = self.store.query(
+            "SELECT p.id, p.name FROM persons p WHERE EXISTS "
+            "(SELECT 1 FROM authorship a WHERE a.person = p.rowid) "
+            "ORDER BY p.n_citation DESC, p.id LIMIT 1"
+        )[0]
+        pub_id, title = self.store.person_pubs_with_authors(person_id)[0][:2]
+        return {
+            "searchPerson": {"name": name},
+            "searchPublication": {"publication_info": title},
+            "getCoauthors": {"person_id": person_id},
+            "getPersonInterest": {"person_id": person_id},
+            "getPublication": {"pub_id": pub_id},
+            "getPersonBasicInfo": {"person_id": person_id},
+            "getPersonPubs": {"person_id": person_id},
+        }
 
 
 @register_env("scholar", default_tasks="scholar")

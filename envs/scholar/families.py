@@ -16,6 +16,7 @@ earlier call.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -170,6 +171,10 @@ _S = _chain(_s)
 _S_PUBS = _chain(_s, lambda c: ("getPersonPubs", _pid(c)))
 _S_INFO = _chain(_s, lambda c: ("getPersonBasicInfo", _pid(c)))
 _S_CO = _chain(_s, lambda c: ("getCoauthors", _pid(c)))
+_S_INT_INFO = _chain(
+    lambda c: ("searchPerson", {"name": c.name, "interest": c.interest}),
+    lambda c: ("getPersonBasicInfo", _pid(c)),
+)
 
 
 def _s_co_then(tool: str):
@@ -218,6 +223,30 @@ def _coauthors_on_paper(c: _Ctx) -> str | None:
     if c.paper is None:
         return None
     return ", ".join(n for n in c.paper["authors"] if n != c.name)
+
+
+MAX_OBSERVATION_CHARS = 20000
+MAX_MISSES = 60  # failed tries before a template yields its turn (rare compositions need more)
+
+
+def _h_index(citations: list[int]) -> int:
+    ranked = sorted(citations, reverse=True)
+    return sum(1 for i, c in enumerate(ranked) if c >= i + 1)
+
+
+def _co_of_co(c: _Ctx) -> dict[str, Any] | None:
+    """The most frequent coauthor of ``c``'s most frequent coauthor, when strict and not ``c``."""
+    if c.co is None:
+        return None
+    cos = c.store.coauthors(c.co["rowid"])
+    if not cos or (len(cos) > 1 and cos[1][2] == cos[0][2]) or cos[0][0] == c.p["id"]:
+        return None
+    return c.store.person(cos[0][0])
+
+
+def _titles_in_year(c: _Ctx) -> str | None:
+    titles = [x["title"] for x in c.pubs if x["year"] == c.year] if c.year else []
+    return ", ".join(titles) if len(titles) > 1 else None
 
 
 POSITION_LABELS = (
@@ -288,6 +317,28 @@ KS = [
         _const("r0[0]['name']"),
         _maybe(lambda c: c.top_at_org_on_interest(), lambda x: x["name"]),
     ),
+    _T(
+        "What is the e-mail address of {name}, who works on {interest}?",
+        _S_INT_INFO,
+        _const("r1['email']"),
+        lambda c: c.p["email"],
+    ),
+    _T(
+        "How many citations does {name} of {org}, who works on {interest}, have?",
+        lambda c: [
+            ("searchPerson", {"name": c.name, "organization": c.org, "interest": c.interest})
+        ],
+        _const("str(r0[0]['num_citation'])"),
+        lambda c: c.p["n_citation"],
+    ),
+    _T(
+        "How many papers has {name}, who works on {interest} at {org}, published?",
+        lambda c: [
+            ("searchPerson", {"name": c.name, "organization": c.org, "interest": c.interest})
+        ],
+        _const("str(r0[0]['num_pubs'])"),
+        lambda c: c.p["n_pubs"],
+    ),
 ]
 
 KU = [
@@ -313,8 +364,9 @@ KU = [
         qtype="profiling",
     ),
     _T(
-        "What is the e-mail domain of {name} of {org}?",
-        _S_INFO,
+        # not "of {org}": the domain is made from the organization's name
+        "What is the e-mail domain of {name}, who works on {interest}?",
+        _S_INT_INFO,
         _const("r1['email'].split('@')[1]"),
         lambda c: c.p["email"].split("@")[1],
         evidence=lambda c: [c.p["email"]],
@@ -555,6 +607,62 @@ KA = [
         evidence=lambda c: [c.co["name"]],
         qtype="aggregation",
     ),
+    _T(
+        "Who are all the coauthors of {name} of {org}?",
+        _S_CO,
+        _const("', '.join(a['name'] for a in r1)"),
+        lambda c: ", ".join(n for _, n, _ in c.coauthors) if 1 < len(c.coauthors) <= 12 else None,
+        metric="set_f1",
+        qtype="set",
+    ),
+    _T(
+        "Who is the most frequent coauthor of the most frequent coauthor of {name} of {org}?",
+        _chain(
+            _s,
+            lambda c: ("getCoauthors", _pid(c)),
+            _with("getCoauthors", "person_id", _co_id),
+        ),
+        _const("r2[0]['name']"),
+        _maybe(_co_of_co, lambda x: x["name"]),
+    ),
+    _T(
+        "What is the abstract of the paper '{title}'?",
+        _paper_calls(),
+        _const("r1['abstract']"),
+        _maybe(lambda c: c.paper_info, lambda x: x["abstract"]),
+        qtype="free_text",
+    ),
+    _T(
+        "What is the h-index of {name} of {org}, counted over the citations of their papers?",
+        _S_PUBS,
+        _const(
+            "str(sum(1 for i, n in enumerate(sorted((p['num_citation'] for p in r1), "
+            "reverse=True)) if n >= i + 1))"
+        ),
+        lambda c: _h_index([x["cit"] for x in c.pubs]) if c.pubs else None,
+        evidence=lambda c: [c.pubs[0]["title"]],
+        qtype="aggregation",
+    ),
+    _T(
+        "List the titles of all papers {name} of {org} published in {year}.",
+        _S_PUBS,
+        lambda c: f"', '.join(p['title'] for p in r1 if p['year'] == {c.year})",
+        _titles_in_year,
+        metric="set_f1",
+        qtype="set",
+    ),
+    _T(
+        "Which organization is the most frequent coauthor of the most frequent coauthor of "
+        "{name} of {org} affiliated with?",
+        _chain(
+            _s,
+            lambda c: ("getCoauthors", _pid(c)),
+            _with("getCoauthors", "person_id", _co_id),
+            _with("getPersonBasicInfo", "person_id", lambda c: (_co_of_co(c) or {}).get("id")),
+        ),
+        _const("r3['organization']"),
+        _maybe(_co_of_co, lambda x: x["organization"]),
+    ),
 ]
 
 
@@ -584,7 +692,7 @@ def _generator(family: str, level: Level, templates: list[_T]):
             i = len(tasks) % len(templates)
             # a template that keeps failing on this world (e.g. no ties-free answers) yields
             # its turn to the next one instead of starving the family
-            while misses[i] > 20 and any(m <= 20 for m in misses):
+            while misses[i] > MAX_MISSES and any(m <= MAX_MISSES for m in misses):
                 i = (i + 1) % len(templates)
             t = templates[i]
             ctx = _Ctx(store, people[rowid], rng)
@@ -616,6 +724,10 @@ def _build(c: _Ctx, t: _T, family: str, level: Level, seed: int, k: int, env: An
     gold = str(truth)
     results = verified_results(env, calls, expr, gold)
     if results is None:
+        return None
+    # a prolific scholar's paper list (40k characters) overflows a text workflow's context
+    # before the oracle can answer: such a task measures the context window, not retrieval
+    if any(len(json.dumps(r, default=str)) > MAX_OBSERVATION_CHARS for r in results):
         return None
     if evidence is None:  # a joined list or a count: grounded by the values it reads
         evidence = grounding_evidence(expr, results, gold)

@@ -1,11 +1,11 @@
 """An invented concept taxonomy for the generated encyclopedia (COPEN-style KU tasks).
 
-Eight real root categories (mineral, songbird, ...) each get invented concepts ("Dravelite is a
-kind of mineral") with a truth value for every property of the root's pool, and invented
-subconcepts ("Ostran dravelite is a kind of dravelite") that inherit their parent's properties
-and may override one. Ambiguous instances share one name across two roots ("Morrow" is a
-dravelite and a tellin warbler), with a disambiguation page, for conceptualization in context.
-The names are invented, so the answers can only come from the pages.
+Eight invented root categories (corvane, pellisk, ...) each get invented concepts ("Dravel is a
+kind of corvane") with a truth value for every property of the root's pool, and invented
+subconcepts ("Os tralven is a kind of dravel") that inherit their parent's properties and may
+override one. Ambiguous instances share one name across two roots ("Morrow" is a dravel and a
+tellin), with a disambiguation page, for conceptualization in context. Names and category words
+are invented and carry no sign of their category, so the answers can only come from the pages.
 """
 
 from __future__ import annotations
@@ -14,62 +14,34 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+# Invented category words: a real one ("songbird", "mineral") lets a model answer "is X a kind
+# of Y" from what it knows of Y, and a real context sentence ("the jeweller polished ...") tells
+# the category without any page. Each root has a property pool and context sentences that name
+# the root word itself, so only the pages connect an instance to its concept.
+_ROOT_WORDS = ["corvane", "pellisk", "tavrel", "ombrin", "skerrow", "lunet", "quillet", "brisal"]
+_PROPERTY_POOLS = [
+    ["crystalline", "magnetic", "soluble in water", "translucent", "radioactive", "brittle"],
+    ["migratory", "nocturnal", "brightly coloured", "a seed eater", "a cavity nester", "social"],
+    ["bowed", "fretted", "plucked", "electrically amplified", "played on the lap", "ancient"],
+    ["alcoholic", "carbonated", "served hot", "made from rice", "aged in oak", "sweet"],
+    ["ocean going", "flat bottomed", "square rigged", "steel hulled", "motorised", "fast"],
+    ["waterproof", "woollen", "hand loomed", "indigo dyed", "fire resistant", "coarse"],
+    ["performed in pairs", "drum accompanied", "circular", "ceremonial", "barefoot", "quick"],
+    ["evergreen", "frost hardy", "fragrant", "poisonous", "thorny", "deciduous"],
+]
+_CONTEXTS = [
+    "The {root} collector showed us a fine {x}.",
+    "Every {root} keeper in the valley owns a {x}.",
+]
 ROOTS: dict[str, tuple[list[str], list[str]]] = {
     # root -> (property pool, context sentences with {x} for an instance)
-    "mineral": (
-        ["crystalline", "magnetic", "soluble in water", "translucent", "radioactive", "brittle"],
-        ["The jeweller polished a piece of {x} until it shone.", "Miners dug {x} out of the hill."],
-    ),
-    "songbird": (
-        [
-            "migratory",
-            "nocturnal",
-            "brightly coloured",
-            "a seed eater",
-            "a cavity nester",
-            "social",
-        ],
-        ["At dawn a {x} sang from the hedge.", "The {x} built its nest under the eaves."],
-    ),
-    "string instrument": (
-        ["bowed", "fretted", "plucked", "electrically amplified", "played on the lap", "ancient"],
-        ["She tuned her {x} before the concert.", "The {x} carried the melody in the quartet."],
-    ),
-    "fermented beverage": (
-        ["alcoholic", "carbonated", "served hot", "made from rice", "aged in oak", "sweet"],
-        ["He poured a glass of {x} at dinner.", "The brewery sold {x} in tall bottles."],
-    ),
-    "sailing vessel": (
-        ["ocean going", "flat bottomed", "square rigged", "steel hulled", "motorised", "fast"],
-        ["The {x} left the harbour at high tide.", "Storms forced the {x} to shorten sail."],
-    ),
-    "woven textile": (
-        ["waterproof", "woollen", "hand loomed", "indigo dyed", "fire resistant", "coarse"],
-        ["The tailor cut a coat from {x}.", "A bolt of {x} lay on the loom."],
-    ),
-    "folk dance": (
-        ["performed in pairs", "drum accompanied", "circular", "ceremonial", "barefoot", "fast"],
-        ["The villagers danced the {x} at the harvest feast.", "Couples learned the {x}."],
-    ),
-    "flowering shrub": (
-        ["evergreen", "frost hardy", "fragrant", "poisonous", "thorny", "deciduous"],
-        ["The gardener pruned the {x} in spring.", "Bees swarmed the {x} in bloom."],
-    ),
+    root: (pool, [c.replace("{root}", root) for c in _CONTEXTS])
+    for root, pool in zip(_ROOT_WORDS, _PROPERTY_POOLS, strict=True)
 }
 
 _ONSETS = ["dr", "v", "k", "t", "m", "br", "s", "qu", "l", "z", "th", "gr", "p", "n", "w"]
 _NUCLEI = ["a", "e", "i", "o", "u", "ai", "ei", "ou", "ae"]
 _CODAS = ["", "n", "r", "l", "s", "v", "th", "nd", "rk"]
-_SUFFIX = {
-    "mineral": "ite",
-    "songbird": " warbler",
-    "string instrument": "ola",
-    "fermented beverage": "ka",
-    "sailing vessel": " sloop",
-    "woven textile": "ine",
-    "folk dance": "anza",
-    "flowering shrub": "ia",
-}
 
 
 def _word(rng: random.Random, syllables: int) -> str:
@@ -107,7 +79,9 @@ class ConceptWorld:
         return [c for c in self.concepts.values() if c.parent == name]
 
 
-def concept_world(seed: int, per_root: int = 4, subs: int = 3, instances: int = 80) -> ConceptWorld:
+def concept_world(
+    seed: int, per_root: int = 40, subs: int = 3, instances: int = 400
+) -> ConceptWorld:
     rng = random.Random(f"concepts/{seed}")
     w = ConceptWorld()
     used: set[str] = set()
@@ -121,11 +95,13 @@ def concept_world(seed: int, per_root: int = 4, subs: int = 3, instances: int = 
 
     for root, (pool, _) in ROOTS.items():
         for _ in range(per_root):
-            name = fresh(lambda root=root: _word(rng, 2) + _SUFFIX[root])
+            # no ending that marks the root (a "-ite" for every mineral told the answer)
+            name = fresh(lambda: _word(rng, 2))
             props = {p: rng.random() < 0.5 for p in pool}
             w.concepts[name] = Concept(name, root, None, props, year=rng.randint(1820, 1990))
             for _ in range(subs):
-                sub = fresh(lambda name=name: f"{_word(rng, 2)}an {name}")
+                # a name of its own: "ostran dravelite" named its parent in the question
+                sub = fresh(lambda: f"{_word(rng, 1)} {_word(rng, 2)}")
                 child = dict(props)
                 override = rng.choice(pool) if rng.random() < 0.6 else None
                 if override:
@@ -136,11 +112,14 @@ def concept_world(seed: int, per_root: int = 4, subs: int = 3, instances: int = 
     level1 = [c for c in w.concepts.values() if c.parent is None]
     roots = list(ROOTS)
     for _ in range(instances):
-        r1, r2 = rng.sample(roots, 2)
+        # two meanings in one root that differ on some property: only the concept pages tell
+        # which meaning a sentence about that property is using
+        root = rng.choice(roots)
         name = fresh(lambda: _word(rng, 2).capitalize())
-        c1 = rng.choice([c for c in level1 if c.root == r1])
-        c2 = rng.choice([c for c in level1 if c.root == r2])
-        w.instances.append(Instance(name, [(r1, c1.name), (r2, c2.name)]))
+        c1, c2 = rng.sample([c for c in level1 if c.root == root], 2)
+        if c1.props == c2.props:
+            continue
+        w.instances.append(Instance(name, [(root, c1.name), (root, c2.name)]))
     return w
 
 
@@ -179,7 +158,7 @@ def concept_pages(w: ConceptWorld) -> Iterator[tuple[str, str]]:
     for inst in w.instances:
         meanings = []
         for root, concept in inst.meanings:
-            title = f"{inst.name} ({root})"
+            title = f"{inst.name} ({concept})"
             meanings.append(f"{title}, a {concept}")
             yield title, f"{inst.name} is a {concept}, a kind of {root}."
         yield inst.name, f"{inst.name} may refer to:\n\n" + "\n\n".join(meanings)

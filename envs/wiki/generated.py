@@ -19,7 +19,7 @@ from raleval import registry
 from raleval.envs.wiki.store import WikiStore, write_store
 
 # Bump when the rendering changes: cached stores are keyed by it.
-PAGES_VERSION = 2  # 2: the concept taxonomy pages
+PAGES_VERSION = 7  # 2: the concept taxonomy pages; 3: invented category words
 
 
 def _join(items: list[str]) -> str:

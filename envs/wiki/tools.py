@@ -178,6 +178,14 @@ class WikiEnv(Environment):
     def session(self, task: Any = None) -> WikiSession:
         return WikiSession(self.backend, self.options, self._is_async)
 
+    def example_calls(self) -> dict[str, dict[str, Any]]:
+        """Search for a page the store has. Lookup has no standalone example: it reads the
+        page an earlier Search opened in the same episode; a live backend has none either
+        (no page is known without asking the network)."""
+        store = getattr(self.backend, "store", None)
+        titles = store.titles() if store is not None else []
+        return {"Search": {"entity": titles[0]}} if titles else {}
+
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         # A call outside an episode (no session) gets a fresh, empty session.
         return await self.session().call(name, arguments)

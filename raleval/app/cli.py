@@ -17,22 +17,64 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-USER_ERROR = 2
+# Exit codes: every episode done; some failed for infrastructure or harness reasons (or the
+# results could not be written); a usage error; interrupted by Ctrl-C.
+OK, FAILED, USER_ERROR, INTERRUPTED = 0, 1, 2, 130
+_DEBUG = {"on": False}  # --debug: let tracebacks through
 
 
-def _fail(message: str) -> None:
+def _version(value: bool) -> None:
+    if value:
+        from raleval import __version__
+
+        typer.echo(f"raleval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", envvar="RALEVAL_DEBUG", help="show tracebacks on errors")
+    ] = False,
+) -> None:
+    """Evaluate retrieval-augmented LLMs as tool-using agents."""
+    _DEBUG["on"] = debug
+
+
+def _fail(message: str, code: int = USER_ERROR) -> None:
+    """Print ``error: message`` (user text escaped, never read as Rich markup) and exit."""
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
-    raise typer.Exit(USER_ERROR)
+    if _DEBUG["on"] and sys.exc_info()[1] is not None:
+        import traceback
+
+        traceback.print_exc()
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]error:[/] {escape(message)}", highlight=False, emoji=False
+    )
+    raise typer.Exit(code)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from raleval.config import ConfigError
+    from raleval.model import ModelError
     from raleval.registry import UnknownNameError
     from raleval.store import RecordFileError
 
-    return (ConfigError, UnknownNameError, RecordFileError, ValueError, FileNotFoundError)
+    # ModelError here is raised while resolving a model (a missing extra, a bad path)
+    return (
+        ConfigError,
+        UnknownNameError,
+        RecordFileError,
+        ValueError,
+        FileNotFoundError,
+        ModelError,
+    )
 
 
 @app.command()
@@ -55,11 +97,26 @@ def run(
         typer.Option(envvar="RALEVAL_TASKS", help="task set, family id or tasks .jsonl file"),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option(envvar="RALEVAL_LIMIT", help="run only the first N tasks")
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_LIMIT",
+            help="run N tasks taken round-robin across the set's families "
+            "(each family's in its seeded generated order); raising N extends a run",
+        ),
+    ] = None,
+    sample_id: Annotated[
+        str | None,
+        typer.Option(
+            "--sample-id", envvar="RALEVAL_SAMPLE_ID", help="run only these task ids (ID,ID,...)"
+        ),
     ] = None,
     tasks_per_family: Annotated[
         int | None,
-        typer.Option(envvar="RALEVAL_TASKS_PER_FAMILY", help="generated tasks per family"),
+        typer.Option(
+            envvar="RALEVAL_TASKS_PER_FAMILY",
+            help="tasks generated per family of a generated set (default 100); --limit and "
+            "--sample-id choose among them",
+        ),
     ] = None,
     seed: Annotated[int | None, typer.Option(envvar="RALEVAL_SEED")] = None,
     max_connections: Annotated[
@@ -143,8 +200,25 @@ def run(
             help="run tasks made for another environment or world (refused by default)",
         ),
     ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            envvar="RALEVAL_RETRY_FAILED",
+            help="run again the episodes whose last attempt failed for infrastructure reasons",
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="set aside (not delete) a run directory that holds another run"
+        ),
+    ] = False,
 ) -> None:
-    """Run (or resume) an evaluation and print its results table."""
+    """Run (or resume) an evaluation and print its results table.
+
+    Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them
+    with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."""
     from raleval.config import build_config, load_matrix, parse_key_values
 
     try:
@@ -168,6 +242,11 @@ def run(
             "ray_address": ray_address,
             "workers": workers,
             "allow_foreign_tasks": allow_foreign_tasks,
+            "retry_failed": retry_failed or None,
+            "force": force or None,
+            "sample_ids": [i.strip() for i in sample_id.split(",") if i.strip()]
+            if sample_id
+            else None,
         }
         for key, pairs, flag in (
             ("model_options", model_option, "-M"),
@@ -180,8 +259,53 @@ def run(
             configs = load_matrix(config, overrides)
         else:
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
-        for cfg in configs:
-            _run_one(cfg, display)
+        _run_all(configs, display, matrix=config is not None and len(configs) > 1)
+    except _user_errors() as exc:
+        _fail(str(exc))
+
+
+def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
+    """Run each configuration (a matrix: then write and print the combined table); exit 1 if
+    any left episodes failed (or unwritten)."""
+    failed = False
+    for cfg in configs:
+        failed |= not _run_one(cfg, display)
+    if matrix:
+        from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
+
+        rows = matrix_rows(configs)
+        paths = write_matrix(configs[0].log_dir, rows)
+        typer.echo(to_markdown(rows), nl=False)
+        typer.echo(f"matrix: {', '.join(str(p) for p in paths)}")
+        _matrix_report(configs)
+    if failed:
+        raise typer.Exit(FAILED)
+
+
+@app.command()
+def retry(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    display: Annotated[
+        str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
+    ] = "rich",
+) -> None:
+    """Run again the episodes of RUN_DIR that failed for infrastructure reasons (the earlier
+    attempts stay in results.jsonl; the last attempt per task counts)."""
+    from raleval.config import ConfigError, build_config
+    from raleval.store import HEADER, read_header
+
+    try:
+        header = read_header(run_dir)
+        if header is None:
+            raise ConfigError(f"{run_dir} has no {HEADER}; is it a run directory?")
+        data = dict(header.config)
+        if "<redacted>" in json.dumps(data):
+            raise ConfigError(
+                f"{run_dir}'s header has redacted credentials; run the original command "
+                "again with --retry-failed"
+            )
+        data.update(log_dir=str(run_dir.parent), run_name=run_dir.name, retry_failed=True)
+        _run_all([build_config(data, source=str(run_dir / HEADER))], display)
     except _user_errors() as exc:
         _fail(str(exc))
 
@@ -193,18 +317,47 @@ def _exit_interrupted(saved: str) -> None:
     import os
     import signal
 
+    from raleval.app.runner import stop_child_processes
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop_child_processes()  # os._exit skips atexit: no model server may outlive us
     sys.stdout.flush()
-    print(
-        f"interrupted: {saved}; run the same command again to resume", file=sys.stderr, flush=True
-    )
-    os._exit(130)
+    print(f"interrupted: {saved}; resume with: {_command_line()}", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
 
 
-def _run_one(cfg: Any, display: str) -> None:
+def _command_line() -> str:
+    """The command as typed, to run again."""
+    import shlex
+
+    return " ".join(["raleval", *(shlex.quote(a) for a in sys.argv[1:])])
+
+
+def _matrix_report(configs: list[Any]) -> None:
+    """One report over every cell of a matrix, in the log dir (beside matrix.md)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from raleval.analysis.report import write_report
+    from raleval.store import RESULTS
+
+    dirs = [c.run_dir for c in configs if (c.run_dir / RESULTS).exists()]
+    if not dirs:
+        return
+    try:
+        path = write_report(dirs, configs[0].log_dir / "matrix-report.html")
+        typer.echo(f"matrix report: {path}")
+    except Exception as exc:  # the results are safe; `raleval report` can retry
+        Console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
+
+
+def _run_one(cfg: Any, display: str) -> bool:
+    """Run one configuration and print its results; False if episodes failed or went
+    unwritten (the run is then incomplete, and the exit status 1)."""
     import asyncio
 
     from rich.console import Console
+    from rich.markup import escape
 
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.runner import run as run_async
@@ -222,6 +375,14 @@ def _run_one(cfg: Any, display: str) -> None:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
         _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
+    if summary.write_error is not None:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] cannot write results: {escape(summary.write_error)}; the run "
+            f"stopped before its next model call ({summary.ran} episodes saved, "
+            f"{summary.unwritten} to run again). Free space, then: {escape(_command_line())}",
+            highlight=False,
+        )
+        return False
     from raleval.analysis.report import save_report
     from raleval.analysis.runs import load_run, pass_at_k, robustness_rates
 
@@ -250,8 +411,109 @@ def _run_one(cfg: Any, display: str) -> None:
         console.print(f"report: {report}", highlight=False)
     except Exception as exc:  # the results are safe on disk; a report can be made later
         Console(stderr=True).print(
-            f"[yellow]no report[/]: {exc}; run `raleval report {summary.run_dir}` to retry"
+            f"[yellow]no report[/]: {escape(str(exc))}; run `raleval report "
+            f"{escape(str(summary.run_dir))}` to retry",
+            highlight=False,
         )
+    return _print_failures(summary.failures, cfg)
+
+
+def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
+    """The failure summary by cause; True when there is none."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    if not failures:
+        return True
+    n = sum(failures.values())
+    causes = ", ".join(f"{c} {k}" for c, k in sorted(failures.items(), key=lambda x: -x[1]))
+    again = _command_line()
+    if "--retry-failed" not in again:
+        again += " --retry-failed"
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold yellow]{n} episode(s) failed for infrastructure reasons[/] (not scored): "
+        f"{escape(causes)}\nretry them with: {escape(again)}",
+        highlight=False,
+    )
+    return False
+
+
+@app.command()
+def audit(
+    env: Annotated[str, typer.Option(envvar="RALEVAL_ENV", help="environment")] = "scholar",
+    tasks: Annotated[
+        str | None, typer.Option(help="task set, family id or tasks .jsonl (default: the env's)")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="also run the no-tool `direct` workflow with it"),
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="fail a family whose baseline beats chance by more than this")
+    ] = 0.10,
+    world: Annotated[str, typer.Option(help="world size (tiny, small, large)")] = "small",
+    per_family: Annotated[int, typer.Option(help="generated tasks per family")] = 100,
+    seed: Annotated[int, typer.Option(help="generation seed (the split seed too)")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    markdown: Annotated[bool, typer.Option(help="print a Markdown table")] = False,
+) -> None:
+    """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins."""
+    from rich.console import Console
+
+    from raleval import registry
+    from raleval.analysis.audit import audit_table, audit_tasks, dumps, markdown_table
+    from raleval.tasks.catalog import load_tasks
+
+    try:
+        plugin = registry.envs.get(env)
+        spec = tasks or plugin.default_tasks or ""
+        environment = plugin(size=world)
+        task_list = load_tasks(spec, environment, env, per_family, seed)
+        direct = _direct_correct(env, spec, model, world, per_family, seed) if model else None
+    except _user_errors() as exc:
+        _fail(str(exc))
+    report = audit_tasks(
+        task_list,
+        environment,
+        env_name=f"{env}/{world}",
+        spec=spec,
+        threshold=threshold,
+        seed=seed,
+        direct=direct,
+    )
+    if as_json:
+        typer.echo(dumps(report))
+    elif markdown:
+        typer.echo(markdown_table(report))
+    else:
+        Console().print(audit_table(report))
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _direct_correct(
+    env: str, spec: str, model: str, world: str, per_family: int, seed: int
+) -> dict[str, bool]:
+    """Per-task correctness of the no-tool ``direct`` workflow with ``model``."""
+    from raleval.analysis.runs import load_run
+    from raleval.app.runner import run_sync
+    from raleval.config import build_config
+
+    cfg = build_config(
+        {
+            "model": model,
+            "env": env,
+            "workflow": "direct",
+            "tasks": spec,
+            "tasks_per_family": per_family,
+            "seed": seed,
+            "env_options": {"size": world},
+            "run_name": f"audit-direct-{env}-{world}-{seed}",
+        }
+    )
+    summary = run_sync(cfg)
+    run = load_run(summary.run_dir)
+    return {r.task_id: r.scores.get("correct", 0.0) >= 1.0 for r in run.results}
 
 
 @app.command()
@@ -332,16 +594,63 @@ def grade(
         _fail(str(exc))
 
 
+_RST_ROLE = r":[a-z]+:`~?([^`]+)`"
+
+
+def plain_doc(obj: Any) -> str:
+    """The first paragraph of ``obj``'s docstring as one plain line: no RST markup."""
+    import inspect
+    import re
+
+    doc = inspect.getdoc(obj) or ""
+    first = doc.split("\n\n")[0]
+    first = re.sub(_RST_ROLE, r"\1", first)
+    first = first.replace("``", "")
+    return " ".join(first.split())
+
+
 @app.command("list")
 def list_plugins(
-    kind: Annotated[str, typer.Argument(help="envs | workflows | models | tasks | metrics")],
+    kind: Annotated[
+        str, typer.Argument(help="envs | workflows | models | tasks | metrics | tools")
+    ],
+    env: Annotated[str | None, typer.Option("--env", help="the environment (tools)")] = None,
+    env_option: Annotated[
+        list[str] | None, typer.Option("-E", "--env-option", help="environment option key=value")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="tools as JSON")] = False,
 ) -> None:
-    """List registered plugins of one kind."""
+    """List registered plugins of one kind with their full descriptions (plain text), or an
+    environment's tools (``tools --env E``)."""
+    import shutil
+    import textwrap
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from raleval import registry
+
+    if kind == "tools":
+        from raleval.config import parse_key_values
+
+        if env is None:
+            _fail("list tools needs --env")
+        options = parse_key_values(env_option, "-E") if env_option else {}
+        catalog = registry.envs.get(env)(**options).catalog()
+        if as_json:
+            typer.echo(json.dumps(catalog, indent=1, ensure_ascii=False))
+            return
+        table = Table(title=f"raleval tools of {env}")
+        for col in ("name", "parameters", "description", "example"):
+            table.add_column(col)
+        for tool in catalog:
+            params = ", ".join(tool["parameters"].get("properties", {}))
+            example = tool["example"] and json.dumps(tool["example"]["arguments"])
+            cells = (tool["name"], params, tool["description"], example)
+            table.add_row(*(escape(x or "") for x in cells))
+        Console().print(table)
+        return
 
     kinds = {
         "envs": registry.envs,
@@ -352,28 +661,38 @@ def list_plugins(
     }
     if kind not in kinds:
         _fail(f"unknown kind {kind!r}; choose one of {', '.join(kinds)}")
-    table = Table(title=f"raleval {kind}")
-    table.add_column("name")
-    table.add_column("description")
+    entries: list[tuple[str, str]] = []
     for name, obj in kinds[kind].load_all().items():
         if isinstance(obj, Exception):
-            desc = f"[red]failed to load: {escape(str(obj))}[/]"
+            desc = f"failed to load: {obj}"
         elif kind == "tasks":
             desc = f"{obj.level.value} {obj.domain}, metric {obj.metric}: {obj.description}"
         else:
-            desc = ((obj.__doc__ or "").strip().splitlines() or [""])[0]
-        table.add_row(name, desc if isinstance(obj, Exception) else escape(desc))
+            desc = plain_doc(obj)
+        entries.append((name, desc))
     if kind == "tasks":
         for name in registry.task_sets.names():
-            table.add_row(name, "task set: " + ", ".join(registry.task_sets.get(name)))
-    Console().print(table)
+            entries.append((name, "task set: " + ", ".join(registry.task_sets.get(name))))
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    pad = min(max(len(n) for n, _ in entries) + 2, 24) if entries else 2
+    for name, desc in entries:
+        head = name.ljust(pad) if len(name) < pad else name + "\n" + " " * pad
+        typer.echo(
+            textwrap.fill(
+                desc, width, initial_indent=" " * pad, subsequent_indent=" " * pad
+            ).replace(" " * pad, head, 1)
+        )
 
 
 @app.command()
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
     out: Annotated[
-        Path | None, typer.Option(help="output file (default: RUN_DIR/report.html)")
+        Path | None,
+        typer.Option(
+            help="output file (default: report-<first run>[-and-N-more].html in the current "
+            "directory; never inside a run)"
+        ),
     ] = None,
     threshold: Annotated[
         float,
@@ -617,11 +936,30 @@ def models() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: an unexpected error is one line (its traceback with
+    ``--debug``), a full disk says so."""
+    import errno
+
     try:
         app()
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
+    except Exception as exc:
+        if _DEBUG["on"] or "--debug" in sys.argv:
+            raise
+        from rich.console import Console
+        from rich.markup import escape
+
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            what = f"no space left on the device ({exc.filename or 'a write'})"
+        else:
+            what = f"{type(exc).__name__}: {exc}"
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(what)} (run again with --debug for the traceback)",
+            highlight=False,
+            emoji=False,
+        )
+        sys.exit(FAILED)
 
 
 tasks_app = typer.Typer(help="The task catalog: list families, build seasonal test sets.")
@@ -729,14 +1067,23 @@ def tasks_load(
     out: Annotated[Path, typer.Option(help="raleval tasks JSON lines, for --tasks")] = Path(
         "tasks.jsonl"
     ),
+    strict: Annotated[
+        bool, typer.Option("--strict", help="fail on the first bad record instead of skipping it")
+    ] = False,
 ) -> None:
-    """Convert a public dataset file into raleval task records."""
+    """Convert a public dataset file into raleval task records (bad records are skipped and
+    listed with file:line and the reason)."""
     from raleval.store import write_tasks
-    from raleval.tasks.loaders import TaskFileError, load_file
+    from raleval.tasks.loaders import TaskFileError, load_report
 
     try:
-        tasks = load_file(kind, path)
+        report = load_report(kind, path, strict)
     except (TaskFileError, *_user_errors()) as exc:
         _fail(str(exc))
-    write_tasks(out, tasks)
-    typer.echo(f"{len(tasks)} tasks -> {out}")
+    for skipped in report.skipped[:20]:
+        typer.echo(f"skipped {skipped}", err=True)
+    if len(report.skipped) > 20:
+        typer.echo(f"... and {len(report.skipped) - 20} more skipped", err=True)
+    typer.echo(report.summary(), err=True)
+    write_tasks(out, report.tasks)
+    typer.echo(f"{len(report.tasks)} tasks -> {out}")

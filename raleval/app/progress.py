@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -20,29 +22,35 @@ class _Progress:
     ) -> None:
         return None
 
-    def advance(self, running_f1: float) -> None:
+    def advance(self, running_f1: float, episode: Any = None) -> None:
         self.done += 1
 
 
 class _Plain(_Progress):
-    """One line every 5% (and at the end): readable in CI logs."""
+    """One line per finished episode (and a header): readable in CI logs."""
 
     def __enter__(self) -> _Plain:
         self.start = time.monotonic()
         print(f"{self.title}: {self.total} episodes to run", file=sys.stderr, flush=True)
         return self
 
-    def advance(self, running_f1: float) -> None:
+    def advance(self, running_f1: float, episode: Any = None) -> None:
         super().advance(running_f1)
-        step = max(1, self.total // 20)
-        if self.done % step == 0 or self.done == self.total:
-            rate = self.done / max(time.monotonic() - self.start, 1e-9)
-            print(
-                f"{self.title}: {self.done}/{self.total} episodes, {rate:.2f}/s, "
-                f"running F1 {running_f1:.3f}",
-                file=sys.stderr,
-                flush=True,
+        rate = self.done / max(time.monotonic() - self.start, 1e-9)
+        what = ""
+        if episode is not None:
+            label = episode.error_type.value if episode.error_type else "-"
+            failure = f", failed: {episode.failure}" if episode.failure else ""
+            what = (
+                f" {episode.task_id} (epoch {episode.epoch}): {label}, "
+                f"F1 {episode.scores.get('f1', 0.0):.2f}, {episode.termination.value}, "
+                f"{episode.wall_time_s:.1f} s{failure};"
             )
+        print(
+            f"[{self.done}/{self.total}]{what} {rate:.2f} episodes/s, running F1 {running_f1:.3f}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class _Rich(_Progress):
@@ -74,10 +82,41 @@ class _Rich(_Progress):
     def __exit__(self, *exc: Any) -> None:
         self._bar.__exit__(*exc)
 
-    def advance(self, running_f1: float) -> None:
+    def advance(self, running_f1: float, episode: Any = None) -> None:
         super().advance(running_f1)
         rate = self.done / max(time.monotonic() - self.start, 1e-9)
         self._bar.update(self._id, advance=1, f1=f"{running_f1:.3f}", rate=f"{rate:.2f} ep/s")
+
+
+class Phases:
+    """Says what a run is doing before its first episode (loading a model, building a world,
+    generating tasks), so no phase that can take seconds is silent: a spinner in rich mode, a
+    line when the phase starts and one with its duration in plain mode, nothing in none."""
+
+    def __init__(self, display: str, title: str) -> None:
+        self.display, self.title = display, title
+
+    @contextlib.contextmanager
+    def __call__(self, what: str) -> Iterator[None]:
+        if self.display == "none":
+            yield
+            return
+        start = time.monotonic()
+        if self.display == "plain":
+            print(f"{self.title}: {what} ...", file=sys.stderr, flush=True)
+            yield
+            took = time.monotonic() - start
+            print(f"{self.title}: {what}: done in {took:.1f} s", file=sys.stderr, flush=True)
+            return
+        from rich.console import Console
+        from rich.markup import escape
+
+        console = Console(stderr=True)
+        with console.status(f"{escape(what)} ..."):
+            yield
+        took = time.monotonic() - start
+        if took >= 1.0:  # a quick phase needs no line of its own
+            console.print(f"{escape(what)}: done in {took:.1f} s", highlight=False)
 
 
 def make_progress(display: str, total: int, title: str) -> _Progress:

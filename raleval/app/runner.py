@@ -23,11 +23,14 @@ from typing import Any
 from raleval import __version__, registry
 from raleval.app.faults import FaultLog, FaultyEnvironment, FaultyModel, RetryingModel
 from raleval.config import ConfigError, RunConfig, redact
+from raleval.failures import failure_cause, failures_by_cause
 from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
 from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
 from raleval.store import (
+    HEADER,
     RESULTS,
     TASKS,
+    RecordFileError,
     ResultsFile,
     ResultsWriter,
     read_header,
@@ -49,6 +52,10 @@ class RunSummary:
     by_error_type: dict[str, int] = field(default_factory=dict)
     faults: Any = None  # the FaultLog when faults were injected
     interrupted: bool = False  # stopped by Ctrl-C before every episode ran
+    # Latest attempts of this run's episodes that failed for infrastructure reasons, by cause.
+    failures: dict[str, int] = field(default_factory=dict)
+    write_error: str | None = None  # results could not be written (a full disk): run stopped
+    unwritten: int = 0  # episodes finished but not written because of write_error
 
 
 @dataclass
@@ -211,25 +218,27 @@ def _resolve_model(config: RunConfig) -> Any:
     return resolve_model(config.model, dict(config.model_options), run_dir=config.run_dir)
 
 
-def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
+def _no_phase(what: str) -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
+def _prepare(config: RunConfig, phase: Any = _no_phase) -> tuple[Any, list[Task], Workflow]:
     """Environment, tasks and the configured workflow; the model is resolved separately
     (a Ray driver needs no model of its own: a local one would start a server)."""
-    from raleval.tasks.catalog import foreign_tasks, load_tasks
+    from raleval.tasks.catalog import foreign_tasks
 
     config = config.with_defaults()
+    check_run_dir(config)  # before reading anything a run directory holds
 
-    env_factory = registry.envs.get(config.env)
     workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
     try:  # e.g. PAL refuses to run where it cannot sandbox code
         workflow.preflight()
     except RuntimeError as exc:
         raise ConfigError(str(exc)) from exc
-    env = env_factory(**config.env_options)
-    run_dir = config.run_dir
-    if (run_dir / TASKS).exists():
-        tasks = read_tasks(run_dir / TASKS)  # the resumed run uses exactly the same tasks
-    else:
-        tasks = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
+    with phase(f"building the {config.env} environment"):
+        env = build_env(config.env, config.env_options)
+    with phase(f"loading tasks ({config.tasks})"):
+        tasks = _run_tasks(config, env)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
     if not config.allow_foreign_tasks:
@@ -247,7 +256,55 @@ def _prepare(config: RunConfig) -> tuple[Any, list[Task], Workflow]:
     return env, tasks, workflow
 
 
+def check_env_options(name: str, options: dict[str, Any]) -> None:
+    """Refuse an ``-E`` key the environment's factory does not take, naming the valid ones."""
+    import inspect
+
+    plugin = registry.envs.get(name)
+    factory = getattr(plugin, "factory", plugin)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return  # the factory takes any option: it checks them itself
+    valid = [k for k, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    unknown = [k for k in options if k not in valid]
+    if unknown:
+        raise ConfigError(
+            f"env {name!r} has no option {unknown[0]!r} (-E); valid: {', '.join(valid)}"
+        )
+
+
+def build_env(name: str, options: dict[str, Any]) -> Any:
+    """The environment, with an unknown ``-E`` key named beside the valid ones."""
+    check_env_options(name, options)
+    return registry.envs.get(name)(**options)
+
+
+def _run_tasks(config: RunConfig, env: Any) -> list[Task]:
+    """The tasks this run runs, which is what its tasks.jsonl holds.
+
+    The task set is loaded (generation is seeded), the selection taken (``--sample-id`` or the
+    stratified ``--limit``), and the tasks already recorded in the run directory are kept with
+    their recorded content, so a resumed run uses exactly the tasks it started with and a
+    raised ``--limit`` adds to them.
+    """
+    from raleval.tasks.catalog import load_tasks
+    from raleval.tasks.sampling import check_unique, select
+
+    pool = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
+    check_unique(pool, f"task set {config.tasks}")
+    chosen = select(pool, config.limit, config.sample_ids)
+    recorded_path = config.run_dir / TASKS
+    if not recorded_path.exists():
+        return chosen
+    recorded = {t.id: t for t in read_tasks(recorded_path)}
+    return [recorded.get(t.id, t) for t in chosen]
+
+
 POOL_SEED_OFFSET = 7919  # the demonstration pool is generated with a different seed
+GRACE_S = 5.0  # after Ctrl-C, episodes in flight get this long to finish before cancellation
 
 
 def demonstration_tasks(
@@ -321,6 +378,53 @@ def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:
     }
 
 
+def _config_difference(stored: dict[str, Any], now: dict[str, Any]) -> str:
+    """The settings that differ between a stored header's config and this run's, briefly."""
+    ignore = {"limit", "sample_ids", "retry_failed", "force", "log_dir", "run_name", "cache",
+              "cache_path", "backend", "ray_address", "workers", "max_connections",
+              "max_connections_per_endpoint"}  # fmt: skip
+    keys = [k for k in sorted(set(stored) | set(now)) if k not in ignore]
+    diff = [k for k in keys if stored.get(k) != now.get(k)]
+    shown = ", ".join(f"{k}={stored.get(k)!r}" for k in diff[:4]) or "(unreadable)"
+    mine = ", ".join(f"{k}={now.get(k)!r}" for k in diff[:4])
+    return f"{shown}; this run has {mine}" if mine else shown
+
+
+def _set_aside(run_dir: Path) -> Path:
+    """Move a run directory's contents into ``superseded-<time>/`` inside it (``--force``)."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    aside = run_dir / f"superseded-{stamp}"
+    aside.mkdir()
+    for entry in run_dir.iterdir():
+        if entry != aside and not entry.name.startswith("superseded-"):
+            entry.rename(aside / entry.name)
+    return aside
+
+
+def check_run_dir(config: RunConfig) -> None:
+    """Refuse a run directory that holds another run (or results without a header) unless
+    ``force``, which sets its contents aside; nothing is ever overwritten."""
+    run_dir = config.run_dir
+    if not run_dir.exists():
+        return
+    try:
+        existing = read_header(run_dir)
+    except RecordFileError:
+        existing = None
+    has_data = any((run_dir / f).exists() for f in (RESULTS, TASKS)) or bool(shard_files(run_dir))
+    now = redact(config.model_dump(mode="json"))
+    if existing is None and (has_data or (run_dir / HEADER).exists()):
+        problem = f"{run_dir} holds results without a readable {HEADER}"
+    elif existing is not None and existing.fingerprint != config.fingerprint():
+        problem = f"{run_dir} holds a run with config {_config_difference(existing.config, now)}"
+    else:
+        return
+    if config.force:
+        _set_aside(run_dir)
+        return
+    raise ConfigError(f"{problem}; use another --log-dir or --force")
+
+
 def _open_run_dir(
     config: RunConfig,
     tasks: list[Task],
@@ -328,24 +432,21 @@ def _open_run_dir(
     prompts: dict[str, Any] | None = None,
 ) -> Path:
     run_dir = config.run_dir
+    check_run_dir(config)
     run_dir.mkdir(parents=True, exist_ok=True)
-    fingerprint = config.fingerprint()
     existing = read_header(run_dir)
-    if existing is not None and existing.fingerprint != fingerprint:
-        raise ConfigError(
-            f"{run_dir} holds a run with a different configuration "
-            f"(fingerprint {existing.fingerprint}, now {fingerprint}); "
-            "pass --run-name to start a new run"
-        )
-    if not (run_dir / TASKS).exists():
-        write_tasks(run_dir / TASKS, tasks)
+    recorded = read_tasks(run_dir / TASKS) if (run_dir / TASKS).exists() else []
+    known = {t.id for t in recorded}
+    added = [t for t in tasks if t.id not in known]
+    if added or not (run_dir / TASKS).exists():
+        write_tasks(run_dir / TASKS, [*recorded, *added])  # exactly the tasks run so far
     if existing is None:
         header = RunHeader(
             raleval_version=__version__,
             git_revision=git_revision(),
             created_at=datetime.now(timezone.utc),
             config=redact(config.model_dump(mode="json")),
-            fingerprint=fingerprint,
+            fingerprint=config.fingerprint(),
             seeds={"tasks": config.seed},
             decoding={"temperature": wf_config.temperature, "max_tokens": wf_config.max_tokens},
             dataset_hash=dataset_hash(tasks),
@@ -370,12 +471,20 @@ def shard_files(run_dir: Path) -> list[Path]:
 
 def finished_keys(run_dir: Path) -> set[tuple[str, int]]:
     """Episodes on disk in the merged results and in any shard file (repairing torn tails)."""
-    done: set[tuple[str, int]] = set()
+    return set(latest_results(run_dir))
+
+
+def latest_results(run_dir: Path) -> dict[tuple[str, int], Trajectory]:
+    """The last attempt per (task, epoch) on disk, shards included (repairing torn tails)."""
+    latest: dict[tuple[str, int], Trajectory] = {}
     for path in [run_dir / RESULTS, *shard_files(run_dir)]:
         f = ResultsFile(path)
         f.repair()
-        done |= f.finished_keys()
-    return done
+        for t in f:
+            old = latest.get((t.task_id, t.epoch))
+            if old is None or t.attempt >= old.attempt:
+                latest[(t.task_id, t.epoch)] = t
+    return latest
 
 
 def merge_shards(run_dir: Path) -> int:
@@ -384,15 +493,15 @@ def merge_shards(run_dir: Path) -> int:
     Safe to repeat after a crash: lines already merged are recognised by (task, epoch)."""
     merged = ResultsFile(run_dir / RESULTS)
     merged.repair()
-    have = merged.finished_keys()
+    have = {(t.task_id, t.epoch, t.attempt) for t in merged}
     added = 0
     for path in shard_files(run_dir):
         shard = ResultsFile(path)
         shard.repair()
         for traj in shard:
-            if (traj.task_id, traj.epoch) not in have:
+            if (traj.task_id, traj.epoch, traj.attempt) not in have:
                 merged.append(traj)
-                have.add((traj.task_id, traj.epoch))
+                have.add((traj.task_id, traj.epoch, traj.attempt))
                 added += 1
         path.unlink()
     return added
@@ -403,23 +512,35 @@ async def run(
 ) -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
     from raleval.analysis.scoring import score_trajectory
-    from raleval.app.progress import make_progress
+    from raleval.app.progress import Phases, make_progress
 
     config = config.with_defaults()
-    model = _resolve_model(config)  # first, so a bad model name fails before any world loads
-    env, tasks, workflow = _prepare(config)
+    check_env_options(config.env, config.env_options)  # before a model server starts
+    check_run_dir(config)  # before the model's server logs into the run directory
+    registry.workflows.get(config.workflow).configure(config.workflow_options)
+    phase = Phases(display if shard is None else "none", config.slug())
+    with phase(f"loading model {config.model}"):
+        model = _resolve_model(config)  # first: a bad model name fails before a world loads
+    env, tasks, workflow = _prepare(config, phase)
     run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
     if shard is None:
         results = ResultsFile(run_dir / RESULTS)
     else:  # a Ray worker: its own file, merged by the driver at the end
         results = ResultsFile(run_dir / f"results.shard-{shard[0]}.jsonl")
-    done = finished_keys(run_dir)
-    selected = tasks[: config.limit] if config.limit else tasks
+    latest = latest_results(run_dir)
+
+    def wanted(key: tuple[str, int]) -> bool:
+        last = latest.get(key)
+        if last is None:
+            return True
+        return config.retry_failed and failure_cause(last) is not None
+
+    selected = tasks
     pending = [
         (t, e)
         for e in range(config.epochs)
         for t in selected
-        if (t.id, e) not in done and (shard is None or shard_of(t.id, e, shard[1]) == shard[0])
+        if wanted((t.id, e)) and (shard is None or shard_of(t.id, e, shard[1]) == shard[0])
     ]
     if config.max_connections_per_endpoint:
         model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
@@ -449,7 +570,15 @@ async def run(
         queue.put_nowait(item)
     tally = Tally()
     progress = make_progress(display, total=len(pending), title=config.slug())
-    writer = ResultsWriter(results)
+
+    def on_write_error(exc: OSError) -> None:
+        # Stop before the next model call: nothing more can be saved. Episodes in flight are
+        # cancelled (not written) and run again when the run is resumed.
+        stopping.set()
+        for w in workers:
+            w.cancel()
+
+    writer = ResultsWriter(results, on_error=on_write_error)
 
     async def worker() -> None:
         while True:
@@ -461,25 +590,34 @@ async def run(
                 return
             traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
             score_trajectory(traj, task)  # raleval.analysis.scoring
+            traj.failure = failure_cause(traj)
+            before = latest.get((task.id, epoch))
+            traj.attempt = before.attempt + 1 if before is not None else 0
             writer.put(traj)
             tally.add(traj)
-            progress.advance(tally.mean_f1 or 0.0)
+            progress.advance(tally.mean_f1 or 0.0, traj)
 
     stopping = asyncio.Event()
     workers: list[asyncio.Task[None]] = []
+
+    def cancel_running() -> None:
+        # cancelled episodes are not written, so a resume reruns them, and every line on
+        # disk stays whole
+        for w in workers:
+            w.cancel()
 
     def on_interrupt() -> None:
         if not stopping.is_set():
             stopping.set()
             print(
-                "\nstopping: no new episodes; running ones will finish "
-                "(Ctrl-C again to stop at once)",
+                f"\nstopping: no new episodes; running ones get {GRACE_S:.0f} s to finish, then "
+                "are cancelled (Ctrl-C again to stop at once)",
                 file=sys.stderr,
                 flush=True,
             )
-        else:  # second Ctrl-C: cancel running episodes; they are not written, so a resume
-            for w in workers:  # reruns them, and every line on disk stays whole
-                w.cancel()
+            loop.call_later(GRACE_S, cancel_running)
+        else:
+            cancel_running()
 
     loop = asyncio.get_running_loop()
     try:
@@ -509,17 +647,33 @@ async def run(
         cache.close()
     await _close_session(env)  # the environment's connections (MCP servers it started)
     await model.aclose()  # release HTTP connections inside the loop that opened them
+    keys = {(t.id, e) for t in selected for e in range(config.epochs)}
+    on_disk = [t for k, t in latest_results(run_dir).items() if k in keys]
+    write_error = None
+    if writer.error is not None:
+        write_error = f"{writer.error.strerror or writer.error} ({results.path})"
     return RunSummary(
         run_dir=run_dir,
         total=len(selected) * config.epochs,
         skipped=len(selected) * config.epochs - len(pending),
-        ran=tally.ran,
+        ran=tally.ran - writer.unwritten,
         mean_f1=tally.mean_f1,
         by_termination=tally.terminations,
         by_error_type=tally.labels,
         faults=faults,
-        interrupted=stopping.is_set(),
+        interrupted=stopping.is_set() and write_error is None,
+        failures=dict(failures_by_cause(on_disk)),
+        write_error=write_error,
+        unwritten=writer.unwritten,
     )
+
+
+def stop_child_processes() -> None:
+    """Terminate the model servers this process started (llama.cpp), if any were started:
+    called on the way out of an interrupted run, where ``os._exit`` skips ``atexit``."""
+    local = sys.modules.get("raleval.agents.local")
+    if local is not None:
+        local.stop_servers()
 
 
 def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
@@ -564,9 +718,8 @@ def run_ray(config: RunConfig) -> RunSummary:
         if started_here:
             ray.shutdown()
     merge_shards(run_dir)
-    results = list(ResultsFile(run_dir / RESULTS))
-    selected = {t.id for t in (tasks[: config.limit] if config.limit else tasks)}
-    mine = [t for t in results if t.task_id in selected]
+    selected = {t.id for t in tasks}
+    mine = [t for t in latest_results(run_dir).values() if t.task_id in selected]
     new = [t for t in mine if (t.task_id, t.epoch) not in before]
     tally = Tally()
     for t in new:
@@ -579,4 +732,5 @@ def run_ray(config: RunConfig) -> RunSummary:
         mean_f1=tally.mean_f1,
         by_termination=tally.terminations,
         by_error_type=tally.labels,
+        failures=dict(failures_by_cause(mine)),
     )

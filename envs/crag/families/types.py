@@ -134,7 +134,7 @@ def _cond_sports(w, rng, t):
     return (
         f"How many goals did {g['home']} score at home on {g['date']}?",
         [_c("sports_soccer_get_games_on_date", date=g["date"], team_name=g["home"])],
-        "str(r0['GF']['0'])",
+        "r0['GF'][min(r0['GF'])]",
         g["home_goals"],
         "f1",
     )
@@ -365,56 +365,77 @@ def _agg_movie(w, rng, t):
     )
 
 
-def _agg_music(w, rng, t):
-    a = _artist(w, rng, t)
-    years = [
-        y
+def _grammy_count(w, name: str, t: datetime) -> int:
+    return sum(
+        1
         for y in w.grammys
         if y <= t.year
-        and a["name"].casefold()
+        and name.casefold()
         in (w.grammys[y]["best_new_artist"].casefold(), w.grammys[y]["album_artist"].casefold())
-    ]
+    )
+
+
+def _agg_music(w, rng, t):
+    # draw the count first, then an artist with it: most artists have none, and a family whose
+    # answer is "0" half the time is answered without a tool
+    names = [k.split(":", 1)[1] for k in w.core("artist")]
+    counts = {n: _grammy_count(w, n, t) for n in names}
+    target = rng.choice(sorted(set(counts.values())))
+    a = w.artists[rng.choice([n for n, k in counts.items() if k == target])]
     return (
         f"How many Grammy awards has {a['name']} won?",
         [_c("music_grammy_get_award_count_by_artist", artist_name=a["name"])],
         "str(r0)",
-        len(years),
+        target,
         "numeric",
     )
 
 
 def _agg_sports(w, rng, t):
+    # wins, not games: every team plays about as many games a month, so that count was constant
     g = _nba_game(w, rng, t)
     if g is None:
         return None
-    team, month = g["team_name_away"], g["game_date"][:7]
+    team = rng.choice([g["team_name_home"], g["team_name_away"]])
+    month = g["game_date"][:7]
     n = sum(
         1
         for x in w.nba
         if x["game_date"].startswith(month)
         and x["game_date"] <= t.date().isoformat()
-        and team in (x["team_name_home"], x["team_name_away"])
+        and (
+            (x["team_name_home"] == team and x["wl_home"] == "W")
+            or (x["team_name_away"] == team and x["wl_away"] == "W")
+        )
     )
     return (
-        f"How many NBA games did the {team} play in {month}?",
+        f"How many NBA games did the {team} win in {month}?",
         [_c("sports_nba_get_games_on_date", date=month, team_name=team)],
-        "str(len(r0['game_id']))",
+        "str(sum(1 for i in r0['game_id'] if (r0['team_name_home'][i] == "
+        f"{team!r} and r0['wl_home'][i] == 'W') or (r0['team_name_away'][i] == {team!r} "
+        "and r0['wl_away'][i] == 'W')))",
         n,
         "numeric",
     )
 
 
 def _agg_open(w, rng, t):
-    names = [_open(w, rng) for _ in range(3)]
-    if len(set(names)) < 3:
+    # the count is drawn first (0 to 3), then entities to match it
+    names = [k.split(":", 1)[1] for k in w.core("open")]
+    country_of = {n: w.open_entities[n]["summary_structured"]["country"] for n in names}
+    country = rng.choice(sorted(set(country_of.values())))
+    inside = [n for n in names if country_of[n] == country]
+    outside = [n for n in names if country_of[n] != country]
+    target = rng.randint(0, 3)
+    if len(inside) < target or len(outside) < 3 - target:
         return None
-    country = w.open_entities[names[0]]["summary_structured"]["country"]
-    n = sum(w.open_entities[x]["summary_structured"]["country"] == country for x in names)
+    picked = rng.sample(inside, target) + rng.sample(outside, 3 - target)
+    rng.shuffle(picked)
     return (
-        f"How many of {names[0]}, {names[1]} and {names[2]} are in {country}?",
-        [_c("open_get_entity", query=x) for x in names],
+        f"How many of {picked[0]}, {picked[1]} and {picked[2]} are in {country}?",
+        [_c("open_get_entity", query=x) for x in picked],
         f"str(sum(r['summary_structured']['country'] == {country!r} for r in (r0, r1, r2)))",
-        n,
+        target,
         "numeric",
     )
 
@@ -499,8 +520,8 @@ def _hop_sports(w, rng, t):
     return (
         f"How many points did the {team} score in their first NBA game of {month}?",
         [_c("sports_nba_get_games_on_date", date=month, team_name=team)],
-        f"str((lambda i: r0['pts_home'][i] if r0['team_name_home'][i] == {team!r} "
-        "else r0['pts_away'][i])(min(r0['game_date'], key=lambda k: r0['game_date'][k])))",
+        f"str((lambda i: int(r0['pts_home'][i]) if r0['team_name_home'][i] == {team!r} "
+        "else int(r0['pts_away'][i]))(min(r0['game_date'], key=lambda k: r0['game_date'][k])))",
         pts,
         "numeric",
     )
@@ -580,7 +601,7 @@ def _post_sports(w, rng, t):
         f"By how many points did the game between the {g['team_name_home']} and the "
         f"{g['team_name_away']} on {g['game_date']} end?",
         [_c("sports_nba_get_games_on_date", date=g["game_date"], team_name=g["team_name_home"])],
-        "str(abs(r0['pts_home']['0'] - r0['pts_away']['0']))",
+        "str(int(abs(r0['pts_home']['0'] - r0['pts_away']['0'])))",
         abs(g["pts_home"] - g["pts_away"]),
         "numeric",
     )
@@ -602,7 +623,7 @@ def _post_open(w, rng, t):
     return (
         question.format(name),
         [_c("open_get_entity", query=name)],
-        f"str(round(r0['summary_structured'][{field!r}] * {factor}))",
+        f"str(round(float(r0['summary_structured'][{field!r}]) * {factor}))",
         round(value * factor),
         "numeric",
     )
@@ -611,53 +632,89 @@ def _post_open(w, rng, t):
 # --- false premise -----------------------------------------------------------------------------
 
 
+# Each false-premise template is also asked with a true premise (half the time): a question
+# whose wording alone says "false premise" needs no tool to be rejected. The true twins are
+# typed by what they ask (CRAG's "simple"); only the false ones are "false_premise".
+TRUE_PREMISE = "simple"
+
+
 def _fp_finance(w, rng, t):
     c = _company(w, rng)
-    if any(d <= t.date() for d in c["dividends"]):
+    paid = sorted(d for d in c["dividends"] if d <= t.date())
+    q = f"What was the most recent dividend paid by {c['name']}?"
+    calls = [
+        _c("finance_get_ticker_by_name", query=c["name"]),
+        _c("finance_get_dividends_history", ticker=c["ticker"]),
+    ]
+    if rng.random() < 0.5:
+        if not paid:
+            return None
+        return (q, calls, "str(r1[max(r1)])", c["dividends"][paid[-1]], "numeric", TRUE_PREMISE)
+    if paid:
         return None
-    return (
-        f"What was the most recent dividend paid by {c['name']}?",
-        [
-            _c("finance_get_ticker_by_name", query=c["name"]),
-            _c("finance_get_dividends_history", ticker=c["ticker"]),
-        ],
-        f"{INVALID!r} if not r1 else 'x'",
-        INVALID,
-        "f1",
-    )
+    return (q, calls, f"{INVALID!r} if not r1 else 'x'", INVALID, "f1")
 
 
 def _fp_movie(w, rng, t):
     m = _movie(w, rng, t)
-    if m is None or any(a["year_ceremony"] <= t.year for a in m["oscar_awards"]):
+    if m is None:
         return None
     pick = _pick_movie(m["title"], "r0")
-    return (
-        f"In which year did {m['title']} win its Oscar?",
-        [_c("movie_get_movie_info", query=m["title"])],
-        f"{INVALID!r} if not {pick}['oscar_awards'] else 'x'",
-        INVALID,
-        "f1",
-    )
+    q = f"In which year did {m['title']} win its Oscar?"
+    calls = [_c("movie_get_movie_info", query=m["title"])]
+    past = [a for a in m["oscar_awards"] if a["year_ceremony"] <= t.year]
+    if rng.random() < 0.5:
+        won = {a["year_ceremony"] for a in past if a["winner"]}
+        if len(won) != 1:
+            return None
+        expr = f"str(next(a['year_ceremony'] for a in {pick}['oscar_awards'] if a['winner']))"
+        return (q, calls, expr, won.pop(), "f1", TRUE_PREMISE)
+    if past:
+        return None
+    return (q, calls, f"{INVALID!r} if not {pick}['oscar_awards'] else 'x'", INVALID, "f1")
 
 
 def _fp_music(w, rng, t):
-    a = _artist(w, rng, t, band=False)
+    a = _artist(w, rng, t)
     if a is None:
         return None
-    return (
-        f"Who are the other members of {a['name']}'s band?",
-        [_c("music_get_members", band_name=a["name"])],
-        f"{INVALID!r} if not r0 else 'x'",
-        INVALID,
-        "f1",
+    years = sorted(
+        y
+        for y in w.grammys
+        if y <= t.year
+        and a["name"].casefold()
+        in (w.grammys[y]["best_new_artist"].casefold(), w.grammys[y]["album_artist"].casefold())
     )
+    q = f"In which year did {a['name']} win their Grammy award?"
+    calls = [_c("music_grammy_get_award_date_by_artist", artist_name=a["name"])]
+    if rng.random() < 0.5:
+        if len(years) != 1:
+            return None
+        return (q, calls, "str(r0[0])", years[0], "f1", TRUE_PREMISE)
+    if years:
+        return None
+    return (q, calls, f"{INVALID!r} if not r0 else 'x'", INVALID, "f1")
 
 
 def _fp_sports(w, rng, t):
     g = _soccer_game(w, rng, t)
     if g is None:
         return None
+    if rng.random() < 0.5:
+        d = date.fromisoformat(g["date"])
+        if (
+            sum(x["date"] == g["date"] and g["home"] in (x["home"], x["away"]) for x in w.soccer)
+            > 1
+        ):
+            return None
+        return (
+            f"What was the final score of {g['home']}'s match on {d.isoformat()}?",
+            [_c("sports_soccer_get_games_on_date", date=d.isoformat(), team_name=g["home"])],
+            "str(r0['GF']['0']) + '-' + str(r0['GA']['0'])",
+            f"{g['home_goals']}-{g['away_goals']}",
+            "f1",
+            TRUE_PREMISE,
+        )
     d = date.fromisoformat(g["date"]) + timedelta(days=1)
     if (
         any(x["date"] == d.isoformat() and g["home"] in (x["home"], x["away"]) for x in w.soccer)
@@ -674,12 +731,18 @@ def _fp_sports(w, rng, t):
 
 
 def _fp_open(w, rng, t):
-    name = _open(w, rng, "city")
+    true_premise = rng.random() < 0.5
+    name = _open(w, rng, "mountain" if true_premise else "city")
     if name is None:
         return None
+    q = f"How tall is {name} in metres?"
+    calls = [_c("open_get_entity", query=name)]
+    if true_premise:
+        height = w.open_entities[name]["summary_structured"]["height_m"]
+        return (q, calls, "str(r0['summary_structured']['height_m'])", height, "f1", TRUE_PREMISE)
     return (
-        f"How tall is {name} in metres?",
-        [_c("open_get_entity", query=name)],
+        q,
+        calls,
         f"{INVALID!r} if 'height_m' not in r0['summary_structured'] else 'x'",
         INVALID,
         "f1",
@@ -739,7 +802,8 @@ def _generator(family: str):
             built = build(world, rng, query_time)
             if built is None:
                 continue
-            question, calls, expr, truth, metric = built
+            question, calls, expr, truth, metric, *typed = built
+            task_qtype = typed[0] if typed else qtype
             if question in seen:
                 continue
             subject = next((str(v) for c in calls for v in c.arguments.values()), "")
@@ -761,10 +825,10 @@ def _generator(family: str):
                     family=family,
                     question=question,
                     answers=[answer],
-                    answer_type=infer_answer_type(question, [answer], metric, qtype),
+                    answer_type=infer_answer_type(question, [answer], metric, task_qtype),
                     query_time=query_time,
                     tags=TaskTags(
-                        question_type=qtype,
+                        question_type=task_qtype,
                         popularity=bucket,
                         dynamism=dynamism,
                     ),
@@ -772,7 +836,8 @@ def _generator(family: str):
                     evidence=evidence,
                     metric=metric,
                     metadata={
-                        "template": build.__name__.lstrip("_"),
+                        "template": build.__name__.lstrip("_")
+                        + ("" if task_qtype == qtype else "_true_premise"),
                         "crag_domain": domain,
                         "answer_expr": expr,
                     },

@@ -140,12 +140,18 @@ def generate_verified(
     rng = random.Random(f"{family}/{seed}")
     tasks: list[Task] = []
     seen: set[str] = set()
+    subjects: set[str] = set()
     attempts = 0
     while len(tasks) < n and attempts < 30 * n + 100:
         attempts += 1
         maker = makers[len(tasks) % len(makers)]
         q = maker(world, rng)
         if q is None or q.question in seen:
+            continue
+        # one question per subject while fresh subjects remain: a name asked twice lets a
+        # question-only classifier copy the other question's answer
+        subject = repr(q.calls[0]) if q.calls else ""
+        if subject in subjects and attempts < 20 * n:
             continue
         try:
             observations = execute_solution(env.session(), q.calls)
@@ -154,6 +160,7 @@ def generate_verified(
         if not retrieved(observations, q.evidence or [q.answer]):
             continue
         seen.add(q.question)
+        subjects.add(subject)
         metadata: dict[str, Any] = {"template": maker.__name__.lstrip("_")}
         if q.program:
             metadata["program"] = q.program

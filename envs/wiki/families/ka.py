@@ -55,6 +55,8 @@ def _more(a: Any, b: Any, na: str, nb: str) -> str | None:
 def _h_bridge_org(w, rng):
     pa = _paper(w, rng)
     a = _first(w, pa)
+    if a["org"] in a["title"]:  # a namesake's page title names the organization: no hop needed
+        return None
     return Question(
         f"Which organization is the first author of the paper '{pa['title']}' affiliated with?",
         a["org"],
@@ -117,7 +119,8 @@ def _w_compositional(w, rng):
 def _w_inference(w, rng):
     a = _person(w, rng)
     c = _collab(w, a)
-    if c is None:
+    # most collaborators share the scholar's organization: the scholar's own page would answer
+    if c is None or c["org"] == a["org"]:
         return None
     return Question(
         f"Where does the most frequent collaborator of {a['title']} work?",
@@ -180,7 +183,8 @@ def _m_3hop_collab(w, rng):
     pa = _paper(w, rng)
     a = _first(w, pa)
     c = _collab(w, a)
-    if c is None:
+    # the first author's own organization would answer without the collaborator hop
+    if c is None or c["org"] == a["org"]:
         return None
     calls = [
         search(pa["page"]),

@@ -4,8 +4,8 @@
   concept or another root; half the answers are no).
 - 2-2 conceptual properties: "Is X P?" for concepts and subconcepts, where a subconcept either
   overrides P or inherits it (the parent's page must then be read).
-- 2-3 conceptualization in context: which of two concepts an ambiguous name belongs to, given a
-  sentence that only fits one of its meanings.
+- 2-3 conceptualization in context: which of two concepts of one category an ambiguous name
+  belongs to, given a sentence stating a property only one of them has.
 
 Gold answers come from the taxonomy; the gold calls are executed and a task is kept only if
 its evidence strings were all retrieved.
@@ -125,15 +125,17 @@ def _prop_inherited(w: ConceptWorld, rng: random.Random) -> Question:
 
 def _in_context(w: ConceptWorld, rng: random.Random) -> Question:
     inst = rng.choice(w.instances)
-    (root, concept), other = rng.sample(inst.meanings, 2)
-    context = rng.choice(ROOTS[root][1]).format(x=inst.name)
-    options = sorted([concept, other[1]], key=lambda _: rng.random())
+    (_, first), (_, second) = inst.meanings
+    a, b = w.concepts[first], w.concepts[second]
+    prop = rng.choice([p for p in a.props if a.props[p] != b.props[p]])
+    answer = first if a.props[prop] else second
+    options = sorted([first, second], key=lambda _: rng.random())
     return Question(
-        f'In the sentence "{context}", which concept does {inst.name} belong to: '
-        f"{options[0]} or {options[1]}?",
-        concept,
-        [search(inst.name), search(f"{inst.name} ({root})")],
-        None,
+        f'In the sentence "The {inst.name} we saw was {prop}.", which concept does '
+        f"{inst.name} belong to: {options[0]} or {options[1]}?",
+        answer,
+        [search(inst.name), search(a.title), search(b.title)],
+        [f"{inst.name} ({first})", prop],
         "in_context",
     )
 

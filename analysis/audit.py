@@ -1,0 +1,739 @@
+"""Shortcut audit: how far no-tool baselines get on a task set, per family, against chance.
+
+A family passes when no baseline beats its chance level by more than a threshold. Baselines:
+
+- ``majority``: the most frequent answer of the training half; chance is one over the number of
+  distinct answers (a yes/no family is at 0.5, an aggregate whose answers repeat is caught).
+- ``char_knn`` / ``word_nb``: question-only classifiers trained on a disjoint half (character
+  3-5-gram nearest neighbour by cosine; multinomial naive Bayes over words and word pairs),
+  evaluated both ways (2-fold); chance is the majority baseline's accuracy.
+- ``string_rule``: rules over the entities the question names (quoted and capitalised spans):
+  for yes/no questions, whether two named entities share a word decides the answer (the rule's
+  answer per outcome is learned on the training half); otherwise the answer is the k-th named
+  entity, k learned on the training half. Chance is the majority baseline's accuracy.
+- ``subject_attr`` (KA families): the answer equals a field of the first call's result, the
+  question's subject one call away, with the field learned on the training half; chance is the
+  same rule scored against the subject of a different task of the family (a permutation).
+- ``position`` (KA families, questions without a superlative, which ask for a rank on purpose):
+  the answer is the first or last item of a list the gold solution observed; chance is the mean
+  of one over the list's length.
+- ``direct`` (given a model): accuracy of the ``direct`` workflow (no tools), supplied by the
+  caller as per-task correctness; chance is the majority baseline's accuracy.
+
+Across families, ``false_premise`` asks whether the wording alone (character n-gram nearest
+neighbour) tells false-premise questions from valid ones, against the majority label's rate.
+
+The module reads tasks and calls an environment's tools for the gold solutions; it never calls a
+model or a workflow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from raleval.families import run_solution
+from raleval.records import Level, Task
+from raleval.text import contains_tokens, normalize_answer
+
+SUPERLATIVE = re.compile(
+    r"\b(most|least|latest|earliest|first|last|top|highest|lowest|largest|smallest|best|"
+    r"oldest|newest|youngest|longest|shortest|biggest|fewest|more|less|earlier|later)\b",
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"'([^']{2,})'|\"([^\"]{2,})\"")
+_CAPS = re.compile(r"\b([A-Z][\w.\-]*(?:\s+(?:of|de|the|and|van|von|&)?\s*[A-Z][\w.\-]*)*)")
+_YES_NO = {"yes", "no"}
+MAX_SLOTS = 60  # named spans of a page that count as its attributes
+MIN_POSITION = 10  # fewer list answers than this say nothing about their position
+
+
+class BaselineScore(BaseModel):
+    """One baseline on one family: its accuracy, chance level and the tasks it covered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    accuracy: float
+    chance: float
+    n: int
+
+    @property
+    def excess(self) -> float:
+        return self.accuracy - self.chance
+
+
+class FamilyAudit(BaseModel):
+    """The audit of one family: its baselines, answer spread and whether it passes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    family: str
+    level: str
+    n: int
+    distinct_answers: int
+    baselines: list[BaselineScore]
+    popularity: dict[str, int]
+    threshold: float
+
+    @property
+    def worst(self) -> BaselineScore | None:
+        return max(self.baselines, key=lambda b: b.excess, default=None)
+
+    @property
+    def passed(self) -> bool:
+        worst = self.worst
+        return worst is None or worst.excess <= self.threshold
+
+
+class AuditReport(BaseModel):
+    """The audit of a task set: one entry per family and the cross-family premise check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: str
+    tasks: str
+    threshold: float
+    families: list[FamilyAudit]
+    false_premise: BaselineScore | None = None
+
+    @property
+    def passed(self) -> bool:
+        premise_ok = self.false_premise is None or self.false_premise.excess <= self.threshold
+        return premise_ok and all(f.passed for f in self.families)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain JSON, with each baseline's excess and each verdict."""
+        out = self.model_dump()
+        for fam, f in zip(out["families"], self.families, strict=True):
+            fam["passed"] = f.passed
+            for b, base in zip(fam["baselines"], f.baselines, strict=True):
+                b["excess"] = round(base.excess, 4)
+        if self.false_premise is not None:
+            out["false_premise"]["excess"] = round(self.false_premise.excess, 4)
+        out["passed"] = self.passed
+        return out
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+def answer_key(task: Task) -> str:
+    """The task's answer as a class label: normalised, a list as its sorted elements."""
+    if task.elements:
+        return " | ".join(sorted(normalize_answer(e[0]) for e in task.elements))
+    return normalize_answer(task.answers[0])
+
+
+def _correct(task: Task, predicted: str | None) -> bool:
+    if predicted is None:
+        return False
+    return normalize_answer(predicted) in {normalize_answer(a) for a in task.answers} or (
+        predicted == answer_key(task)
+    )
+
+
+_CHOICE = re.compile(r"(?:[:,]|\bbetween)\s*([^:,?]+?)\s+(?:or|and)\s+([^:,?]+?)\s*\?\s*$")
+
+
+def options_of(question: str) -> list[str]:
+    """The answers a question offers, normalised: "...: A or B?" / ", A or B?" at its end,
+    yes/no for a yes/no question; none for an open question."""
+    m = _CHOICE.search(question)
+    if m:
+        return [normalize_answer(m.group(1)), normalize_answer(m.group(2))]
+    if re.match(r"\s*(is|are|was|were|do|does|did|has|have|had|can|could)\b", question, re.I):
+        return ["yes", "no"]
+    return []
+
+
+def _credit(task: Task, predicted: str | None) -> float:
+    """1 for a right prediction; for a question that offers its answers, a prediction that is
+    none of them falls back to a uniform pick among them (what any guesser gets for free)."""
+    if _correct(task, predicted):
+        return 1.0
+    options = options_of(task.question)
+    key = answer_key(task)
+    guess = normalize_answer(predicted) if predicted is not None else ""
+    if options and key in options and guess not in options:
+        return 1 / len(options)
+    return 0.0
+
+
+def _choice_chance(tasks: Sequence[Task]) -> float:
+    """What a uniform pick among the offered answers gets (0 for open questions)."""
+    total = 0.0
+    for t in tasks:
+        options = options_of(t.question)
+        if options and answer_key(t) in options:
+            total += 1 / len(options)
+    return total / len(tasks) if tasks else 0.0
+
+
+_COUNTED = {"count", "number", "year"}
+
+
+def _count_chance(tasks: Sequence[Task]) -> float:
+    """A count's chance: one over the values its generator template takes in the family (a
+    template counting 0 to 3 guesses right a quarter of the time); 0 for other answers."""
+    per: dict[str, set[str]] = defaultdict(set)
+    for t in tasks:
+        per[str(t.metadata.get("template", t.family))].add(answer_key(t))
+    total = 0.0
+    for t in tasks:
+        kind = t.answer_type.value if t.answer_type is not None else ""
+        if kind in _COUNTED:
+            total += 1 / max(len(per[str(t.metadata.get("template", t.family))]), 2)
+    return total / len(tasks) if tasks else 0.0
+
+
+def _halves(tasks: Sequence[Task], seed: int) -> tuple[list[int], list[int]]:
+    """A seeded disjoint split of a family's task indices into two halves."""
+    order = list(range(len(tasks)))
+    random.Random(f"audit/{seed}").shuffle(order)
+    mid = len(order) // 2
+    return order[:mid], order[mid:]
+
+
+def _two_fold(
+    tasks: Sequence[Task],
+    seed: int,
+    fit_predict: Callable[[list[Task], list[Task]], list[str | None]],
+) -> float:
+    """Accuracy of a baseline trained on one half and scored on the other, both ways."""
+    a, b = _halves(tasks, seed)
+    hits = 0
+    total = 0
+    for train, test in ((a, b), (b, a)):
+        if not train or not test:
+            continue
+        preds = fit_predict([tasks[i] for i in train], [tasks[i] for i in test])
+        hits += sum(_credit(tasks[i], p) for i, p in zip(test, preds, strict=True))
+        total += len(test)
+    return hits / total if total else 0.0
+
+
+# -- question-only classifiers ---------------------------------------------------------------
+
+
+def _char_grams(text: str, lo: int = 3, hi: int = 5) -> Counter[str]:
+    text = f" {text.lower()} "
+    return Counter(text[i : i + n] for n in range(lo, hi + 1) for i in range(len(text) - n + 1))
+
+
+def _word_feats(text: str) -> list[str]:
+    words = normalize_answer(text).split()
+    return words + [f"{a}_{b}" for a, b in pairwise(words)]
+
+
+def _hashed(grams: Counter[str], dim: int) -> np.ndarray:
+    vec = np.zeros(dim)
+    for g, c in grams.items():
+        vec[int(hashlib.blake2b(g.encode(), digest_size=4).hexdigest(), 16) % dim] += c
+    norm = np.linalg.norm(vec)
+    return vec / norm if norm else vec
+
+
+def knn_predict(
+    train_x: Sequence[str], train_y: Sequence[str], test_x: Sequence[str], dim: int = 4096
+) -> list[str]:
+    """Nearest neighbour by cosine over hashed character 3-5-grams: the label of the closest
+    training question."""
+    a = np.stack([_hashed(_char_grams(q), dim) for q in train_x])
+    b = np.stack([_hashed(_char_grams(q), dim) for q in test_x])
+    nearest = (b @ a.T).argmax(axis=1)
+    return [train_y[i] for i in nearest]
+
+
+def nb_predict(
+    train_x: Sequence[str], train_y: Sequence[str], test_x: Sequence[str], alpha: float = 0.5
+) -> list[str]:
+    """Multinomial naive Bayes over words and word pairs, Laplace-smoothed."""
+    vocab: dict[str, int] = {}
+    for q in train_x:
+        for f in _word_feats(q):
+            vocab.setdefault(f, len(vocab))
+    labels = sorted(set(train_y))
+    index = {y: i for i, y in enumerate(labels)}
+    counts = np.zeros((len(labels), len(vocab)))
+    for q, y in zip(train_x, train_y, strict=True):
+        for f in _word_feats(q):
+            counts[index[y], vocab[f]] += 1
+    log_prior = np.log(np.bincount([index[y] for y in train_y], minlength=len(labels)))
+    smoothed = counts + alpha
+    log_like = np.log(smoothed / smoothed.sum(axis=1, keepdims=True))
+    out = []
+    for q in test_x:
+        x = np.zeros(len(vocab))
+        for f in _word_feats(q):
+            if f in vocab:
+                x[vocab[f]] += 1
+        out.append(labels[int(np.argmax(log_prior + log_like @ x))])
+    return out
+
+
+# -- string rules over named entities --------------------------------------------------------
+
+
+def named_entities(question: str) -> list[str]:
+    """Quoted spans, then capitalised spans not inside a quote, in order of appearance."""
+    quoted = [m.group(1) or m.group(2) for m in _QUOTED.finditer(question)]
+    rest = _QUOTED.sub(" ", question)
+    caps = [m.group(1) for m in _CAPS.finditer(rest)]
+    # the first word of a question is capitalised by grammar, not by being a name
+    first = rest.strip().split(" ", 1)[0] if rest.strip() else ""
+    caps = [c for c in caps if c != first]
+    return [e.strip() for e in quoted + caps if e.strip()]
+
+
+def _overlap(question: str) -> bool:
+    ents = [set(normalize_answer(e).split()) for e in named_entities(question)]
+    return any(ents[i] & ents[j] for i in range(len(ents)) for j in range(i + 1, len(ents)))
+
+
+def _string_rule(train: list[Task], test: list[Task]) -> list[str | None]:
+    boolean = [t for t in train if answer_key(t) in _YES_NO]
+    by_overlap: dict[bool, Counter[str]] = defaultdict(Counter)
+    for t in boolean:
+        by_overlap[_overlap(t.question)][answer_key(t)] += 1
+    slots: Counter[int] = Counter()
+    for t in train:
+        ents = [normalize_answer(e) for e in named_entities(t.question)]
+        key = answer_key(t)
+        if key in ents:
+            slots[ents.index(key)] += 1
+    slot = slots.most_common(1)[0][0] if slots else None
+    out: list[str | None] = []
+    for t in test:
+        if boolean and answer_key(t) in _YES_NO | {""}:
+            seen = by_overlap.get(_overlap(t.question))
+            out.append(seen.most_common(1)[0][0] if seen else None)
+            continue
+        ents = named_entities(t.question)
+        out.append(ents[slot] if slot is not None and slot < len(ents) else None)
+    return out
+
+
+def _rule_chance(tasks: list[Task]) -> float:
+    """What a rule picking a yes/no answer or a named entity at random gets: a comparison
+    ("who has more papers, A or B") names its answer, and is at one half by design."""
+    total = 0.0
+    for t in tasks:
+        key = answer_key(t)
+        ents = [normalize_answer(e) for e in named_entities(t.question)]
+        if key in _YES_NO:
+            total += 0.5
+        elif key in ents:
+            total += 1 / len(ents)
+    return total / len(tasks)
+
+
+# -- the gold solution's observations --------------------------------------------------------
+
+
+def _scalars(value: Any) -> Iterable[tuple[str, Any]]:
+    """The (field, value) pairs of a record, list items of scalars each under the field."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if isinstance(v, list):
+                for item in v:
+                    if not isinstance(item, (dict, list)):
+                        yield str(k), item
+            elif not isinstance(v, dict):
+                yield str(k), v
+    elif isinstance(value, str):
+        yield "text", value
+
+
+def subject_record(result: Any) -> Any:
+    """The question's subject as the first call returned it (the first hit of a list)."""
+    if isinstance(result, list):
+        return result[0] if result else None
+    return result
+
+
+def _field_values(record: Any) -> dict[str, set[str]]:
+    fields: dict[str, set[str]] = defaultdict(set)
+    if isinstance(record, str):
+        # a page: its attributes are its named spans by position (the organisation sits in the
+        # same slot of every scholar's page), so the rule learns a slot, as it learns a field
+        for k, span in enumerate(named_entities(record)[:MAX_SLOTS]):
+            fields[f"slot{k}"].add(normalize_answer(span))
+        return fields
+    for key, value in _scalars(record):
+        text = normalize_answer(str(value))
+        if text:
+            fields[key].add(text)
+    return fields
+
+
+def _subject_attr(tasks: list[Task], records: list[Any], seed: int) -> BaselineScore | None:
+    """Does the answer equal a field of the first call's record, with the field learned on the
+    training half; chance: the same rule against another task's subject."""
+    usable = [i for i, r in enumerate(records) if r is not None]
+    if len(usable) < 4:
+        return None
+    fields = [_field_values(records[i]) for i in usable]
+    keys = [answer_key(tasks[i]) for i in usable]
+    a, b = _halves([tasks[i] for i in usable], seed)
+    rng = random.Random(f"audit-subject/{seed}")
+
+    def score(train: list[int], test: list[int], shift: bool) -> tuple[int, int]:
+        votes: Counter[str] = Counter()
+        for j in train:
+            votes.update(f for f, vals in fields[j].items() if _has(vals, keys[j]))
+        if not votes:
+            return 0, len(test)
+        field = votes.most_common(1)[0][0]
+        others = test[:]
+        if shift:
+            rng.shuffle(others)
+        hits = sum(
+            _has(fields[o].get(field, set()), keys[j]) for j, o in zip(test, others, strict=True)
+        )
+        return hits, len(test)
+
+    def acc(shift: bool) -> float:
+        h1, n1 = score(a, b, shift)
+        h2, n2 = score(b, a, shift)
+        return (h1 + h2) / max(n1 + n2, 1)
+
+    # the permutation chance is noisy on small families: average several shuffles
+    chance = sum(acc(True) for _ in range(5)) / 5
+    return BaselineScore(name="subject_attr", accuracy=acc(False), chance=chance, n=len(usable))
+
+
+def _has(values: set[str], key: str) -> bool:
+    """Whether ``key`` is one of the values, or a whole-token span of a page's text."""
+    if key in values:
+        return True
+    needle = key.split()
+    return any(len(v) > 200 and contains_tokens(v.split(), needle) for v in values)
+
+
+def _names_answer(task: Task) -> bool:
+    return answer_key(task) in {normalize_answer(e) for e in named_entities(task.question)}
+
+
+def _hops(task: Task, results: list[Any]) -> bool:
+    """Whether the gold solution leaves its subject: a page-level question answered from the
+    subject's own page (a qualifier, a count over its list) is one page by design, so only
+    solutions that open a second page are asked whether the first page already had it."""
+    if not isinstance(results[0], str) or not task.solution:
+        return True
+    first = task.solution[0]
+    opened = {
+        json.dumps(c.arguments, sort_keys=True) for c in task.solution if c.tool == first.tool
+    }
+    return len(opened) > 1
+
+
+def _item_texts(item: Any) -> set[str]:
+    if isinstance(item, Mapping):
+        return {normalize_answer(str(v)) for _, v in _scalars(item)}
+    return {normalize_answer(str(item))}
+
+
+def _position(tasks: list[Task], results: list[list[Any] | None]) -> BaselineScore | None:
+    """Among questions without a superlative whose answer is an item of a list the gold run
+    observed: how often it is the first or the last item, against one over the list length."""
+    first = last = 0
+    chance = 0.0
+    n = 0
+    for task, res in zip(tasks, results, strict=True):
+        if res is None or SUPERLATIVE.search(task.question):
+            continue
+        key = normalize_answer(task.answers[0])
+        for data in res:
+            if not isinstance(data, list) or len(data) < 2:
+                continue
+            where = [i for i, item in enumerate(data) if key in _item_texts(item)]
+            if not where:
+                continue
+            n += 1
+            first += where[0] == 0
+            last += where[-1] == len(data) - 1
+            chance += 1 / len(data)
+            break
+    if n < MIN_POSITION:
+        return None
+    return BaselineScore(name="position", accuracy=max(first, last) / n, chance=chance / n, n=n)
+
+
+# -- the audit -------------------------------------------------------------------------------
+
+
+def _gold_results(env: Any, task: Task) -> list[Any] | None:
+    if not task.solution:
+        return None
+    try:
+        # a fresh episode session: Lookup reads the page Search opened, CRAG's tools answer
+        # as of the task's query time
+        return [r.data for r in run_solution(env.session(task), task.solution)]
+    except Exception:  # a tool that fails on a stored solution leaves the task out
+        return None
+
+
+def audit_family(
+    family: str,
+    tasks: list[Task],
+    env: Any = None,
+    threshold: float = 0.10,
+    seed: int = 0,
+    direct: Mapping[str, bool] | None = None,
+) -> FamilyAudit:
+    """Every applicable baseline on one family's tasks."""
+    keys = [answer_key(t) for t in tasks]
+    distinct = len(set(keys))
+
+    def majority_fit(train: list[Task], test: list[Task]) -> list[str | None]:
+        top = Counter(answer_key(t) for t in train).most_common(1)[0][0]
+        return [top] * len(test)
+
+    def classifier(fn: Callable[..., list[str]]):
+        def fit(train: list[Task], test: list[Task]) -> list[str | None]:
+            return list(
+                fn(
+                    [t.question for t in train],
+                    [answer_key(t) for t in train],
+                    [t.question for t in test],
+                )
+            )
+
+        return fit
+
+    baselines: list[BaselineScore] = []
+    if len(tasks) >= 4:
+        # "invalid question" is a decision about the premise, judged by the wording check
+        # across families: always rejecting earns the false-premise share, not a shortcut
+        share = sum(is_false_premise(t) for t in tasks) / len(tasks)
+        choice = max(_choice_chance(tasks), share, _count_chance(tasks))
+        majority = _two_fold(tasks, seed, majority_fit)
+        baselines.append(
+            BaselineScore(
+                name="majority", accuracy=majority, chance=max(1 / distinct, choice), n=len(tasks)
+            )
+        )
+        by_template = _two_fold(tasks, seed, _template_majority)
+        constant = distinct == 1  # CRAG's false premises: judged across families below
+        baselines.append(
+            BaselineScore(
+                name="template_majority",
+                accuracy=by_template,
+                chance=1.0 if constant else max(_template_chance(tasks), choice),
+                n=len(tasks),
+            )
+        )
+        # a classifier that only recognises the template earns the template's majority answer
+        chance = max(majority, by_template, 1 / distinct, choice)
+        for name, fn in (("char_knn", knn_predict), ("word_nb", nb_predict)):
+            baselines.append(
+                BaselineScore(
+                    name=name,
+                    accuracy=_two_fold(tasks, seed, classifier(fn)),
+                    chance=chance,
+                    n=len(tasks),
+                )
+            )
+        baselines.append(
+            BaselineScore(
+                name="string_rule",
+                accuracy=_two_fold(tasks, seed, _string_rule),
+                chance=max(chance, _rule_chance(tasks)),
+                n=len(tasks),
+            )
+        )
+        if env is not None and tasks[0].level is Level.KA:
+            results = [_gold_results(env, t) for t in tasks]
+            records = [
+                # a comparison names its answer: the string rule judges those
+                subject_record(r[0]) if r and _hops(t, r) and not _names_answer(t) else None
+                for t, r in zip(tasks, results, strict=True)
+            ]
+            for score in (_subject_attr(tasks, records, seed), _position(tasks, results)):
+                if score is not None:
+                    baselines.append(score)
+        if direct:
+            judged = [t for t in tasks if t.id in direct]
+            if judged:
+                acc = sum(direct[t.id] for t in judged) / len(judged)
+                baselines.append(
+                    BaselineScore(name="direct", accuracy=acc, chance=chance, n=len(judged))
+                )
+    popularity = Counter(t.tags.popularity or "-" for t in tasks)
+    return FamilyAudit(
+        family=family,
+        level=tasks[0].level.value if tasks else "",
+        n=len(tasks),
+        distinct_answers=distinct,
+        baselines=baselines,
+        popularity=dict(sorted(popularity.items())),
+        threshold=threshold,
+    )
+
+
+def template_of(task: Task) -> str:
+    """The surface template a generated task was written from: a format string with slots;
+    anything else (a generator's function name) is not visible in the wording, so the tasks
+    count as one surface, their family."""
+    template = str(task.metadata.get("template") or "")
+    return template if "{" in template else task.family
+
+
+def _template_majority(train: list[Task], test: list[Task]) -> list[str | None]:
+    per: dict[str, Counter[str]] = defaultdict(Counter)
+    for t in train:
+        per[template_of(t)][answer_key(t)] += 1
+    overall = Counter(answer_key(t) for t in train).most_common(1)[0][0]
+    return [
+        per[template_of(t)].most_common(1)[0][0] if template_of(t) in per else overall for t in test
+    ]
+
+
+def _template_chance(tasks: list[Task]) -> float:
+    """Mean over tasks of one over the number of distinct answers its template has."""
+    per: dict[str, set[str]] = defaultdict(set)
+    for t in tasks:
+        per[template_of(t)].add(answer_key(t))
+    # a constant template sits at one half, so it fails like an unbalanced yes/no one
+    return sum(1 / max(len(per[template_of(t)]), 2) for t in tasks) / len(tasks)
+
+
+def is_false_premise(task: Task) -> bool:
+    """Whether a task's premise is false (CRAG's false-premise questions)."""
+    return task.tags.question_type == "false_premise" or (
+        task.answer_type is not None and task.answer_type.value == "invalid_premise"
+    )
+
+
+def false_premise_check(tasks: list[Task], seed: int = 0) -> BaselineScore | None:
+    """Can the wording alone tell false-premise questions from valid ones (character n-gram
+    nearest neighbour, 2-fold) better than the majority label."""
+    labels = ["false" if is_false_premise(t) else "valid" for t in tasks]
+    if len(set(labels)) < 2:
+        return None
+    pool = list(tasks)
+    labels = ["false" if is_false_premise(t) else "valid" for t in pool]
+    a, b = _halves(pool, seed)
+    hits = total = 0
+    for train, test in ((a, b), (b, a)):
+        preds = knn_predict(
+            [pool[i].question for i in train],
+            [labels[i] for i in train],
+            [pool[i].question for i in test],
+        )
+        hits += sum(p == labels[i] for i, p in zip(test, preds, strict=True))
+        total += len(test)
+    majority = Counter(labels).most_common(1)[0][1] / len(labels)
+    return BaselineScore(name="false_premise", accuracy=hits / total, chance=majority, n=len(pool))
+
+
+def audit_tasks(
+    tasks: list[Task],
+    env: Any = None,
+    *,
+    env_name: str = "",
+    spec: str = "",
+    threshold: float = 0.10,
+    seed: int = 0,
+    direct: Mapping[str, bool] | None = None,
+) -> AuditReport:
+    """Audit a task set family by family (gold solutions run against ``env`` when given)."""
+    by_family: dict[str, list[Task]] = defaultdict(list)
+    for t in tasks:
+        by_family[t.family].append(t)
+    families = [
+        audit_family(fid, fam_tasks, env, threshold, seed, direct)
+        for fid, fam_tasks in by_family.items()
+    ]
+    return AuditReport(
+        env=env_name,
+        tasks=spec,
+        threshold=threshold,
+        families=families,
+        false_premise=false_premise_check(tasks, seed),
+    )
+
+
+def audit_table(report: AuditReport) -> Any:
+    """The audit as a rich table: one row per family, accuracy/chance per baseline."""
+    from rich.table import Table
+
+    names: list[str] = []
+    for f in report.families:
+        for b in f.baselines:
+            if b.name not in names:
+                names.append(b.name)
+    table = Table(
+        title=f"shortcut audit: {report.tasks} on {report.env} "
+        f"(fail when accuracy - chance > {report.threshold:.2f})"
+    )
+    for col in ("family", "level", "n", "answers", *names, "popularity", "verdict"):
+        table.add_column(col)
+    for f in report.families:
+        cells = {b.name: b for b in f.baselines}
+        row = [f.family, f.level, str(f.n), str(f.distinct_answers)]
+        for name in names:
+            b = cells.get(name)
+            row.append("-" if b is None else _cell(b, report.threshold))
+        pop = " ".join(f"{k}:{v}" for k, v in f.popularity.items())
+        row += [pop, "pass" if f.passed else "[red]FAIL[/]"]
+        table.add_row(*row)
+    if report.false_premise is not None:
+        fp = report.false_premise
+        table.caption = (
+            f"false premise vs valid by wording alone: {_cell(fp, report.threshold)} "
+            f"over {fp.n} questions -> {'pass' if fp.excess <= report.threshold else 'FAIL'}"
+        )
+    return table
+
+
+def _cell(b: BaselineScore, threshold: float) -> str:
+    text = f"{b.accuracy:.2f}/{b.chance:.2f}"
+    return f"[red]{text}[/]" if b.excess > threshold else text
+
+
+def markdown_table(report: AuditReport) -> str:
+    """The audit as a Markdown table (for the README)."""
+    names: list[str] = []
+    for f in report.families:
+        for b in f.baselines:
+            if b.name not in names:
+                names.append(b.name)
+    head = ["family", "level", "n", "answers", *names, "popularity", "verdict"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for f in report.families:
+        cells = {b.name: b for b in f.baselines}
+        row = [f.family, f.level, str(f.n), str(f.distinct_answers)]
+        row += [
+            "-" if cells.get(n) is None else f"{cells[n].accuracy:.2f}/{cells[n].chance:.2f}"
+            for n in names
+        ]
+        row += [
+            " ".join(f"{k}:{v}" for k, v in f.popularity.items()),
+            "pass" if f.passed else "FAIL",
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    fp = report.false_premise
+    if fp is not None:
+        verdict = "pass" if fp.excess <= report.threshold else "FAIL"
+        lines.append(
+            f"\nFalse premise vs valid by wording alone (character n-gram nearest neighbour): "
+            f"{fp.accuracy:.2f} against a majority rate of {fp.chance:.2f} over {fp.n} "
+            f"questions: {verdict}."
+        )
+    return "\n".join(lines)
+
+
+def dumps(report: AuditReport) -> str:
+    """The report as indented JSON."""
+    return json.dumps(report.to_json(), indent=2)

@@ -1,0 +1,1 @@
+"""CRAG's endpoints, one module per domain; each has ``tools(world, as_of)``."""

@@ -1,0 +1,103 @@
+"""What CRAG's 38 endpoints share: parameter models, argument parsing and name search.
+
+Names, parameters and result shapes follow CRAG's mock API: searches return names, getters
+take the exact name / ticker / id and return ``None`` for an unknown key (never raise);
+malformed arguments (a date that is not a date, a rank that is not a number) are misuse.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from raleval.environment import ToolMisuse, ToolSpec
+from raleval.envs.crag.world import BILLBOARD_ATTRIBUTES
+
+MAX_HITS = 10
+CUTOFF = 60.0
+
+
+class _P(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class QueryParams(_P):
+    query: str = Field(min_length=1, description="a name (or words of it) to search for")
+
+
+class TickerParams(_P):
+    ticker: str = Field(
+        min_length=1, description="a ticker symbol, e.g. from finance_get_ticker_by_name"
+    )
+
+
+class YearParams(_P):
+    year: int | str = Field(description="a year, e.g. 2021")
+
+
+class IdParams(_P):
+    id: int = Field(description="an id from a search result")
+
+
+class ArtistParams(_P):
+    artist_name: str = Field(min_length=1, description="the exact artist or band name")
+
+
+class BandParams(_P):
+    band_name: str = Field(min_length=1, description="the exact band name")
+
+
+class SongParams(_P):
+    song_name: str = Field(min_length=1, description="the exact song name")
+
+
+class RankDateParams(_P):
+    rank: int = Field(ge=1, le=100, description="a chart position, 1-100")
+    date: str | None = Field(
+        None, description="YYYY-MM-DD, the exact date of a chart; every chart if omitted"
+    )
+
+
+class BillboardAttrParams(_P):
+    date: str = Field(description="YYYY-MM-DD")
+    attribute: str = Field(description=", ".join(BILLBOARD_ATTRIBUTES))
+    song_name: str = Field(min_length=1)
+
+
+class GamesParams(_P):
+    date: str = Field(description="YYYY-MM-DD, or YYYY-MM for a whole month")
+    team_name: str | None = Field(None, description="only this team's games")
+
+
+class GameIdsParams(_P):
+    game_ids: list[str] = Field(min_length=1, description="NBA game ids")
+
+
+def _parse_date(value: str, field: str = "date") -> date:
+    try:
+        return datetime.strptime(value.strip()[:10], "%Y-%m-%d").date()
+    except ValueError as exc:
+        raise ToolMisuse(f"{field} must be YYYY-MM-DD, got {value!r}") from exc
+
+
+def _year(value: int | str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError as exc:
+        raise ToolMisuse(f"year must be a number, got {value!r}") from exc
+
+
+def search(index: tuple[Any, list[Any]], query: str) -> list[Any]:
+    """The keys of the (up to ``MAX_HITS``) names that match ``query``."""
+    fuzzy, keys = index
+    return [keys[i] for i, _ in fuzzy.search(query, MAX_HITS, CUTOFF)]
+
+
+def specs(funcs: list[tuple[Any, type[BaseModel], str, str, str]]) -> list[ToolSpec]:
+    """Tool specs from (function, parameters, returns, matching, description) rows."""
+    return [
+        ToolSpec(f.__name__, desc, params, returns, f, matching)
+        for f, params, returns, matching, desc in funcs
+    ]

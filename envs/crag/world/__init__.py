@@ -1,0 +1,252 @@
+"""A seeded, CRAG-shaped knowledge graph in five domains.
+
+Entities are nodes of a networkx ``MultiDiGraph`` (``type``, ``domain``, ``name``,
+``popularity``, ``core``); relations are edges (acted_in, directed, member_of, performed,
+wrote, won, played_in). Typed attribute stores (plain dicts keyed by id) hold what the APIs
+return. Every *core* entity (the ones tasks ask about) gets look-alike distractors ("Phantom" ->
+"Phantom II", "The Phantom"; a band -> its tribute band; a company -> a near-identical name
+with its own ticker) and random same-type entities, until signal : noise is ``snr`` (1/30 by
+default, as in CRAG). Facts that change carry validity dates; prices, charts and games are
+time series, so every getter answers "as of" a query time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from raleval.envs.crag.world import finance, movie, music, open, sports
+from raleval.envs.crag.world.common import (
+    POPULARITY as POPULARITY,
+)
+from raleval.envs.crag.world.common import (
+    _trading_days,
+)
+from raleval.envs.crag.world.common import (
+    price_key as price_key,
+)
+from raleval.envs.crag.world.common import (
+    trading_days as trading_days,
+)
+from raleval.envs.fuzzy import FuzzyIndex
+
+# 2: a core song's look-alikes go to artists drawn in generation order (was a sorted copy of
+# every artist name per song, quadratic in the world's size); names of 2-4 syllables
+GENERATOR_VERSION = 2
+
+
+# core entities per domain; each brings about 320 entities with its distractors, songs and
+# band members (small: 38,993; large: about 2.6M, CRAG's size)
+SIZES: dict[str, int] = {"tiny": 12, "small": 120, "medium": 1200, "large": 8260}
+
+
+DEFAULT_QUERY_DATE = date(2024, 3, 15)  # "now" when a task has no query_time
+
+
+PRICE_CACHE = 4096  # daily series kept per world (each ~780 bars)
+
+
+BILLBOARD_ATTRIBUTES = ("rank", "rank_last_week", "weeks_in_chart", "top_position")
+
+
+@dataclass
+class CragWorld:
+    """All five domains' entities and facts; see the module docstring."""
+
+    size: str
+    seed: int
+    snr: float
+    # Entity stores are dicts while generating; a world reopened from disk
+    # (:mod:`raleval.envs.crag.store`) has read-only SQLite mappings there instead, and its
+    # graph is read on first use.
+    companies: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # by ticker
+    movies: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    people: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    oscars: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # by ceremony year
+    artists: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # by name
+    songs: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    charts: dict[date, list[dict[str, Any]]] = field(default_factory=dict)  # weekly hot 100
+    grammys: dict[int, dict[str, Any]] = field(default_factory=dict)
+    soccer: list[dict[str, Any]] = field(default_factory=list)
+    nba: list[dict[str, Any]] = field(default_factory=list)
+    open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    _prices: OrderedDict[str, dict[date, dict[str, float]]] = field(
+        default_factory=OrderedDict, repr=False
+    )
+    backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
+    _graph: nx.MultiDiGraph | None = field(default_factory=nx.MultiDiGraph, repr=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """Entities as nodes, relations as edges (a reopened world reads it on first use)."""
+        if self._graph is None:
+            self._graph = self.backing.graph()
+        return self._graph
+
+    def prices(self, ticker: str) -> dict[date, dict[str, float]]:
+        """Daily bars of ``ticker``: a seeded random walk (log-normal steps, floored at 1.0),
+        generated on first use with numpy (most companies are noise nobody asks about); the
+        last ``PRICE_CACHE`` series asked for are kept."""
+        series = self._prices.get(ticker)
+        if series is not None:
+            self._prices.move_to_end(ticker)
+            return series
+        digest = hashlib.blake2b(f"crag/{self.seed}/price/{ticker}".encode(), digest_size=8)
+        rng = np.random.default_rng(int.from_bytes(digest.digest(), "big"))
+        days = _trading_days()
+        n = len(days)
+        price0 = self.companies[ticker]["price0"]
+        close = np.maximum(1.0, price0 * np.exp(np.cumsum(rng.normal(0.0003, 0.02, n))))
+        open_ = np.concatenate(([price0], close[:-1]))
+        high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, n)))
+        low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, n)))
+        volume = rng.integers(200_000, 20_000_000, n)
+        series = {
+            d: {"Open": o, "High": h, "Low": lo, "Close": c, "Volume": v}
+            for d, o, h, lo, c, v in zip(
+                days,
+                open_.round(2).tolist(),
+                high.round(2).tolist(),
+                low.round(2).tolist(),
+                close.round(2).tolist(),
+                volume.tolist(),
+                strict=True,
+            )
+        }
+        self._prices[ticker] = series
+        if len(self._prices) > PRICE_CACHE:
+            self._prices.popitem(last=False)
+        return series
+
+    def add_node(self, key: str, **attrs: Any) -> None:
+        self.graph.add_node(key, **attrs)
+
+    # --- search indexes -------------------------------------------------------------------
+    @cached_property
+    def _company_names(self) -> list[tuple[str, str]]:
+        return key_values(self.companies, "name")  # (ticker, name)
+
+    @cached_property
+    def company_index(self) -> tuple[FuzzyIndex, list[str]]:
+        names = sorted(name for _, name in self._company_names)
+        return FuzzyIndex(names), names
+
+    @cached_property
+    def company_by_name(self) -> dict[str, str]:
+        return {name.casefold(): t for t, name in self._company_names}
+
+    @cached_property
+    def movie_index(self) -> tuple[FuzzyIndex, list[int]]:
+        pairs = sorted(key_values(self.movies, "title"))
+        return FuzzyIndex([title for _, title in pairs]), [i for i, _ in pairs]
+
+    @cached_property
+    def movies_by_year(self) -> dict[str, list[tuple[str, int]]]:
+        """Release year -> (release date, movie id) pairs, for ``movie_get_year_info``."""
+        out: dict[str, list[tuple[str, int]]] = {}
+        for mid, released in key_values(self.movies, "release_date"):
+            out.setdefault(released[:4], []).append((released, mid))
+        return out
+
+    @cached_property
+    def person_index(self) -> tuple[FuzzyIndex, list[int]]:
+        pairs = sorted(key_values(self.people, "name"))
+        return FuzzyIndex([name for _, name in pairs]), [i for i, _ in pairs]
+
+    @cached_property
+    def artist_index(self) -> tuple[FuzzyIndex, list[str]]:
+        names = sorted(self.artists)
+        return FuzzyIndex(names), names
+
+    @cached_property
+    def song_index(self) -> tuple[FuzzyIndex, list[str]]:
+        names = sorted(self.songs)
+        return FuzzyIndex(names), names
+
+    @cached_property
+    def open_index(self) -> tuple[FuzzyIndex, list[str]]:
+        names = sorted(self.open_entities)
+        return FuzzyIndex(names), names
+
+    @cached_property
+    def artist_key(self) -> dict[str, str]:
+        return {n.casefold(): n for n in self.artists}
+
+    @cached_property
+    def song_key(self) -> dict[str, str]:
+        return {n.casefold(): n for n in self.songs}
+
+    @cached_property
+    def open_key(self) -> dict[str, str]:
+        return {n.casefold(): n for n in self.open_entities}
+
+    def warm(self) -> None:
+        for name in (
+            "company_index",
+            "company_by_name",
+            "movies_by_year",
+            "artist_key",
+            "song_key",
+            "open_key",
+            "movie_index",
+            "person_index",
+            "artist_index",
+            "song_index",
+            "open_index",
+        ):
+            getattr(self, name)
+
+    def n_entities(self) -> int:
+        if self._graph is None:
+            return self.backing.n_nodes
+        return self.graph.number_of_nodes()
+
+    def core(self, kind: str) -> list[str]:
+        """Graph keys of the core entities of one type, in generation order."""
+        return list(self._core_keys.get(kind, ()))
+
+    @cached_property
+    def _core_keys(self) -> dict[str, list[str]]:
+        if self._graph is None:
+            pairs: Iterable[tuple[str, str]] = self.backing.core_nodes()
+        else:
+            pairs = ((k, a["type"]) for k, a in self._graph.nodes(data=True) if a.get("core"))
+        out: dict[str, list[str]] = {}
+        for k, kind in pairs:
+            out.setdefault(kind, []).append(k)
+        return out
+
+
+def key_values(store: Mapping[Any, dict[str, Any]], field: str) -> list[tuple[Any, Any]]:
+    """(key, record[field]) for every record, in store order; a store on disk reads the
+    column without decoding records."""
+    column = getattr(store, "column", None)
+    if column is not None:
+        return column(field)
+    return [(k, v[field]) for k, v in store.items()]
+
+
+def generate_world(size: str = "tiny", seed: int = 0, snr: float = 1 / 30) -> CragWorld:
+    """The world ``(size, seed, snr)``; the same arguments always give the same world."""
+    if size not in SIZES:
+        raise ValueError(f"unknown world size {size!r}; choose one of {', '.join(SIZES)}")
+    if not 0 < snr <= 1:
+        raise ValueError("snr must be in (0, 1]")
+    n_core = SIZES[size]
+    noise_per_core = max(0, round(1 / snr) - 1)
+    w = CragWorld(size, seed, snr)
+    finance.generate(w, random.Random(f"crag/{seed}/finance"), n_core, noise_per_core)
+    movie.generate(w, random.Random(f"crag/{seed}/movie"), n_core, noise_per_core)
+    music.generate(w, random.Random(f"crag/{seed}/music"), n_core, noise_per_core)
+    sports.generate(w, random.Random(f"crag/{seed}/sports"), n_core)
+    open.generate(w, random.Random(f"crag/{seed}/open"), n_core, noise_per_core)
+    return w
