@@ -161,8 +161,12 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
             results = execute_solution(session, calls)
         except SolutionMismatch:
             continue
-        if gold not in json.dumps(results[-1], ensure_ascii=False, default=str):
+        shown = json.dumps(results[-1], ensure_ascii=False, default=str)
+        if gold not in shown:
             continue  # e.g. a look-alike ranked first: the calls do not surface the answer
+        # CRAG's NBA rows hold points as floats ("pts_home": 134.0): the count 134 is
+        # grounded by the value as the tool shows it, which normalised text cannot match
+        evidence = [f"{float(gold)}"] if gold.isdigit() and f": {float(gold)}" in shown else None
         quota.add(popularity)
         seen.add(question.format(**fill))
         tasks.append(
@@ -177,6 +181,7 @@ def _generate_simple(env: Any, n: int, seed: int) -> list[Task]:
                 query_time=query_time,
                 tags=TaskTags(question_type="simple", popularity=popularity, dynamism=dynamism),
                 solution=calls,
+                evidence=evidence,
                 metadata={"template": question, "crag_domain": domain},
             )
         )
