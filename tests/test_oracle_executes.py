@@ -77,7 +77,7 @@ def test_hotpot_solution_is_built_from_supporting_titles():
 def test_oracle_on_real_hotpotqa_answers_what_the_corpus_shows(tmp_path):
     store = tmp_path / "store.sqlite"
     build_store(store, [HOTPOT], progress=False)
-    tasks = load_hotpot(HOTPOT)
+    tasks = load_hotpot(HOTPOT).tasks
     path = tmp_path / "hotpot.jsonl"
     write_tasks(path, tasks)
     _, results = run_config(
