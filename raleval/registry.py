@@ -127,7 +127,11 @@ class Registry(Generic[T]):
         return out
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self.names()
+        if not isinstance(name, str):
+            return False
+        # a known name answers without reading every installed package's entry points (~30 ms:
+        # the scorer asks once per episode)
+        return name in self._items or name in self._builtins or name in self.names()
 
 
 # Built-in environments, workflows and providers are declared as entry points in
