@@ -127,7 +127,10 @@ class Registry(Generic[T]):
         return out
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self.names()
+        if not isinstance(name, str):
+            return False
+        # known names answer without a scan of the installed distributions (~15 ms each)
+        return name in self._items or name in self._builtins or name in self.names()
 
 
 # Built-in environments, workflows and providers are declared as entry points in
