@@ -28,7 +28,7 @@ from raleval.app.runner import (
     _prepare,
     build_env,
     episode_stack,
-    latest_results,
+    latest_heads,
     merge_shards,
     run_episode,
     run_prompts,
@@ -37,7 +37,7 @@ from raleval.app.runner import (
 from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, failures_by_cause
 from raleval.records import AgentSpec, Task, Trajectory
-from raleval.store import RESULTS, ResultsFile
+from raleval.store import RESULTS, ResultHead, ResultsFile
 from raleval.workflow import Workflow
 
 ROUNDS = 3  # a lost worker's unreceived episodes are sent out again at most this often
@@ -142,7 +142,7 @@ def run_ray(config: RunConfig) -> RunSummary:
     del env  # the driver runs no episode
     merge_shards(run_dir)  # shard files of a run started by an older raleval
     results = ResultsFile(run_dir / RESULTS)
-    latest = latest_results(run_dir)
+    latest = latest_heads(run_dir)
 
     def wanted(key: tuple[str, int]) -> bool:
         last = latest.get(key)
@@ -189,7 +189,7 @@ def run_ray(config: RunConfig) -> RunSummary:
         if started_here:
             ray.shutdown()
     keys = {(t.id, e) for t in tasks for e in range(config.epochs)}
-    on_disk = [t for k, t in latest_results(run_dir).items() if k in keys]
+    on_disk = [t for k, t in latest_heads(run_dir).items() if k in keys]
     failures = dict(failures_by_cause(on_disk))
     if remaining and write_error is None:
         failures[LOST] = len(remaining)
@@ -212,7 +212,7 @@ def _receive(
     ray: Any,
     streams: list[Any],
     results: ResultsFile,
-    latest: dict[tuple[str, int], Trajectory],
+    latest: dict[tuple[str, int], ResultHead],
     written: set[tuple[str, int]],
     tally: Tally,
 ) -> list[str]:

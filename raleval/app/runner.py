@@ -30,6 +30,7 @@ from raleval.store import (
     RESULTS,
     TASKS,
     RecordFileError,
+    ResultHead,
     ResultsFile,
     ResultsWriter,
     read_header,
@@ -468,16 +469,17 @@ def shard_files(run_dir: Path) -> list[Path]:
 
 def finished_keys(run_dir: Path) -> set[tuple[str, int]]:
     """Episodes on disk in the merged results and in any shard file (repairing torn tails)."""
-    return set(latest_results(run_dir))
+    return set(latest_heads(run_dir))
 
 
-def latest_results(run_dir: Path) -> dict[tuple[str, int], Trajectory]:
-    """The last attempt per (task, epoch) on disk, shards included (repairing torn tails)."""
-    latest: dict[tuple[str, int], Trajectory] = {}
+def latest_heads(run_dir: Path) -> dict[tuple[str, int], ResultHead]:
+    """The last attempt per (task, epoch) on disk, as much of it as resuming needs (shards
+    included, torn tails repaired)."""
+    latest: dict[tuple[str, int], ResultHead] = {}
     for path in [run_dir / RESULTS, *shard_files(run_dir)]:
         f = ResultsFile(path)
         f.repair()
-        for t in f:
+        for t in f.heads():
             old = latest.get((t.task_id, t.epoch))
             if old is None or t.attempt >= old.attempt:
                 latest[(t.task_id, t.epoch)] = t
@@ -547,7 +549,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
     merge_shards(run_dir)  # a run directory left by a version whose Ray workers wrote shards
     results = ResultsFile(run_dir / RESULTS)
-    latest = latest_results(run_dir)
+    latest = latest_heads(run_dir)
 
     def wanted(key: tuple[str, int]) -> bool:
         last = latest.get(key)
@@ -644,7 +646,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     await _close_session(env)  # the environment's connections (MCP servers it started)
     await model.aclose()  # release HTTP connections inside the loop that opened them
     keys = {(t.id, e) for t in selected for e in range(config.epochs)}
-    on_disk = [t for k, t in latest_results(run_dir).items() if k in keys]
+    on_disk = [t for k, t in latest_heads(run_dir).items() if k in keys]
     write_error = None
     if writer.error is not None:
         write_error = f"{writer.error.strerror or writer.error} ({results.path})"
