@@ -150,7 +150,7 @@ def run_ray(config: RunConfig) -> RunSummary:
 
     pending = [(t, e) for e in range(config.epochs) for t in tasks if wanted((t.id, e))]
     env_vars = {k: v for k, v in os.environ.items() if k.startswith("RALEVAL_")}
-    started_here = not ray.is_initialized()
+    started_here = bool(pending) and not ray.is_initialized()  # nothing to run: no cluster
     if started_here:
         ray.init(
             address=config.ray_address,
