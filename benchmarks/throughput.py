@@ -13,6 +13,7 @@ episode`` episodes a second on a core of its own, and other work on the machine 
 average, recorded per level) takes from that core.
 
     pip install -e ".[bench]"; python benchmarks/throughput.py [--levels 64,256,1024]
+    python benchmarks/throughput.py --levels 256 --ray-workers 4   # over 4 processes
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ def _at(samples: list[tuple[float, int, float]], t: float) -> tuple[int, float]:
     return samples[-1][1], samples[-1][2]
 
 
-def run_at(url: str, concurrency: int, episodes: int, log_dir: Path, server_pid: int) -> dict:
+def run_at(
+    url: str, concurrency: int, episodes: int, log_dir: Path, server_pid: int, workers: int = 0
+) -> dict:
     import psutil
 
     from raleval.app.runner import run_sync
@@ -115,7 +118,10 @@ def run_at(url: str, concurrency: int, episodes: int, log_dir: Path, server_pid:
         tasks="scholar-ks",
         tasks_per_family=episodes,
         limit=episodes,
-        max_connections=concurrency,
+        # on Ray, `concurrency` episodes in flight over the workers (each its own process)
+        max_connections=max(1, concurrency // workers) if workers else concurrency,
+        backend="ray" if workers else "local",
+        workers=max(workers, 1),
         log_dir=log_dir,
         cache=False,
         run_name=f"c{concurrency}",
@@ -136,8 +142,11 @@ def run_at(url: str, concurrency: int, episodes: int, log_dir: Path, server_pid:
     steady_rss = sorted(middle)[len(middle) // 2] if middle else _at(samples, first)[0]
     client_cpu = _at(samples, last)[1] - _at(samples, first)[1]
     calls = sorted(c.latency_s for r in results for c in r.llm_calls)
+    if workers:  # the episodes ran in the workers: this process's CPU is the driver's
+        client_cpu = float("nan")
     return {
         "concurrency": concurrency,
+        "ray_workers": workers,
         "episodes": len(results),
         "failed": sum(r.termination.value != "finished" for r in results),
         "episodes_per_s": len(results) / span,
@@ -156,6 +165,13 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--levels", default="1,8,64,256")
     parser.add_argument("--waves", type=int, default=16, help="episodes per level / concurrency")
+    parser.add_argument(
+        "--ray-workers",
+        type=int,
+        default=0,
+        help="run on a local Ray cluster with this many worker processes (each level's "
+        "episodes in flight spread over them); 0: in this process",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -176,7 +192,8 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for level in (int(x) for x in args.levels.split(",")):
-                row = run_at(url, level, max(40, args.waves * level), Path(tmp), server.pid)
+                episodes = max(40, args.waves * level)
+                row = run_at(url, level, episodes, Path(tmp), server.pid, args.ray_workers)
                 ideal = level / args.latency
                 row.update(ideal_episodes_per_s=ideal, ratio_to_ideal=row["episodes_per_s"] / ideal)
                 rows.append(row)
@@ -193,7 +210,7 @@ def main() -> None:
         server.terminate()
         server.wait()
     per_episode = None
-    if len(rows) > 1:  # steady RSS across levels, in one process: the world is in both
+    if len(rows) > 1 and not args.ray_workers:  # steady RSS across levels, in one process
         lo, hi = rows[0], rows[-1]
         per_episode = (
             (hi["steady_rss_gb"] - lo["steady_rss_gb"])
@@ -208,6 +225,7 @@ def main() -> None:
         "latency_s": args.latency,
         "waves": args.waves,
         "cpu_count": os.cpu_count(),
+        "ray_workers": args.ray_workers,
         "levels": rows,
         "mb_per_inflight_episode": per_episode,
     }
