@@ -38,7 +38,7 @@ def main() -> None:
 
     from raleval.app.runner import latest_heads, run_sync
     from raleval.config import RunConfig
-    from raleval.store import RESULTS
+    from raleval.store import RESULTS, TASKS, read_tasks
 
     proc = psutil.Process()
     peak = [proc.memory_info().rss]
@@ -80,6 +80,11 @@ def main() -> None:
         read_mb = tracemalloc.get_traced_memory()[0] / 1e6
         tracemalloc.stop()
         del held
+        tracemalloc.start()
+        tasks = read_tasks(summary.run_dir / TASKS)  # the driver holds the run's tasks
+        tasks_mb = tracemalloc.get_traced_memory()[0] / 1e6
+        tracemalloc.stop()
+        del tasks
         t0 = time.monotonic()
         again = run_sync(cfg)
         resume_s = time.monotonic() - t0
@@ -97,6 +102,7 @@ def main() -> None:
         "resume_read_s": read_s,
         "resume_read_mb": read_mb,
         "resume_run_s": resume_s,
+        "tasks_mb": tasks_mb,
         "load_average": load,
         "scaled_to": args.scale,
         "scaled": {
@@ -104,20 +110,21 @@ def main() -> None:
             "results_gb": line_bytes * args.scale / 1e9,
             "resume_read_s": read_s * k,
             "resume_read_gb": read_mb * k / 1e3,
+            "tasks_gb": tasks_mb * k / 1e3,
         },
     }
     print(
         f"{n} episodes ({args.backend}, load {load:.1f}): {wall:.1f} s, {n / wall:.0f} episodes/s; "
         f"driver peak RSS {row['driver_peak_rss_gb']:.2f} GB; {line_bytes:.0f} bytes per result; "
         f"resume reads the results in {read_s:.2f} s holding {read_mb:.0f} MB, a resumed run "
-        f"takes {resume_s:.1f} s"
+        f"takes {resume_s:.1f} s; the tasks take {tasks_mb:.0f} MB"
     )
     sc = row["scaled"]
     print(
         f"scaled linearly to {args.scale} episodes (an extrapolation): "
         f"{sc['wall_h_at_this_rate']:.2f} h at this rate, results.jsonl "
         f"{sc['results_gb']:.2f} GB, resume reads it in {sc['resume_read_s']:.0f} s holding "
-        f"{sc['resume_read_gb']:.2f} GB"
+        f"{sc['resume_read_gb']:.2f} GB; the tasks {sc['tasks_gb']:.2f} GB"
     )
     print(f"wrote {write_json('run_cost', row, args.out)}")
 

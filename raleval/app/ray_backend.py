@@ -160,34 +160,15 @@ def run_ray(config: RunConfig) -> RunSummary:
             runtime_env={"env_vars": env_vars},
         )
     tally = Tally()
-    written: set[tuple[str, int]] = set()
-    lost_because: list[str] = []
-    remaining, write_error = pending, None
-    try:
-        # Retries are the driver's: Ray re-running a generator would send episodes again
-        # under indexes the driver already consumed.
-        remote = ray.remote(max_retries=0)(stream_episodes)
-        data = worker_config(config)
-        workflow_ref = ray.put(workflow)
-        for _ in range(ROUNDS):
-            if not remaining:
-                break
-            chunks: list[list[tuple[Task, int]]] = [[] for _ in range(config.workers)]
-            for task, epoch in remaining:
-                chunks[shard_of(task.id, epoch, config.workers)].append((task, epoch))
-            streams = [remote.remote(data, workflow_ref, chunk) for chunk in chunks if chunk]
-            try:
-                lost_because += _receive(ray, streams, results, latest, written, tally)
-            except OSError as exc:  # a full disk: stop; what is not written runs on resume
-                write_error = f"{exc.strerror or exc} ({results.path})"
-                for stream in streams:
-                    ray.cancel(stream, force=True)
-                break
-            finally:
-                remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
-    finally:
-        if started_here:
-            ray.shutdown()
+    remaining, lost_because, write_error = pending, [], None
+    if pending:
+        try:
+            remaining, lost_because, write_error = _run_rounds(
+                ray, config, workflow, pending, results, latest, tally
+            )
+        finally:
+            if started_here:
+                ray.shutdown()
     keys = {(t.id, e) for t in tasks for e in range(config.epochs)}
     on_disk = [t for k, t in latest_heads(run_dir).items() if k in keys]
     failures = dict(failures_by_cause(on_disk))
@@ -206,6 +187,44 @@ def run_ray(config: RunConfig) -> RunSummary:
         unwritten=len(remaining) if write_error else 0,
         worker_errors=lost_because,
     )
+
+
+def _run_rounds(
+    ray: Any,
+    config: RunConfig,
+    workflow: Workflow,
+    pending: list[tuple[Task, int]],
+    results: ResultsFile,
+    latest: dict[tuple[str, int], ResultHead],
+    tally: Tally,
+) -> tuple[list[tuple[Task, int]], list[str], str | None]:
+    """Send ``pending`` to the workers, again for what a lost worker did not return, and write
+    what comes back. Returns the episodes still unreturned, why workers were lost, and a write
+    error that stopped the run (None if none)."""
+    # Retries are the driver's: Ray re-running a generator would send episodes again under
+    # indexes the driver already consumed.
+    remote = ray.remote(max_retries=0)(stream_episodes)
+    data = worker_config(config)
+    workflow_ref = ray.put(workflow)
+    written: set[tuple[str, int]] = set()
+    lost_because: list[str] = []
+    remaining = pending
+    for _ in range(ROUNDS):
+        if not remaining:
+            break
+        chunks: list[list[tuple[Task, int]]] = [[] for _ in range(config.workers)]
+        for task, epoch in remaining:
+            chunks[shard_of(task.id, epoch, config.workers)].append((task, epoch))
+        streams = [remote.remote(data, workflow_ref, chunk) for chunk in chunks if chunk]
+        try:
+            lost_because += _receive(ray, streams, results, latest, written, tally)
+        except OSError as exc:  # a full disk: stop; what is not written runs on resume
+            for stream in streams:
+                ray.cancel(stream, force=True)
+            remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
+            return remaining, lost_because, f"{exc.strerror or exc} ({results.path})"
+        remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
+    return remaining, lost_because, None
 
 
 def _receive(
