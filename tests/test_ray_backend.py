@@ -106,3 +106,17 @@ def test_merge_is_idempotent_after_a_crash(tmp_path):
     assert merge_shards(run_dir) == 3
     keys = [t.task_id for t in ResultsFile(run_dir / RESULTS)]
     assert sorted(keys) == sorted(t.task_id for t in results)
+
+
+def test_workers_that_cannot_start_leave_the_episodes_to_a_resume(ray_cluster, capsys):
+    # the driver never resolves the model (a local one would start a server there): a model
+    # the workers cannot make fails every round, and the run says why, writing nothing
+    fence, _ = ray_cluster
+    summary, results = run_config(
+        fence / "nomodel", backend="ray", workers=2, model="scripted/nonexistent", **OPTIONS
+    )
+    assert results == [] and summary.ran == 0
+    assert summary.failures == {"ray_worker_lost": 24}
+    assert len(summary.worker_errors) == 6  # two workers, three rounds
+    assert all("nonexistent" in e for e in summary.worker_errors)
+    assert "ray: a worker ended early (24 episode(s) not returned)" in capsys.readouterr().err

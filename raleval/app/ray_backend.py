@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,7 +115,12 @@ def stream_episodes(
             if batch:
                 yield batch
             if producer.done() and out.empty():
-                producer.result()  # a worker that failed says why
+                try:
+                    producer.result()
+                except Exception as exc:
+                    # said in a plain exception: a worker's own type (UnknownNameError) may
+                    # not survive the trip back to the driver
+                    raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
                 return
     finally:
         if not producer.done():
@@ -217,13 +223,20 @@ def _run_rounds(
             chunks[shard_of(task.id, epoch, config.workers)].append((task, epoch))
         streams = [remote.remote(data, workflow_ref, chunk) for chunk in chunks if chunk]
         try:
-            lost_because += _receive(ray, streams, results, latest, written, tally)
+            errors = _receive(ray, streams, results, latest, written, tally)
         except OSError as exc:  # a full disk: stop; what is not written runs on resume
             for stream in streams:
                 ray.cancel(stream, force=True)
             remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
             return remaining, lost_because, f"{exc.strerror or exc} ({results.path})"
         remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
+        for error in dict.fromkeys(errors):  # the cause, not only a count of lost episodes
+            print(
+                f"ray: a worker ended early ({len(remaining)} episode(s) not returned): {error}",
+                file=sys.stderr,
+                flush=True,
+            )
+        lost_because += errors
     return remaining, lost_because, None
 
 
@@ -249,7 +262,11 @@ def _receive(
             continue
         except Exception as exc:  # the worker died or its episodes' set-up failed
             live.remove(stream)
-            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the worker's
+            first = str(cause).splitlines()[0] if str(cause) else ""
+            errors.append(
+                first if isinstance(cause, RuntimeError) else f"{type(cause).__name__}: {first}"
+            )
             continue
         fresh = []
         for traj in batch:
