@@ -12,7 +12,6 @@ time series, so every getter answers "as of" a query time.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -22,14 +21,10 @@ from functools import cached_property
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from raleval.envs.crag.world import finance, movie, music, open, sports
 from raleval.envs.crag.world.common import (
     POPULARITY as POPULARITY,
-)
-from raleval.envs.crag.world.common import (
-    _trading_days,
 )
 from raleval.envs.crag.world.common import (
     price_key as price_key,
@@ -37,6 +32,7 @@ from raleval.envs.crag.world.common import (
 from raleval.envs.crag.world.common import (
     trading_days as trading_days,
 )
+from raleval.envs.crag.world.prices import PriceSeries, calendar, daily_series
 from raleval.envs.fuzzy import FuzzyIndex
 
 # 2: a core song's look-alikes go to artists drawn in generation order (was a sorted copy of
@@ -52,7 +48,7 @@ SIZES: dict[str, int] = {"tiny": 12, "small": 120, "medium": 1200, "large": 8260
 DEFAULT_QUERY_DATE = date(2024, 3, 15)  # "now" when a task has no query_time
 
 
-PRICE_CACHE = 4096  # daily series kept per world (each ~780 bars)
+PRICE_CACHE = 4096  # daily series kept per world (each ~780 bars in cents, about 30 KB)
 
 
 BILLBOARD_ATTRIBUTES = ("rank", "rank_last_week", "weeks_in_chart", "top_position")
@@ -79,9 +75,7 @@ class CragWorld:
     soccer: list[dict[str, Any]] = field(default_factory=list)
     nba: list[dict[str, Any]] = field(default_factory=list)
     open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    _prices: OrderedDict[str, dict[date, dict[str, float]]] = field(
-        default_factory=OrderedDict, repr=False
-    )
+    _prices: OrderedDict[str, PriceSeries] = field(default_factory=OrderedDict, repr=False)
     backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
     _graph: nx.MultiDiGraph | None = field(default_factory=nx.MultiDiGraph, repr=False)
 
@@ -92,40 +86,24 @@ class CragWorld:
             self._graph = self.backing.graph()
         return self._graph
 
-    def prices(self, ticker: str) -> dict[date, dict[str, float]]:
-        """Daily bars of ``ticker``: a seeded random walk (log-normal steps, floored at 1.0),
-        generated on first use with numpy (most companies are noise nobody asks about); the
-        last ``PRICE_CACHE`` series asked for are kept."""
+    def price_series(self, ticker: str) -> PriceSeries:
+        """Daily bars of ``ticker`` in whole cents (:mod:`.prices`), drawn on first use (most
+        companies are noise nobody asks about); the last ``PRICE_CACHE`` asked for are kept
+        (about 30 KB each)."""
         series = self._prices.get(ticker)
         if series is not None:
             self._prices.move_to_end(ticker)
             return series
-        digest = hashlib.blake2b(f"crag/{self.seed}/price/{ticker}".encode(), digest_size=8)
-        rng = np.random.default_rng(int.from_bytes(digest.digest(), "big"))
-        days = _trading_days()
-        n = len(days)
-        price0 = self.companies[ticker]["price0"]
-        close = np.maximum(1.0, price0 * np.exp(np.cumsum(rng.normal(0.0003, 0.02, n))))
-        open_ = np.concatenate(([price0], close[:-1]))
-        high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, n)))
-        low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, n)))
-        volume = rng.integers(200_000, 20_000_000, n)
-        series = {
-            d: {"Open": o, "High": h, "Low": lo, "Close": c, "Volume": v}
-            for d, o, h, lo, c, v in zip(
-                days,
-                open_.round(2).tolist(),
-                high.round(2).tolist(),
-                low.round(2).tolist(),
-                close.round(2).tolist(),
-                volume.tolist(),
-                strict=True,
-            )
-        }
+        series = daily_series(self.seed, ticker, self.companies[ticker]["price0"])
         self._prices[ticker] = series
         if len(self._prices) > PRICE_CACHE:
             self._prices.popitem(last=False)
         return series
+
+    def prices(self, ticker: str) -> dict[date, dict[str, float]]:
+        """Daily bars of ``ticker`` by date, as the price APIs show them."""
+        series = self.price_series(ticker)
+        return {d: series.bar(i) for i, d in enumerate(calendar())}
 
     def add_node(self, key: str, **attrs: Any) -> None:
         self.graph.add_node(key, **attrs)
