@@ -12,7 +12,7 @@ import pytest
 from raleval import registry
 from raleval.envs.crag import CragEnv
 from raleval.envs.crag import store as crag_store
-from raleval.envs.crag.store import WorldFile, encode, open_world, save_world
+from raleval.envs.crag.store import WorldFile, encode, open_world, save_indexes, save_world
 from raleval.envs.crag.world import generate_world
 
 
@@ -20,6 +20,7 @@ from raleval.envs.crag.world import generate_world
 def pair(tmp_path_factory):
     made = generate_world("tiny", 5)
     path = save_world(made, tmp_path_factory.mktemp("crag") / "tiny.sqlite")
+    save_indexes(path)
     return made, WorldFile(path).world()
 
 
@@ -207,3 +208,15 @@ def test_a_file_from_another_generator_version_is_refused(tmp_path):
         WorldFile(path)
     with pytest.raises(FileNotFoundError):
         WorldFile(tmp_path / "missing.sqlite")
+
+
+def test_a_stored_world_opens_its_saved_indexes_and_looks_up_names_in_sqlite(pair):
+    made, reopened = pair
+    assert reopened.backing.indexes is not None  # built by save_indexes: nothing is rebuilt
+    index, names = reopened.song_index
+    assert type(index.strings).__name__ == "Texts" and list(names) == sorted(made.songs)
+    assert reopened.movie_index[1] == sorted(made.movies)
+    for fold, key in made.company_by_name.items():
+        assert reopened.company_by_name[fold] == key
+    assert reopened.artist_key.get("no such artist") is None
+    assert len(reopened.song_key) == len(made.song_key)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
@@ -32,12 +32,22 @@ from raleval.envs.crag.world.common import (
 from raleval.envs.crag.world.common import (
     trading_days as trading_days,
 )
+from raleval.envs.crag.world.indexes import (
+    MovieYears,
+    load_index,
+    make_index,
+)
+from raleval.envs.crag.world.indexes import (
+    key_values as key_values,
+)
 from raleval.envs.crag.world.prices import PriceSeries, calendar, daily_series
 from raleval.envs.fuzzy import FuzzyIndex
 
 # 2: a core song's look-alikes go to artists drawn in generation order (was a sorted copy of
 # every artist name per song, quadratic in the world's size); names of 2-4 syllables
-GENERATOR_VERSION = 2
+# 3: minute bars drawn per (ticker, day) by a counter-based generator (world/prices.py); a
+# stored world keeps case-folded names in SQLite and its search indexes beside it
+GENERATOR_VERSION = 3
 
 
 # core entities per domain; each brings about 320 entities with its distractors, songs and
@@ -108,70 +118,72 @@ class CragWorld:
     def add_node(self, key: str, **attrs: Any) -> None:
         self.graph.add_node(key, **attrs)
 
-    # --- search indexes -------------------------------------------------------------------
-    @cached_property
-    def _company_names(self) -> list[tuple[str, str]]:
-        return key_values(self.companies, "name")  # (ticker, name)
+    # --- search indexes: made on first use, or opened from a stored world's folder --------
+    def _index(self, kind: str) -> tuple[FuzzyIndex, Sequence[Any]]:
+        folder = None if self.backing is None else self.backing.indexes
+        return make_index(self, kind) if folder is None else load_index(folder, kind)
 
     @cached_property
-    def company_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(name for _, name in self._company_names)
-        return FuzzyIndex(names), names
+    def company_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("company")
 
     @cached_property
-    def company_by_name(self) -> dict[str, str]:
-        return {name.casefold(): t for t, name in self._company_names}
+    def movie_index(self) -> tuple[FuzzyIndex, Sequence[int]]:
+        return self._index("movie")
 
     @cached_property
-    def movie_index(self) -> tuple[FuzzyIndex, list[int]]:
-        pairs = sorted(key_values(self.movies, "title"))
-        return FuzzyIndex([title for _, title in pairs]), [i for i, _ in pairs]
+    def person_index(self) -> tuple[FuzzyIndex, Sequence[int]]:
+        return self._index("person")
 
     @cached_property
-    def movies_by_year(self) -> dict[str, list[tuple[str, int]]]:
-        """Release year -> (release date, movie id) pairs, for ``movie_get_year_info``."""
-        out: dict[str, list[tuple[str, int]]] = {}
-        for mid, released in key_values(self.movies, "release_date"):
-            out.setdefault(released[:4], []).append((released, mid))
-        return out
+    def artist_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("artist")
 
     @cached_property
-    def person_index(self) -> tuple[FuzzyIndex, list[int]]:
-        pairs = sorted(key_values(self.people, "name"))
-        return FuzzyIndex([name for _, name in pairs]), [i for i, _ in pairs]
+    def song_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("song")
 
     @cached_property
-    def artist_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(self.artists)
-        return FuzzyIndex(names), names
+    def open_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("open")
 
     @cached_property
-    def song_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(self.songs)
-        return FuzzyIndex(names), names
+    def movie_years(self) -> MovieYears:
+        """Movies by release year, for ``movie_get_year_info``."""
+        folder = None if self.backing is None else self.backing.indexes
+        return MovieYears.make(self) if folder is None else MovieYears.load(folder)
+
+    # exact names, case-insensitively (a stored world looks them up in SQLite)
+    @cached_property
+    def company_by_name(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("companies")
+        return {name.casefold(): t for t, name in key_values(self.companies, "name")}
 
     @cached_property
-    def open_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(self.open_entities)
-        return FuzzyIndex(names), names
-
-    @cached_property
-    def artist_key(self) -> dict[str, str]:
+    def artist_key(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("artists")
         return {n.casefold(): n for n in self.artists}
 
     @cached_property
-    def song_key(self) -> dict[str, str]:
+    def song_key(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("songs")
         return {n.casefold(): n for n in self.songs}
 
     @cached_property
-    def open_key(self) -> dict[str, str]:
+    def open_key(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("open_entities")
         return {n.casefold(): n for n in self.open_entities}
 
     def warm(self) -> None:
+        """Make (or open) every index now rather than on the first call that needs it."""
         for name in (
             "company_index",
             "company_by_name",
-            "movies_by_year",
+            "movie_years",
             "artist_key",
             "song_key",
             "open_key",
@@ -202,15 +214,6 @@ class CragWorld:
         for k, kind in pairs:
             out.setdefault(kind, []).append(k)
         return out
-
-
-def key_values(store: Mapping[Any, dict[str, Any]], field: str) -> list[tuple[Any, Any]]:
-    """(key, record[field]) for every record, in store order; a store on disk reads the
-    column without decoding records."""
-    column = getattr(store, "column", None)
-    if column is not None:
-        return column(field)
-    return [(k, v[field]) for k, v in store.items()]
 
 
 def generate_world(size: str = "tiny", seed: int = 0, snr: float = 1 / 30) -> CragWorld:
