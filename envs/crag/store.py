@@ -16,7 +16,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 import networkx as nx
 
 from raleval.envs._sqlite import insert_batched
-from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_world
+from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_domains
 from raleval.envs.crag.world.indexes import NAME_INDEXES, MovieYears, make_index, save_index
 
 # store name -> (key SQL type, columns kept beside the record for searches and indexes)
@@ -100,7 +100,20 @@ def _dumps(obj: Any) -> str:
 
 def save_world(world: CragWorld, path: Path) -> Path:
     """Write ``world`` (a generated one) to a new SQLite file at ``path``, atomically."""
-    path = Path(path)
+    return _write(Path(path), [world])
+
+
+def build_world(size: str, seed: int, snr: float, path: Path) -> Path:
+    """Generate the world ``(size, seed, snr)`` straight into a new file at ``path``, one
+    domain at a time: each domain's records and graph are written, then dropped before the
+    next domain is generated, so the build never holds the whole world (the same file as
+    ``save_world(generate_world(...))``)."""
+    return _write(Path(path), generate_domains(size, seed, snr))
+
+
+def _write(path: Path, parts: Iterable[CragWorld]) -> Path:
+    """Write the records and graph of each part of a world in turn (a whole world is one
+    part), then its meta and indexes, to a temporary file renamed to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
@@ -109,55 +122,62 @@ def save_world(world: CragWorld, path: Path) -> Path:
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        meta = {
-            "generator_version": str(GENERATOR_VERSION),
-            "size": world.size,
-            "seed": str(world.seed),
-            "snr": repr(world.snr),
-            "n_nodes": str(world.graph.number_of_nodes()),
-        }
-        meta.update({name: _dumps(getattr(world, name)) for name in SERIES})
-        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
         for name, (key_type, columns) in STORES.items():
             cols = "".join(f", {c} TEXT NOT NULL" for c in columns)
             db.execute(f"CREATE TABLE {name} (key {key_type} NOT NULL{cols}, body TEXT NOT NULL)")
-            marks = ", ".join("?" * (len(columns) + 2))
-            rows = (
-                (k, *(v[c] for c in columns), _dumps(v)) for k, v in getattr(world, name).items()
-            )
-            insert_batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
-            db.execute(f"CREATE UNIQUE INDEX {name}_key ON {name}(key)")
-        for name, column in FOLDED.items():
+        for name in FOLDED:
             db.execute(
                 f"CREATE TABLE {name}_fold (fold TEXT PRIMARY KEY, key NOT NULL) WITHOUT ROWID"
-            )
-            # generation order, the last of a case-insensitive clash wins (as a dict would)
-            insert_batched(
-                db,
-                f"INSERT OR REPLACE INTO {name}_fold VALUES (?, ?)",
-                (
-                    ((v[column] if column else k).casefold(), k)
-                    for k, v in getattr(world, name).items()
-                ),
             )
         db.execute(
             "CREATE TABLE nodes (key TEXT NOT NULL, type TEXT, domain TEXT, name TEXT,"
             " popularity TEXT, core INTEGER)"
         )
-        insert_batched(
-            db,
-            "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
-            ((k, *(a.get(f) for f in NODE_FIELDS)) for k, a in world.graph.nodes(data=True)),
-        )
-        db.execute("CREATE INDEX nodes_core ON nodes(core) WHERE core = 1")
         db.execute("CREATE TABLE edges (u TEXT NOT NULL, v TEXT NOT NULL, k TEXT NOT NULL)")
-        insert_batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
+        n_nodes, world = 0, None
+        for world in parts:
+            _write_part(db, world)
+            n_nodes += world.graph.number_of_nodes()
+        if world is None:
+            raise ValueError("no world to write")
+        meta = {
+            "generator_version": str(GENERATOR_VERSION),
+            "size": world.size,
+            "seed": str(world.seed),
+            "snr": repr(world.snr),
+            "n_nodes": str(n_nodes),
+        }
+        meta.update({name: _dumps(getattr(world, name)) for name in SERIES})
+        db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        for name in STORES:
+            db.execute(f"CREATE UNIQUE INDEX {name}_key ON {name}(key)")
+        db.execute("CREATE INDEX nodes_core ON nodes(core) WHERE core = 1")
         db.commit()
     finally:
         db.close()
     shutil.rmtree(index_folder(path), ignore_errors=True)  # a replaced world's are stale
     os.replace(tmp, path)
     return path
+
+
+def _write_part(db: sqlite3.Connection, world: CragWorld) -> None:
+    for name, (_, columns) in STORES.items():
+        marks = ", ".join("?" * (len(columns) + 2))
+        rows = ((k, *(v[c] for c in columns), _dumps(v)) for k, v in getattr(world, name).items())
+        insert_batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
+    for name, column in FOLDED.items():
+        # generation order, the last of a case-insensitive clash wins (as a dict would)
+        insert_batched(
+            db,
+            f"INSERT OR REPLACE INTO {name}_fold VALUES (?, ?)",
+            (((v[column] if column else k).casefold(), k) for k, v in getattr(world, name).items()),
+        )
+    insert_batched(
+        db,
+        "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
+        ((k, *(a.get(f) for f in NODE_FIELDS)) for k, a in world.graph.nodes(data=True)),
+    )
+    insert_batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -319,7 +339,7 @@ def open_world(size: str, seed: int, snr: float, path: Path | None = None) -> Cr
     indexes) on first use."""
     path = Path(path) if path else world_path(size, seed, snr)
     if not path.exists():
-        save_world(generate_world(size, seed, snr), path)
+        build_world(size, seed, snr, path)
     if not index_folder(path).is_dir():
         save_indexes(path)
     return WorldFile(path).world()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
@@ -218,16 +218,41 @@ class CragWorld:
 
 def generate_world(size: str = "tiny", seed: int = 0, snr: float = 1 / 30) -> CragWorld:
     """The world ``(size, seed, snr)``; the same arguments always give the same world."""
-    if size not in SIZES:
-        raise ValueError(f"unknown world size {size!r}; choose one of {', '.join(SIZES)}")
-    if not 0 < snr <= 1:
-        raise ValueError("snr must be in (0, 1]")
-    n_core = SIZES[size]
-    noise_per_core = max(0, round(1 / snr) - 1)
     w = CragWorld(size, seed, snr)
-    finance.generate(w, random.Random(f"crag/{seed}/finance"), n_core, noise_per_core)
-    movie.generate(w, random.Random(f"crag/{seed}/movie"), n_core, noise_per_core)
-    music.generate(w, random.Random(f"crag/{seed}/music"), n_core, noise_per_core)
-    sports.generate(w, random.Random(f"crag/{seed}/sports"), n_core)
-    open.generate(w, random.Random(f"crag/{seed}/open"), n_core, noise_per_core)
+    for _ in _generate(w):
+        pass
     return w
+
+
+def generate_domains(size: str, seed: int = 0, snr: float = 1 / 30) -> Iterator[CragWorld]:
+    """The world ``(size, seed, snr)`` one domain at a time (finance, movie, music, sports,
+    open): each world yielded holds that domain's records and graph only (the domains share
+    no entity); the time series (Oscars, charts, Grammys, games) accumulate."""
+    w = CragWorld(size, seed, snr)
+    for _ in _generate(w):
+        yield w
+        for name in ENTITY_STORES:
+            setattr(w, name, {})
+        w._graph = nx.MultiDiGraph()
+
+
+ENTITY_STORES = ("companies", "movies", "people", "artists", "songs", "open_entities")
+
+
+def _generate(w: CragWorld) -> Iterator[str]:
+    if w.size not in SIZES:
+        raise ValueError(f"unknown world size {w.size!r}; choose one of {', '.join(SIZES)}")
+    if not 0 < w.snr <= 1:
+        raise ValueError("snr must be in (0, 1]")
+    n_core, seed = SIZES[w.size], w.seed
+    noise_per_core = max(0, round(1 / w.snr) - 1)
+    finance.generate(w, random.Random(f"crag/{seed}/finance"), n_core, noise_per_core)
+    yield "finance"
+    movie.generate(w, random.Random(f"crag/{seed}/movie"), n_core, noise_per_core)
+    yield "movie"
+    music.generate(w, random.Random(f"crag/{seed}/music"), n_core, noise_per_core)
+    yield "music"
+    sports.generate(w, random.Random(f"crag/{seed}/sports"), n_core)
+    yield "sports"
+    open.generate(w, random.Random(f"crag/{seed}/open"), n_core, noise_per_core)
+    yield "open"
