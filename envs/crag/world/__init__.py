@@ -87,6 +87,8 @@ class CragWorld:
     open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     _prices: OrderedDict[str, PriceSeries] = field(default_factory=OrderedDict, repr=False)
     backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
+    # what the APIs derive from the facts and keep once per world (a game's table rows)
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _graph: nx.MultiDiGraph | None = field(default_factory=nx.MultiDiGraph, repr=False)
 
     @property
