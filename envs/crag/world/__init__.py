@@ -86,6 +86,9 @@ class CragWorld:
     nba: list[dict[str, Any]] = field(default_factory=list)
     open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     _prices: OrderedDict[str, PriceSeries] = field(default_factory=OrderedDict, repr=False)
+    _price_dicts: OrderedDict[str, dict[date, dict[str, float]]] = field(
+        default_factory=OrderedDict, repr=False
+    )
     backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
     # what the APIs derive from the facts and keep once per world (a game's table rows)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -113,9 +116,18 @@ class CragWorld:
         return series
 
     def prices(self, ticker: str) -> dict[date, dict[str, float]]:
-        """Daily bars of ``ticker`` by date, as the price APIs show them."""
-        series = self.price_series(ticker)
-        return {d: series.bar(i) for i, d in enumerate(calendar())}
+        """Daily bars of ``ticker`` by date, as the price APIs show them (for task families,
+        which read a few bars of a few tickers; the last 64 are kept)."""
+        bars = self._price_dicts.get(ticker)
+        if bars is None:
+            series = self.price_series(ticker)
+            bars = {d: series.bar(i) for i, d in enumerate(calendar())}
+            self._price_dicts[ticker] = bars
+            if len(self._price_dicts) > 64:
+                self._price_dicts.popitem(last=False)
+        else:
+            self._price_dicts.move_to_end(ticker)
+        return bars
 
     def add_node(self, key: str, **attrs: Any) -> None:
         self.graph.add_node(key, **attrs)
