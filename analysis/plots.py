@@ -52,48 +52,58 @@ def radar(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
     if len(axes) < 3:  # a radar needs three axes; the report shows the bars instead
         return level_bars(title, series)
     angles = [2 * math.pi * i / len(axes) for i in range(len(axes))] + [0.0]
-    fig = plt.figure(figsize=(5, 5))
+    fig = plt.figure(figsize=(5, 5) if len(axes) <= 8 else (6.5, 6.5))
     ax = fig.add_subplot(projection="polar")
     for name, values in sorted(series.items()):
         pts = [values.get(a, 0.0) for a in axes]
         ax.plot(angles, [*pts, pts[0]], label=name)
         ax.fill(angles, [*pts, pts[0]], alpha=0.1)
-    ax.set_xticks(angles[:-1], axes)
+    # a prefix every axis shares ("crag/") says nothing; labels point away from the circle
+    # (left-aligned on the right half, right-aligned on the left), so neighbours do not overlap
+    ax.set_xticks(angles[:-1], _drop_shared_prefix(axes), fontsize=9 if len(axes) <= 8 else 8)
+    for label, angle in zip(ax.get_xticklabels(), angles, strict=False):
+        x, y = math.cos(angle), math.sin(angle)
+        label.set_horizontalalignment("left" if x > 0.1 else "right" if x < -0.1 else "center")
+        label.set_verticalalignment("bottom" if y > 0.1 else "top" if y < -0.1 else "center")
     ax.set_ylim(0, 1)
-    ax.set_title(title)
-    ax.legend(loc="upper right", bbox_to_anchor=(1.35, 1.1), fontsize=8)
+    ax.set_title(title, pad=24)
+    _legend_outside(ax, anchor=(1.25, 1.0))
     return _svg(fig)
 
 
+def _drop_shared_prefix(labels: list[str]) -> list[str]:
+    """``labels`` without the leading ``domain/`` part they all share (``crag/``)."""
+    heads = {a.split("/", 1)[0] for a in labels}
+    if len(heads) == 1 and all("/" in a for a in labels):
+        return [a.split("/", 1)[1] for a in labels]
+    return list(labels)
+
+
 def level_bars(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
-    """F1 by domain x level, one bar group per axis."""
-    fig, ax = _figure(7, 3.5)
-    axes = sorted({a for s in series.values() for a in s})
+    """F1 by domain x level: one row per axis, one bar per system. Horizontal, so long axis
+    names (CRAG's five domains x three levels) are written out in full and never overlap."""
+    axes = sorted({a for s in series.values() for a in s}, reverse=True)  # first on top
     names = sorted(series)
-    width = 0.8 / max(1, len(names))
+    row = 0.8 / max(1, len(names))
+    fig, ax = _figure(7, 1.0 + len(axes) * max(0.3, 0.16 * len(names)))
     for i, name in enumerate(names):
-        ax.bar(
-            [x + i * width for x in range(len(axes))],
+        ax.barh(
+            [y + (len(names) - 1 - i) * row for y in range(len(axes))],
             [series[name].get(a, 0.0) for a in axes],
-            width,
+            row,
             label=name,
         )
-    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(axes))], axes)
-    # long axis names (CRAG's domain x level) slant instead of overlapping
-    if max((len(a) for a in axes), default=0) * len(axes) > 60:
-        ax.tick_params(axis="x", labelrotation=30)
-        for label in ax.get_xticklabels():
-            label.set_horizontalalignment("right")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("F1")
+    ax.set_yticks([y + 0.4 - row / 2 for y in range(len(axes))], axes)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("F1")
     ax.set_title(title)
     _legend_outside(ax)
     return _svg(fig)
 
 
-def _legend_outside(ax) -> None:  # type: ignore[no-untyped-def]
+def _legend_outside(ax, anchor: tuple[float, float] = (1.02, 1.0)) -> None:  # type: ignore[no-untyped-def]
     """The legend right of the axes, where it covers no data."""
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=anchor, borderaxespad=0)
 
 
 def error_bars(counts: Mapping[str, Mapping[str, int]]) -> str:
@@ -107,7 +117,8 @@ def error_bars(counts: Mapping[str, Mapping[str, int]]) -> str:
         left = [a + b for a, b in zip(left, shares, strict=True)]
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of episodes")
-    ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    # above the bars: below them it sat on the axis title
+    ax.legend(ncol=6, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.02), borderaxespad=0)
     return _svg(fig)
 
 

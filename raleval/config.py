@@ -99,12 +99,11 @@ class RunConfig(BaseModel):
             pass
         env_defaults: dict[str, Any] = {}
         try:
-            plugin = registry.envs.get(cfg.env)
-            params = inspect.signature(getattr(plugin, "factory", plugin)).parameters
+            params = registry.envs.get(cfg.env).parameters() or {}
             env_defaults = {
                 k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty
             }
-        except (LookupError, TypeError, ValueError):
+        except LookupError:
             pass
 
         def drop(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ validates arguments, runs the tool, times it and turns every failure into a clas
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import sys
@@ -95,14 +96,22 @@ class ToolSpec:
 
     def json_schema(self) -> dict[str, Any]:
         """OpenAI-style function schema (native function calling)."""
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
+        schema = json.loads(_parameters_schema(self.params))
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": schema},
         }
+
+
+@functools.lru_cache(maxsize=4096)
+def _parameters_schema(params: type[BaseModel]) -> str:
+    # pydantic builds a schema in ~0.7 ms; function calling sends every tool's schema with every
+    # turn, so it is built once per parameter model (as text, so no caller can mutate the cache)
+    schema = params.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return json.dumps(schema)
 
 
 def _annotation_text(annotation: Any) -> str:

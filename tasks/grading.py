@@ -462,8 +462,15 @@ def split_list(text: str | None) -> list[str]:
     """The items of a list answer: split on "," ";" "and" "&" and new lines (bullets too)."""
     if not text:
         return []
-    items = [normalize_answer(part) for part in _SPLIT.split(text)]
+    items = [_item(part) for part in _SPLIT.split(text)]
     return [i for i in dict.fromkeys(items) if i]
+
+
+def _item(text: str) -> str:
+    """A list element normalised as a short answer; an element that is only an article or
+    punctuation ("A", as a grade or a vitamin) keeps its own lower-cased word instead of
+    normalising to nothing, so it can still be matched."""
+    return normalize_answer(text) or " ".join(text.lower().split()).strip(" .,;:!?\"'")
 
 
 def list_precision_recall(
@@ -486,7 +493,7 @@ def list_precision_recall(
                 whole_hits += 1
                 break
     items = split_list(text)
-    norm = [[normalize_answer(a) for a in aliases] for aliases in elements]
+    norm = [[_item(a) for a in aliases] for aliases in elements]
     hit_items = 0
     for item in items:
         for k, aliases in enumerate(norm):

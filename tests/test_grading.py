@@ -54,6 +54,15 @@ def test_list_extra_item_is_not_correct_and_element_aliases_count():
     assert not v.correct and v.precision == pytest.approx(2 / 3)
 
 
+def test_a_list_element_that_is_only_an_article_can_be_matched():
+    # "A" (a grade, a vitamin, a blood type) normalised to nothing and was never matched
+    letters = [chr(c) for c in range(ord("a"), ord("k"))]
+    v = grade(", ".join(reversed(letters)).upper(), [", ".join(letters)], "list")
+    assert v.correct and (v.precision, v.recall) == (1.0, 1.0)
+    v = grade("B, C", [", ".join(["A", "B", "C"])], "list")
+    assert not v.correct and v.recall == pytest.approx(2 / 3)
+
+
 def test_element_with_a_comma_is_matched_whole():
     elements = [["Tsinghua University, Beijing"], ["Fudan University"]]
     v = grade("Fudan University; Tsinghua University, Beijing", ["x"], "list", elements=elements)

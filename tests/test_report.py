@@ -103,6 +103,117 @@ def test_report_in_a_real_browser_with_10000_episodes(runs, tmp_path):
         driver.quit()
 
 
+# Layout read back from the browser, per figure: the axes' background box, the legend's box,
+# every tick label's box, the axis titles' boxes, and how many data marks the axes hold.
+FIGURE_LAYOUT_JS = """
+const box = (el) => { const r = el.getBoundingClientRect();
+  return [r.left, r.top, r.right, r.bottom]; };
+return [...document.querySelectorAll('.plots > div[data-figure]')].map((div) => {
+  const svg = div.querySelector('svg');
+  const axes = svg.querySelector('g[id^="axes"]');
+  const background = axes.querySelector(':scope > g[id^="patch"]');
+  const legend = svg.querySelector('g[id^="legend"]');
+  const ticks = [...axes.querySelectorAll('g[id^="xtick"], g[id^="ytick"]')].map((t) => ({
+    axis: t.id.startsWith('x') ? 'x' : 'y',
+    text: t.querySelector('g[id^="text"]') ? box(t.querySelector('g[id^="text"]')) : null}));
+  const titles = [...axes.querySelectorAll(
+    ':scope > g[id^="matplotlib.axis"] > g[id^="text"]')].map(box);
+  const marks = axes.querySelectorAll(':scope > g[id^="patch"]').length - 1 +
+    axes.querySelectorAll(':scope > g[id^="line2d"]').length;
+  return {polar: div.dataset.figure === 'radar',
+          background: box(background), legend: legend ? box(legend) : null,
+          ticks, titles, marks};
+});
+"""
+
+
+def _overlap(a, b, slack=0.5):
+    """Do two [left, top, right, bottom] boxes share more than ``slack`` pixels each way?"""
+    return min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack
+
+
+def _chromium(tmp_path):
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("CI"):
+            pytest.fail("CI must install chromium and chromium-driver (.ci/run does)")
+        pytest.skip("needs Debian chromium and chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1300,1800"):
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'profile'}")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
+@pytest.mark.integration
+def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
+    """Issue 22's figure defects, measured where a reader sees them: CRAG's long domain x level
+    labels do not overlap, no legend covers an axes or its labels, no panel is empty, a run
+    with a single domain x level gets bars (a radar needs three axes); the viewer shows the
+    system prompt with the episode's demonstrations, every model call and the DFSDT tree."""
+    pytest.importorskip("matplotlib")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    crag = {"env": "crag", "env_options": {"size": "tiny"}, "tasks": "crag-kg"}
+    react, _ = run_config(tmp_path, tasks_per_family=5, **crag)
+    dfsdt, _ = run_config(tmp_path, tasks_per_family=5, workflow="dfsdt", **crag)
+    single, _ = run_config(tmp_path, limit=4)  # scholar KS only: one axis
+    many = write_report([react.run_dir, dfsdt.run_dir], tmp_path / "many.html")
+    one = write_report([single.run_dir], tmp_path / "one.html")
+    driver = _chromium(tmp_path)
+    try:
+        driver.get(many.as_uri())
+        figures = driver.execute_script(FIGURE_LAYOUT_JS)
+        # two radars (one per workflow), the bars, the error mix, the deployment plot
+        assert len(figures) == 5 and sum(f["polar"] for f in figures) == 2
+        for k, fig in enumerate(figures):
+            assert fig["marks"] >= 1, f"figure {k} is an empty panel"
+            labels = [t["text"] for t in fig["ticks"] if t["text"]]
+            if not fig["polar"]:
+                for axis in "xy":
+                    same = [t["text"] for t in fig["ticks"] if t["axis"] == axis and t["text"]]
+                    clash = [(a, b) for i, a in enumerate(same) for b in same[i + 1 :]
+                             if _overlap(a, b)]  # fmt: skip
+                    assert not clash, f"figure {k}: {axis} tick labels overlap: {clash[:2]}"
+            else:
+                angular = [t["text"] for t in fig["ticks"] if t["axis"] == "x" and t["text"]]
+                assert len(angular) >= 12  # CRAG: five domains x three levels
+                clash = [(a, b) for i, a in enumerate(angular) for b in angular[i + 1 :]
+                         if _overlap(a, b)]  # fmt: skip
+                assert not clash, f"radar {k}: axis labels overlap: {clash[:2]}"
+            if fig["legend"]:
+                assert not _overlap(fig["legend"], fig["background"]), f"figure {k}: legend"
+                for text in labels + fig["titles"]:
+                    assert not _overlap(fig["legend"], text), f"figure {k}: legend on a label"
+        # the viewer: a DFSDT episode shows its prompt, demonstrations, model calls and tree
+        Select(driver.find_element(By.ID, "f-system")).select_by_value(
+            next(o.get_attribute("value") for o in driver.find_elements(
+                By.CSS_SELECTOR, "#f-system option") if o.get_attribute("value").startswith(
+                "dfsdt"))
+        )  # fmt: skip
+        driver.find_element(By.CSS_SELECTOR, "#episodes tbody tr").click()
+        detail = driver.find_element(By.ID, "detail")
+        for part in ("system prompt and demonstrations", "DFSDT search tree", "model calls"):
+            assert part in detail.text
+        for summary in detail.find_elements(By.TAG_NAME, "summary"):
+            if not summary.find_element(By.XPATH, "..").get_attribute("open"):
+                summary.click()
+        assert "demonstration 1:" in detail.text and "call 1" in detail.text
+
+        driver.get(one.as_uri())
+        figures = driver.execute_script(FIGURE_LAYOUT_JS)
+        assert not any(f["polar"] for f in figures)  # one axis: no radar ...
+        assert figures and all(f["marks"] >= 1 for f in figures)  # ... and no empty panel
+    finally:
+        driver.quit()
+
+
 def test_intervals_pareto_and_robustness(runs, tmp_path):
     from raleval.store import TASKS, read_tasks, write_tasks
 

@@ -7,6 +7,8 @@ The recorder turns each model call and each tool call into records, and keeps th
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -62,6 +64,19 @@ def episode_env(config: Any, default: Any) -> Any:
 def count_tokens(model: Model, text: str) -> int:
     """Tokens of ``text`` with the model's own tokenizer where it has one, else ~4 chars/token."""
     return int(model.count_tokens(text))
+
+
+def tool_schemas(tools: Any, finish: dict[str, Any]) -> tuple[tuple[dict[str, Any], ...], str]:
+    """The JSON schemas of ``tools`` plus the ``finish`` schema, and their compact text (what
+    travels with every request and so counts in the token budget). Built once per tool set:
+    a workflow asks every turn, and pydantic's schema generation costs ~1 ms a tool."""
+    return _tool_schemas(tuple(tools), json.dumps(finish, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _tool_schemas(tools: tuple[Any, ...], finish: str) -> tuple[tuple[dict[str, Any], ...], str]:
+    schemas = (*(t.json_schema() for t in tools), json.loads(finish))
+    return schemas, json.dumps(schemas, separators=(",", ":"))
 
 
 def tool_line(tool: Any) -> str:

@@ -41,6 +41,7 @@ from raleval.workflows.common import (
     fit_observation,
     load_prompt,
     observation_room,
+    tool_schemas,
 )
 from raleval.workflows.function_calling import native_gold_reply, render_calls_example
 
@@ -122,8 +123,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
         # the episode's tools (an environment may offer a question only some), sent with
         # every request and so counted in the budget
-        schemas = tuple([t.json_schema() for t in ep_env.tools] + [FINISH_SCHEMA])
-        schema_text = json.dumps(schemas, separators=(",", ":"))
+        schemas, schema_text = tool_schemas(ep_env.tools, FINISH_SCHEMA)
         rec = state.get("rec") or EpisodeRecord()
         tree = state.get("tree")
         if tree is None:

@@ -37,6 +37,7 @@ from raleval.workflows.common import (
     fit_observation,
     load_prompt,
     observation_room,
+    tool_schemas,
 )
 from raleval.workflows.langchain_model import RalevalChatModel, to_raleval_messages
 
@@ -89,8 +90,8 @@ def build_function_calling_graph(
     def schemas_of(ep_env: Environment) -> tuple[list[dict[str, Any]], str]:
         # the episode's tools (an environment may offer a question only some); they travel
         # with every request, so they count in the budget like the messages
-        schemas = [t.json_schema() for t in ep_env.tools] + [FINISH_TOOL]
-        return schemas, json.dumps(schemas, separators=(",", ":"))
+        schemas, text = tool_schemas(ep_env.tools, FINISH_TOOL)
+        return list(schemas), text
 
     async def agent(state: FCState, config: RunnableConfig) -> FCState:
         ep_model = episode_model(config, model)

@@ -286,27 +286,41 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         for workflow, series in sorted(by_workflow.items()):
             # a radar needs three axes; with fewer, the bars below show the same numbers
             if len({a for values in series.values() for a in values}) >= 3:
-                figures.append(plots.radar(f"{workflow}: F1 by domain and level", series))
+                figures.append(
+                    ("radar", plots.radar(f"{workflow}: F1 by domain and level", series))
+                )
         if by_level:  # no empty panels
-            figures.append(plots.level_bars("F1 by domain x level", by_level))
+            figures.append(("bars", plots.level_bars("F1 by domain x level", by_level)))
         labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
         if labels:
-            figures.append(plots.error_bars(labels))
+            figures.append(("errors", plots.error_bars(labels)))
         if points:
-            figures.append(plots.deployment(points, front))
+            figures.append(("deployment", plots.deployment(points, front)))
         noise = robustness(runs)
         if noise:
-            figures.append(plots.robustness(noise))
+            figures.append(("robustness", plots.robustness(noise)))
     else:
         figures.append(
-            '<p class="muted">Figures need matplotlib: pip install "raleval[plots]".</p>'
+            ("none", '<p class="muted">Figures need matplotlib: pip install "raleval[plots]".</p>')
         )
 
     episodes = [
         _episode(i, run, t, threshold)
         for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
     ]
-    data = json.dumps({"episodes": episodes}, ensure_ascii=False, separators=(",", ":"))
+    # each run's system prompt and demonstrations once, not once per episode: the viewer
+    # shows the ones of the opened episode's run and family
+    prompts = {
+        run.system: {
+            "template": (run.header.prompts.get("template") if run.header else None) or "",
+            "rendered": (run.header.prompts.get("rendered") if run.header else None) or {},
+            "ids": (run.header.prompts.get("demonstrations") if run.header else None) or {},
+        }
+        for run in runs
+    }
+    data = json.dumps(
+        {"episodes": episodes, "prompts": prompts}, ensure_ascii=False, separators=(",", ":")
+    )
     template = (
         resources.files("raleval.analysis")
         .joinpath("report", "template.html")
@@ -324,7 +338,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         "systems_table": systems_html,
         "errors_table": errors_html,
         "crag_section": crag_html,
-        "plots": "".join(f"<div>{f}</div>" for f in figures),
+        "plots": "".join(f'<div data-figure="{kind}">{f}</div>' for kind, f in figures),
         "data": data.replace("</", "<\\/"),
     }
     # Plain markers, not string.Template: the page's JavaScript is full of ${...}.

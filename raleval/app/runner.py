@@ -260,11 +260,8 @@ def check_env_options(name: str, options: dict[str, Any]) -> None:
     """Refuse an ``-E`` key the environment's factory does not take, naming the valid ones."""
     import inspect
 
-    plugin = registry.envs.get(name)
-    factory = getattr(plugin, "factory", plugin)
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
+    params = registry.envs.get(name).parameters()
+    if params is None:
         return
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return  # the factory takes any option: it checks them itself

@@ -1,0 +1,172 @@
+"""``raleval audit``, ``score`` and ``grade``: shortcut audits of task sets and grading of
+answers outside a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from raleval.app.cli.base import (
+    app,
+    fail,
+    user_errors,
+)
+
+
+@app.command()
+def audit(
+    env: Annotated[str, typer.Option(envvar="RALEVAL_ENV", help="environment")] = "scholar",
+    tasks: Annotated[
+        str | None, typer.Option(help="task set, family id or tasks .jsonl (default: the env's)")
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="also run the no-tool `direct` workflow with it"),
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="fail a family whose baseline beats chance by more than this")
+    ] = 0.10,
+    world: Annotated[str, typer.Option(help="world size (tiny, small, large)")] = "small",
+    per_family: Annotated[int, typer.Option(help="generated tasks per family")] = 100,
+    seed: Annotated[int, typer.Option(help="generation seed (the split seed too)")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    markdown: Annotated[bool, typer.Option(help="print a Markdown table")] = False,
+) -> None:
+    """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins."""
+    from rich.console import Console
+
+    from raleval import registry
+    from raleval.analysis.audit import audit_table, audit_tasks, dumps, markdown_table
+    from raleval.tasks.catalog import load_tasks
+
+    try:
+        plugin = registry.envs.get(env)
+        spec = tasks or plugin.default_tasks or ""
+        environment = plugin(size=world)
+        task_list = load_tasks(spec, environment, env, per_family, seed)
+        direct = _direct_correct(env, spec, model, world, per_family, seed) if model else None
+    except user_errors() as exc:
+        fail(str(exc))
+    report = audit_tasks(
+        task_list,
+        environment,
+        env_name=f"{env}/{world}",
+        spec=spec,
+        threshold=threshold,
+        seed=seed,
+        direct=direct,
+    )
+    if as_json:
+        typer.echo(dumps(report))
+    elif markdown:
+        typer.echo(markdown_table(report))
+    else:
+        Console().print(audit_table(report))
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _direct_correct(
+    env: str, spec: str, model: str, world: str, per_family: int, seed: int
+) -> dict[str, bool]:
+    """Per-task correctness of the no-tool ``direct`` workflow with ``model``."""
+    from raleval.analysis.runs import load_run
+    from raleval.app.runner import run_sync
+    from raleval.config import build_config
+
+    cfg = build_config(
+        {
+            "model": model,
+            "env": env,
+            "workflow": "direct",
+            "tasks": spec,
+            "tasks_per_family": per_family,
+            "seed": seed,
+            "env_options": {"size": world},
+            "run_name": f"audit-direct-{env}-{world}-{seed}",
+        }
+    )
+    summary = run_sync(cfg)
+    run = load_run(summary.run_dir)
+    return {r.task_id: r.scores.get("correct", 0.0) >= 1.0 for r in run.results}
+
+
+@app.command()
+def score(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    threshold: Annotated[
+        float,
+        typer.Option(
+            envvar="RALEVAL_THRESHOLD",
+            help="F1 at or above which a free-text answer is correct (R-Eval: 0.05)",
+        ),
+    ] = 0.5,
+) -> None:
+    """Recompute scores and error types from stored trajectories (no model or tool calls)."""
+    from rich.console import Console
+
+    from raleval.analysis.runs import load_run, verdict_changes
+    from raleval.analysis.summary import render_table, summarize
+    from raleval.store import RESULTS, TASKS, write_atomic
+
+    try:
+        run = load_run(run_dir)
+        before = [(t.error_type, t.error_cause, t.scores.get("correct")) for t in run.results]
+        missing = run.rescore(threshold)
+        if missing:
+            fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
+        scored = run.results
+        changes = verdict_changes(before, scored)
+        lines = "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "epoch": t.epoch,
+                    "scores": t.scores,
+                    "error_type": t.error_type.value if t.error_type else None,
+                    "error_cause": t.error_cause,
+                    "stop_reason": t.stop_reason.value if t.stop_reason else None,
+                    "error_subcause": t.error_subcause,
+                },
+                sort_keys=True,
+            )
+            + "\n"
+            for t in scored
+        )
+        write_atomic(run_dir / "scores.jsonl", lines)
+        console = Console()
+        console.print(
+            render_table(summarize(scored, run.tasks), title=f"{run_dir} (threshold {threshold})")
+        )
+        console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
+        for line in changes:
+            console.print(f"  {line}", highlight=False, markup=False)
+    except user_errors() as exc:
+        fail(str(exc))
+
+
+@app.command()
+def grade(
+    gold: Annotated[
+        list[str],
+        typer.Option(help="gold answer; repeat for aliases (for --type list: a JSON array)"),
+    ],
+    answer: Annotated[str, typer.Option(help="the answer to grade")],
+    answer_type: Annotated[
+        str,
+        typer.Option(
+            "--type", help="auto (inferred from the gold) |entity|list|count|number|year|..."
+        ),
+    ] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Grade one answer against a gold and explain the verdict (the rules episodes use)."""
+    from raleval.tasks.grading import grade_cli
+
+    try:
+        print(grade_cli(gold, answer, answer_type, as_json))
+    except user_errors() as exc:
+        fail(str(exc))

@@ -1,0 +1,380 @@
+"""``raleval run`` and ``raleval retry``: run one configuration or a matrix, report failures by
+cause, and say how to resume."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from raleval.app.cli.base import (
+    FAILED,
+    INTERRUPTED,
+    app,
+    fail,
+    user_errors,
+)
+
+
+@app.command()
+def run(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            envvar="RALEVAL_MODEL",
+            help="provider/name, e.g. scripted/oracle, openai/gpt-4o-mini",
+        ),
+    ] = None,
+    env: Annotated[str | None, typer.Option(envvar="RALEVAL_ENV", help="environment")] = None,
+    workflow: Annotated[
+        str | None, typer.Option("--workflow", "-w", envvar="RALEVAL_WORKFLOW", help="workflow")
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(envvar="RALEVAL_TASKS", help="task set, family id or tasks .jsonl file"),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_LIMIT",
+            help="run N tasks taken round-robin across the set's families "
+            "(each family's in its seeded generated order); raising N extends a run",
+        ),
+    ] = None,
+    sample_id: Annotated[
+        str | None,
+        typer.Option(
+            "--sample-id", envvar="RALEVAL_SAMPLE_ID", help="run only these task ids (ID,ID,...)"
+        ),
+    ] = None,
+    tasks_per_family: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_TASKS_PER_FAMILY",
+            help="tasks generated per family of a generated set (default 100); --limit and "
+            "--sample-id choose among them",
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(envvar="RALEVAL_SEED")] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(envvar="RALEVAL_MAX_CONNECTIONS", help="episodes in flight at once"),
+    ] = None,
+    max_connections_per_endpoint: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_MAX_CONNECTIONS_PER_ENDPOINT",
+            help="concurrent calls per model endpoint",
+        ),
+    ] = None,
+    log_dir: Annotated[Path | None, typer.Option(envvar="RALEVAL_LOG_DIR")] = None,
+    run_name: Annotated[str | None, typer.Option(envvar="RALEVAL_RUN_NAME")] = None,
+    model_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-M", "--model-option", envvar="RALEVAL_MODEL_OPTIONS", help="model option key=value"
+        ),
+    ] = None,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-E", "--env-option", envvar="RALEVAL_ENV_OPTIONS", help="environment option key=value"
+        ),
+    ] = None,
+    workflow_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-W",
+            "--workflow-option",
+            envvar="RALEVAL_WORKFLOW_OPTIONS",
+            help="workflow option key=value (max_steps=10, react_style=two_call, ...)",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="RALEVAL_CONFIG", help="YAML file; may list workflows x models x tasks"
+        ),
+    ] = None,
+    display: Annotated[
+        str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
+    ] = "rich",
+    backend: Annotated[
+        str | None,
+        typer.Option(envvar="RALEVAL_BACKEND", help="local | ray (shard over a Ray cluster)"),
+    ] = None,
+    ray_address: Annotated[
+        str | None, typer.Option(envvar="RALEVAL_RAY_ADDRESS", help="Ray cluster address")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(envvar="RALEVAL_WORKERS", help="Ray shards / workers")
+    ] = None,
+    tool_fault_rate: Annotated[
+        float | None,
+        typer.Option(envvar="RALEVAL_TOOL_FAULT_RATE", help="inject seeded tool faults"),
+    ] = None,
+    llm_fault_rate: Annotated[
+        float | None,
+        typer.Option(envvar="RALEVAL_LLM_FAULT_RATE", help="inject seeded model faults"),
+    ] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(envvar="RALEVAL_EPOCHS", help="repeat every task; reports pass@k, pass^k"),
+    ] = None,
+    cache: Annotated[
+        bool | None,
+        typer.Option(
+            "--cache/--no-cache",
+            envvar="RALEVAL_CACHE",
+            help="serve repeated model requests from the response cache (default on)",
+        ),
+    ] = None,
+    allow_foreign_tasks: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-foreign-tasks",
+            envvar="RALEVAL_ALLOW_FOREIGN_TASKS",
+            help="run tasks made for another environment or world (refused by default)",
+        ),
+    ] = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed",
+            envvar="RALEVAL_RETRY_FAILED",
+            help="run again the episodes whose last attempt failed for infrastructure reasons",
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="set aside (not delete) a run directory that holds another run"
+        ),
+    ] = False,
+) -> None:
+    """Run (or resume) an evaluation and print its results table.
+
+    Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them
+    with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."""
+    from raleval.config import build_config, load_matrix, parse_key_values
+
+    try:
+        overrides: dict[str, Any] = {
+            "model": model,
+            "env": env,
+            "workflow": workflow,
+            "tasks": tasks,
+            "limit": limit,
+            "tasks_per_family": tasks_per_family,
+            "seed": seed,
+            "max_connections": max_connections,
+            "max_connections_per_endpoint": max_connections_per_endpoint,
+            "log_dir": log_dir,
+            "run_name": run_name,
+            "cache": cache,
+            "epochs": epochs,
+            "tool_fault_rate": tool_fault_rate,
+            "llm_fault_rate": llm_fault_rate,
+            "backend": backend,
+            "ray_address": ray_address,
+            "workers": workers,
+            "allow_foreign_tasks": allow_foreign_tasks,
+            "retry_failed": retry_failed or None,
+            "force": force or None,
+            "sample_ids": [i.strip() for i in sample_id.split(",") if i.strip()]
+            if sample_id
+            else None,
+        }
+        for key, pairs, flag in (
+            ("model_options", model_option, "-M"),
+            ("env_options", env_option, "-E"),
+            ("workflow_options", workflow_option, "-W"),
+        ):
+            if pairs:
+                overrides[key] = parse_key_values(pairs, flag)
+        if config is not None:
+            configs = load_matrix(config, overrides)
+        else:
+            configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
+        _run_all(configs, display, matrix=config is not None and len(configs) > 1)
+    except user_errors() as exc:
+        fail(str(exc))
+
+
+def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
+    """Run each configuration (a matrix: then write and print the combined table); exit 1 if
+    any left episodes failed (or unwritten)."""
+    failed = False
+    for cfg in configs:
+        failed |= not _run_one(cfg, display)
+    if matrix:
+        from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
+
+        rows = matrix_rows(configs)
+        paths = write_matrix(configs[0].log_dir, rows)
+        typer.echo(to_markdown(rows), nl=False)
+        typer.echo(f"matrix: {', '.join(str(p) for p in paths)}")
+        _matrix_report(configs)
+    if failed:
+        raise typer.Exit(FAILED)
+
+
+@app.command()
+def retry(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    display: Annotated[
+        str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
+    ] = "rich",
+) -> None:
+    """Run again the episodes of RUN_DIR that failed for infrastructure reasons (the earlier
+    attempts stay in results.jsonl; the last attempt per task counts)."""
+    from raleval.config import ConfigError, build_config
+    from raleval.store import HEADER, read_header
+
+    try:
+        header = read_header(run_dir)
+        if header is None:
+            raise ConfigError(f"{run_dir} has no {HEADER}; is it a run directory?")
+        data = dict(header.config)
+        if "<redacted>" in json.dumps(data):
+            raise ConfigError(
+                f"{run_dir}'s header has redacted credentials; run the original command "
+                "again with --retry-failed"
+            )
+        data.update(log_dir=str(run_dir.parent), run_name=run_dir.name, retry_failed=True)
+        _run_all([build_config(data, source=str(run_dir / HEADER))], display)
+    except user_errors() as exc:
+        fail(str(exc))
+
+
+def _exit_interrupted(saved: str) -> None:
+    """Exit 130 after Ctrl-C. asyncio.run has just restored Python's SIGINT handler, so
+    another Ctrl-C is ignored from here, and the process ends without interpreter finalisation,
+    where a stray KeyboardInterrupt could otherwise still land. Every result line is on disk."""
+    import os
+    import signal
+
+    from raleval.app.runner import stop_child_processes
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop_child_processes()  # os._exit skips atexit: no model server may outlive us
+    sys.stdout.flush()
+    print(f"interrupted: {saved}; resume with: {_command_line()}", file=sys.stderr, flush=True)
+    os._exit(INTERRUPTED)
+
+
+def _command_line() -> str:
+    """The command as typed, to run again."""
+    import shlex
+
+    return " ".join(["raleval", *(shlex.quote(a) for a in sys.argv[1:])])
+
+
+def _matrix_report(configs: list[Any]) -> None:
+    """One report over every cell of a matrix, in the log dir (beside matrix.md)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from raleval.analysis.report import write_report
+    from raleval.store import RESULTS
+
+    dirs = [c.run_dir for c in configs if (c.run_dir / RESULTS).exists()]
+    if not dirs:
+        return
+    try:
+        path = write_report(dirs, configs[0].log_dir / "matrix-report.html")
+        typer.echo(f"matrix report: {path}")
+    except Exception as exc:  # the results are safe; `raleval report` can retry
+        Console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
+
+
+def _run_one(cfg: Any, display: str) -> bool:
+    """Run one configuration and print its results; False if episodes failed or went
+    unwritten (the run is then incomplete, and the exit status 1)."""
+    import asyncio
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from raleval.analysis.summary import render_table, summarize
+    from raleval.app.runner import run as run_async
+    from raleval.store import RESULTS
+
+    console = Console()
+    try:
+        if cfg.backend == "ray":
+            from raleval.app.runner import run_ray
+
+            summary = run_ray(cfg)
+        else:
+            summary = asyncio.run(run_async(cfg, display=display))
+    except KeyboardInterrupt:
+        _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
+    if summary.interrupted:
+        _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
+    if summary.write_error is not None:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] cannot write results: {escape(summary.write_error)}; the run "
+            f"stopped before its next model call ({summary.ran} episodes saved, "
+            f"{summary.unwritten} to run again). Free space, then: {escape(_command_line())}",
+            highlight=False,
+        )
+        return False
+    from raleval.analysis.report import save_report
+    from raleval.analysis.runs import load_run, pass_at_k, robustness_rates
+
+    run = load_run(summary.run_dir)  # read once for the table, pass@k and the report
+    rows = summarize(run.results, run.tasks)
+    if display != "none":
+        console.print(render_table(rows, title=cfg.slug()))
+    console.print(
+        f"{summary.ran} episodes run, {summary.skipped} already done; "
+        f"results in {summary.run_dir / RESULTS}",
+        highlight=False,
+    )
+    for label, rates in robustness_rates(run).items():
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
+        console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
+    passes = pass_at_k(run) if cfg.epochs > 1 else None
+    if passes:
+        k = int(passes["k"])
+        console.print(
+            f"over {k} epochs: pass@{k} = {passes['pass@k']:.3f}, "
+            f"pass^{k} = {passes['pass^k']:.3f}",
+            highlight=False,
+        )
+    try:
+        report = save_report([run], summary.run_dir / "report.html")
+        console.print(f"report: {report}", highlight=False)
+    except Exception as exc:  # the results are safe on disk; a report can be made later
+        Console(stderr=True).print(
+            f"[yellow]no report[/]: {escape(str(exc))}; run `raleval report "
+            f"{escape(str(summary.run_dir))}` to retry",
+            highlight=False,
+        )
+    return _print_failures(summary.failures, cfg)
+
+
+def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
+    """The failure summary by cause; True when there is none."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    if not failures:
+        return True
+    n = sum(failures.values())
+    causes = ", ".join(f"{c} {k}" for c, k in sorted(failures.items(), key=lambda x: -x[1]))
+    again = _command_line()
+    if "--retry-failed" not in again:
+        again += " --retry-failed"
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold yellow]{n} episode(s) failed for infrastructure reasons[/] (not scored): "
+        f"{escape(causes)}\nretry them with: {escape(again)}",
+        highlight=False,
+    )
+    return False
