@@ -17,8 +17,13 @@ crowd the intended one out.
 
 from __future__ import annotations
 
+import mmap
+import pickle
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -57,6 +62,48 @@ class FuzzyIndex:
 
     def __len__(self) -> int:
         return len(self.strings)
+
+    # --- on disk: built once, reopened memory-mapped -------------------------------------
+    def save(self, folder: Path) -> None:
+        """Write the index into ``folder``; :meth:`load` reopens it without rebuilding."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_texts(folder / "strings", self.strings)
+        lengths = np.fromiter((len(self._postings[t]) for t in self.vocab), np.int64)
+        arrays = [self._postings[t] for t in self.vocab]
+        np.save(folder / "postings.npy", np.concatenate(arrays) if arrays else _EMPTY)
+        np.save(folder / "postings_at.npy", np.concatenate(([0], np.cumsum(lengths))))
+        vocab_id = {t: i for i, t in enumerate(self.vocab)}
+        ranges: dict[tuple[str, str, int], tuple[int, int]] = {}
+        ids: list[int] = []
+        for key, toks in self._buckets.items():
+            ranges[key] = (len(ids), len(ids) + len(toks))
+            ids.extend(vocab_id[t] for t in toks)
+        np.save(folder / "buckets.npy", np.asarray(ids, dtype=np.int32))
+        meta = {"token_cutoff": self.token_cutoff, "vocab": self.vocab, "buckets": ranges}
+        (folder / "meta.pkl").write_bytes(pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL))
+
+    @classmethod
+    def load(cls, folder: Path) -> FuzzyIndex:
+        """The index :meth:`save` wrote: strings and postings stay on disk (memory-mapped),
+        the vocabulary (a few hundred thousand tokens) is read into memory."""
+        folder = Path(folder)
+        meta = pickle.loads((folder / "meta.pkl").read_bytes())
+        index = cls.__new__(cls)
+        index.token_cutoff = meta["token_cutoff"]
+        index.strings = Texts(folder / "strings")  # type: ignore[assignment]
+        index.vocab = meta["vocab"]
+        index._postings = _Postings(  # type: ignore[assignment]
+            index.vocab,
+            np.load(folder / "postings.npy", mmap_mode="r"),
+            np.load(folder / "postings_at.npy", mmap_mode="r"),
+        )
+        index._buckets = _Buckets(  # type: ignore[assignment]
+            np.array(index.vocab, dtype=object),
+            np.load(folder / "buckets.npy", mmap_mode="r"),
+            meta["buckets"],
+        )
+        return index
 
     def _expand(self, tok: str) -> list[str]:
         """Vocabulary tokens standing for ``tok``: itself if known, else its near spellings."""
@@ -126,6 +173,74 @@ class FuzzyIndex:
         """Ids whose string equals ``query`` case-insensitively."""
         q = query.strip().lower()
         return [i for i in self.candidates(query).tolist() if self.strings[i].lower() == q]
+
+
+_EMPTY = np.empty(0, dtype=np.int32)
+
+
+def save_texts(path: Path, texts: Iterable[str]) -> None:
+    """Strings as one UTF-8 file (``path``.bin) and their byte offsets (``path``.at.npy)."""
+    encoded = [t.encode() for t in texts]
+    Path(f"{path}.bin").write_bytes(b"".join(encoded))
+    at = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=at[1:])
+    np.save(f"{path}.at.npy", at)
+
+
+class Texts(Sequence[str]):
+    """A read-only sequence of strings that :func:`save_texts` wrote, memory-mapped: opening
+    costs nothing, each item is decoded when it is read."""
+
+    def __init__(self, path: Path) -> None:
+        self._at = np.load(f"{path}.at.npy", mmap_mode="r")
+        blob = Path(f"{path}.bin")
+        self._blob: Any = b""
+        if blob.stat().st_size:  # mmap cannot map an empty file
+            with open(blob, "rb") as f:
+                self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def __len__(self) -> int:
+        return len(self._at) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._blob[int(self._at[i]) : int(self._at[i + 1])].decode()
+
+
+class _Postings:
+    """Token -> sorted int32 ids, read from one memory-mapped array (a loaded index's)."""
+
+    def __init__(self, vocab: list[str], ids: np.ndarray, at: np.ndarray) -> None:
+        self.vocab, self.ids, self.at = vocab, ids, at
+
+    def _find(self, tok: str) -> int:
+        i = bisect_left(self.vocab, tok)
+        return i if i < len(self.vocab) and self.vocab[i] == tok else -1
+
+    def __contains__(self, tok: object) -> bool:
+        return isinstance(tok, str) and self._find(tok) >= 0
+
+    def __getitem__(self, tok: str) -> np.ndarray:
+        i = self._find(tok)
+        if i < 0:
+            raise KeyError(tok)
+        return np.asarray(self.ids[self.at[i] : self.at[i + 1]])
+
+
+class _Buckets:
+    """Blocking key -> vocabulary tokens, read from one memory-mapped id array."""
+
+    def __init__(self, vocab: np.ndarray, ids: np.ndarray, ranges: dict) -> None:
+        self.vocab, self.ids, self.ranges = vocab, ids, ranges
+
+    def get(self, key: tuple[str, str, int], default: Any = ()) -> Any:
+        span = self.ranges.get(key)
+        return default if span is None else self.vocab[self.ids[span[0] : span[1]]]
 
 
 def linear_scan(

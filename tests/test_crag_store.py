@@ -12,7 +12,14 @@ import pytest
 from raleval import registry
 from raleval.envs.crag import CragEnv
 from raleval.envs.crag import store as crag_store
-from raleval.envs.crag.store import WorldFile, encode, open_world, save_world
+from raleval.envs.crag.store import (
+    WorldFile,
+    build_world,
+    encode,
+    open_world,
+    save_indexes,
+    save_world,
+)
 from raleval.envs.crag.world import generate_world
 
 
@@ -20,6 +27,7 @@ from raleval.envs.crag.world import generate_world
 def pair(tmp_path_factory):
     made = generate_world("tiny", 5)
     path = save_world(made, tmp_path_factory.mktemp("crag") / "tiny.sqlite")
+    save_indexes(path)
     return made, WorldFile(path).world()
 
 
@@ -191,7 +199,7 @@ def test_open_world_generates_once_then_reopens(tmp_path, monkeypatch):
     first = open_world("tiny", 2, 0.5, path)
     assert path.exists() and not list(tmp_path.glob(".*.tmp"))  # written atomically
     monkeypatch.setattr(
-        crag_store, "generate_world", lambda *a: pytest.fail("regenerated a saved world")
+        crag_store, "generate_domains", lambda *a: pytest.fail("regenerated a saved world")
     )
     again = open_world("tiny", 2, 0.5, path)
     assert list(again.companies) == list(first.companies)
@@ -207,3 +215,27 @@ def test_a_file_from_another_generator_version_is_refused(tmp_path):
         WorldFile(path)
     with pytest.raises(FileNotFoundError):
         WorldFile(tmp_path / "missing.sqlite")
+
+
+def test_a_stored_world_opens_its_saved_indexes_and_looks_up_names_in_sqlite(pair):
+    made, reopened = pair
+    assert reopened.backing.indexes is not None  # built by save_indexes: nothing is rebuilt
+    index, names = reopened.song_index
+    assert type(index.strings).__name__ == "Texts" and list(names) == sorted(made.songs)
+    assert reopened.movie_index[1] == sorted(made.movies)
+    for fold, key in made.company_by_name.items():
+        assert reopened.company_by_name[fold] == key
+    assert reopened.artist_key.get("no such artist") is None
+    assert len(reopened.song_key) == len(made.song_key)
+
+
+def test_a_world_built_domain_by_domain_is_the_file_of_the_whole_world(tmp_path):
+    whole = save_world(generate_world("tiny", 4), tmp_path / "whole.sqlite")
+    streamed = build_world("tiny", 4, 1 / 30, tmp_path / "streamed.sqlite")
+    a, b = sqlite3.connect(whole), sqlite3.connect(streamed)
+    tables = [t for (t,) in a.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    assert "companies_fold" in tables and len(tables) == 1 + 6 + 4 + 2
+    for table in tables:
+        order = "fold" if table.endswith("_fold") else "rowid"  # WITHOUT ROWID: by key
+        rows = f"SELECT * FROM {table} ORDER BY {order}"
+        assert a.execute(rows).fetchall() == b.execute(rows).fetchall(), table

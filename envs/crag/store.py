@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,8 @@ from typing import Any
 import networkx as nx
 
 from raleval.envs._sqlite import insert_batched
-from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_world
+from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_domains
+from raleval.envs.crag.world.indexes import NAME_INDEXES, MovieYears, make_index, save_index
 
 # store name -> (key SQL type, columns kept beside the record for searches and indexes)
 STORES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -35,9 +37,22 @@ STORES: dict[str, tuple[str, tuple[str, ...]]] = {
     "songs": ("TEXT", ()),
     "open_entities": ("TEXT", ()),
 }
+# stores looked up by exact name, case-insensitively: store -> field holding the name (None:
+# the key is the name)
+FOLDED: dict[str, str | None] = {
+    "companies": "name",
+    "artists": None,
+    "songs": None,
+    "open_entities": None,
+}
 SERIES = ("oscars", "charts", "grammys", "soccer", "nba")
 NODE_FIELDS = ("type", "domain", "name", "popularity", "core")
 RECORD_CACHE = 8192  # decoded records kept per store (they are read-only)
+
+
+def index_folder(path: Path) -> Path:
+    """Where the search indexes of the world file ``path`` live (:func:`save_indexes`)."""
+    return Path(path).with_suffix(".indexes")
 
 
 def world_path(size: str, seed: int, snr: float) -> Path:
@@ -85,7 +100,20 @@ def _dumps(obj: Any) -> str:
 
 def save_world(world: CragWorld, path: Path) -> Path:
     """Write ``world`` (a generated one) to a new SQLite file at ``path``, atomically."""
-    path = Path(path)
+    return _write(Path(path), [world])
+
+
+def build_world(size: str, seed: int, snr: float, path: Path) -> Path:
+    """Generate the world ``(size, seed, snr)`` straight into a new file at ``path``, one
+    domain at a time: each domain's records and graph are written, then dropped before the
+    next domain is generated, so the build never holds the whole world (the same file as
+    ``save_world(generate_world(...))``)."""
+    return _write(Path(path), generate_domains(size, seed, snr))
+
+
+def _write(path: Path, parts: Iterable[CragWorld]) -> Path:
+    """Write the records and graph of each part of a world in turn (a whole world is one
+    part), then its meta and indexes, to a temporary file renamed to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
@@ -94,41 +122,62 @@ def save_world(world: CragWorld, path: Path) -> Path:
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        for name, (key_type, columns) in STORES.items():
+            cols = "".join(f", {c} TEXT NOT NULL" for c in columns)
+            db.execute(f"CREATE TABLE {name} (key {key_type} NOT NULL{cols}, body TEXT NOT NULL)")
+        for name in FOLDED:
+            db.execute(
+                f"CREATE TABLE {name}_fold (fold TEXT PRIMARY KEY, key NOT NULL) WITHOUT ROWID"
+            )
+        db.execute(
+            "CREATE TABLE nodes (key TEXT NOT NULL, type TEXT, domain TEXT, name TEXT,"
+            " popularity TEXT, core INTEGER)"
+        )
+        db.execute("CREATE TABLE edges (u TEXT NOT NULL, v TEXT NOT NULL, k TEXT NOT NULL)")
+        n_nodes, world = 0, None
+        for world in parts:
+            _write_part(db, world)
+            n_nodes += world.graph.number_of_nodes()
+        if world is None:
+            raise ValueError("no world to write")
         meta = {
             "generator_version": str(GENERATOR_VERSION),
             "size": world.size,
             "seed": str(world.seed),
             "snr": repr(world.snr),
-            "n_nodes": str(world.graph.number_of_nodes()),
+            "n_nodes": str(n_nodes),
         }
         meta.update({name: _dumps(getattr(world, name)) for name in SERIES})
         db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-        for name, (key_type, columns) in STORES.items():
-            cols = "".join(f", {c} TEXT NOT NULL" for c in columns)
-            db.execute(f"CREATE TABLE {name} (key {key_type} NOT NULL{cols}, body TEXT NOT NULL)")
-            marks = ", ".join("?" * (len(columns) + 2))
-            rows = (
-                (k, *(v[c] for c in columns), _dumps(v)) for k, v in getattr(world, name).items()
-            )
-            insert_batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
+        for name in STORES:
             db.execute(f"CREATE UNIQUE INDEX {name}_key ON {name}(key)")
-        db.execute(
-            "CREATE TABLE nodes (key TEXT NOT NULL, type TEXT, domain TEXT, name TEXT,"
-            " popularity TEXT, core INTEGER)"
-        )
-        insert_batched(
-            db,
-            "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
-            ((k, *(a.get(f) for f in NODE_FIELDS)) for k, a in world.graph.nodes(data=True)),
-        )
         db.execute("CREATE INDEX nodes_core ON nodes(core) WHERE core = 1")
-        db.execute("CREATE TABLE edges (u TEXT NOT NULL, v TEXT NOT NULL, k TEXT NOT NULL)")
-        insert_batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
         db.commit()
     finally:
         db.close()
+    shutil.rmtree(index_folder(path), ignore_errors=True)  # a replaced world's are stale
     os.replace(tmp, path)
     return path
+
+
+def _write_part(db: sqlite3.Connection, world: CragWorld) -> None:
+    for name, (_, columns) in STORES.items():
+        marks = ", ".join("?" * (len(columns) + 2))
+        rows = ((k, *(v[c] for c in columns), _dumps(v)) for k, v in getattr(world, name).items())
+        insert_batched(db, f"INSERT INTO {name} VALUES ({marks})", rows)
+    for name, column in FOLDED.items():
+        # generation order, the last of a case-insensitive clash wins (as a dict would)
+        insert_batched(
+            db,
+            f"INSERT OR REPLACE INTO {name}_fold VALUES (?, ?)",
+            (((v[column] if column else k).casefold(), k) for k, v in getattr(world, name).items()),
+        )
+    insert_batched(
+        db,
+        "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
+        ((k, *(a.get(f) for f in NODE_FIELDS)) for k, a in world.graph.nodes(data=True)),
+    )
+    insert_batched(db, "INSERT INTO edges VALUES (?, ?, ?)", world.graph.edges(keys=True))
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -151,6 +200,12 @@ class WorldFile:
             )
         self.meta = meta
         self.n_nodes = int(meta["n_nodes"])
+        folder = index_folder(self.path)
+        # without its folder (not built yet) a world makes its indexes in memory
+        self.indexes: Path | None = folder if folder.is_dir() else None
+
+    def folded(self, store: str) -> FoldedNames:
+        return FoldedNames(self, store)
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         db = getattr(self._local, "db", None)
@@ -238,9 +293,53 @@ class RecordStore(Mapping):
         return self.file.query(f"SELECT key, {field} FROM {self.table} ORDER BY rowid")
 
 
+class FoldedNames(Mapping):
+    """Case-folded name -> key of one store, looked up in its ``_fold`` table."""
+
+    def __init__(self, file: WorldFile, store: str) -> None:
+        self.file, self.sql = file, f"SELECT key FROM {store}_fold WHERE fold = ?"
+        self.table = f"{store}_fold"
+
+    def __getitem__(self, fold: str) -> Any:
+        rows = self.file.query(self.sql, (fold,)) if isinstance(fold, str) else []
+        if not rows:
+            raise KeyError(fold)
+        return rows[0][0]
+
+    def __iter__(self) -> Iterator[str]:
+        return (f for (f,) in self.file.query(f"SELECT fold FROM {self.table}"))
+
+    def __len__(self) -> int:
+        return self.file.query(f"SELECT count(*) FROM {self.table}")[0][0]
+
+
+def save_indexes(path: Path) -> Path:
+    """Build the search indexes of the world file ``path`` into their folder, one at a time
+    from the file's columns (so the world is never in memory beside them), atomically."""
+    folder = index_folder(path)
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    world = WorldFile(path).world()  # its folder does not exist yet: nothing is loaded
+    for kind in NAME_INDEXES:
+        index, keys = make_index(world, kind)
+        save_index(tmp, kind, index, keys)
+        del index, keys
+    MovieYears.make(world).save(tmp)
+    try:
+        os.replace(tmp, folder)
+    except OSError:
+        if not folder.is_dir():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)  # another process built it first
+    return folder
+
+
 def open_world(size: str, seed: int, snr: float, path: Path | None = None) -> CragWorld:
-    """The world ``(size, seed, snr)`` from its file, generating and saving it on first use."""
+    """The world ``(size, seed, snr)`` from its file, generating and saving it (and its
+    indexes) on first use."""
     path = Path(path) if path else world_path(size, seed, snr)
     if not path.exists():
-        save_world(generate_world(size, seed, snr), path)
+        build_world(size, seed, snr, path)
+    if not index_folder(path).is_dir():
+        save_indexes(path)
     return WorldFile(path).world()

@@ -7,12 +7,13 @@ malformed arguments (a date that is not a date, a rank that is not a number) are
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from raleval.environment import ToolMisuse, ToolSpec
+from raleval.environment import OutcomeKind, ToolMisuse, ToolResult, ToolSpec
 from raleval.envs.crag.world import BILLBOARD_ATTRIBUTES
 
 MAX_HITS = 10
@@ -93,6 +94,28 @@ def search(index: tuple[Any, list[Any]], query: str) -> list[Any]:
     """The keys of the (up to ``MAX_HITS``) names that match ``query``."""
     fuzzy, keys = index
     return [keys[i] for i, _ in fuzzy.search(query, MAX_HITS, CUTOFF)]
+
+
+_UNREAD = object()
+
+
+class RenderedResult(ToolResult):
+    """A result whose observation was rendered straight from stored arrays (a price history:
+    thousands of bars); its ``data`` is decoded from that text when something reads it (PAL's
+    programs, the HTTP server), so an agent that only reads the text pays nothing for it."""
+
+    def __init__(self, observation: str) -> None:
+        super().__init__(observation, OutcomeKind.ok, data=_UNREAD)
+
+    @property  # type: ignore[override]
+    def data(self) -> Any:
+        if self._data is _UNREAD:
+            self._data = json.loads(self.observation)
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value
 
 
 def specs(funcs: list[tuple[Any, type[BaseModel], str, str, str]]) -> list[ToolSpec]:

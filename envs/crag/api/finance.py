@@ -2,35 +2,38 @@
 
 from __future__ import annotations
 
-import random
-from datetime import date, datetime, timedelta
+from datetime import date
 from typing import Any
 
 from raleval.environment import ToolSpec
 from raleval.envs.crag.api.common import (
     QueryParams,
+    RenderedResult,
     TickerParams,
     search,
     specs,
 )
 from raleval.envs.crag.api.finance_info import info_record
 from raleval.envs.crag.world import CragWorld, price_key
+from raleval.envs.crag.world.prices import (
+    MINUTES,
+    bars_json,
+    day_keys,
+    minute_bars,
+    minute_keys,
+    year_window,
+)
 
 
 def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
     """This domain's endpoints over ``w`` as of ``as_of``."""
+    start, stop = year_window(as_of)  # rows of the past year's trading days
 
     def company(ticker: str) -> dict[str, Any] | None:
         return w.companies.get(ticker.strip().upper())
 
-    def history(ticker: str) -> dict[date, dict[str, float]]:
-        c = company(ticker)
-        return {} if c is None else w.prices(c["ticker"])
-
-    def last_close(ticker: str) -> tuple[date, float] | None:
-        series = history(ticker)
-        days = [d for d in series if d <= as_of]
-        return (days[-1], series[days[-1]]["Close"]) if days else None
+    def last_close(c: dict[str, Any]) -> float | None:
+        return float(w.price_series(c["ticker"]).close[stop - 1]) / 100 if stop else None
 
     def eps_now(c: dict[str, Any]) -> float | None:
         valid = [v for since, v in c["eps"] if since <= as_of]
@@ -42,37 +45,30 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
     def finance_get_ticker_by_name(query: str) -> str | None:
         return w.company_by_name.get(query.strip().casefold())
 
-    def finance_get_price_history(ticker: str) -> dict[str, dict[str, float]] | None:
-        series = history(ticker)
-        if not series:
-            return None
-        start = as_of - timedelta(days=365)
-        return {price_key(d): bar for d, bar in series.items() if start < d <= as_of}
-
-    def finance_get_detailed_price_history(ticker: str) -> dict[str, dict[str, float]] | None:
+    def finance_get_price_history(ticker: str) -> RenderedResult | dict | None:
         c = company(ticker)
         if c is None:
             return None
-        series = history(ticker)
-        days = [d for d in series if d <= as_of][-5:]
-        out: dict[str, dict[str, float]] = {}
-        for d in days:
-            bar = series[d]
-            rng = random.Random(f"{c['ticker']}/{d}")
-            price = bar["Open"]
-            for minute in range(0, 390, 1):
-                t = datetime(d.year, d.month, d.day, 9, 30) + timedelta(minutes=minute)
-                target = bar["Close"] if minute == 389 else None
-                nxt = target or min(bar["High"], max(bar["Low"], price * (1 + rng.gauss(0, 0.001))))
-                out[f"{t:%Y-%m-%d %H:%M:%S} EST"] = {
-                    "Open": round(price, 2),
-                    "High": round(max(price, nxt), 2),
-                    "Low": round(min(price, nxt), 2),
-                    "Close": round(nxt, 2),
-                    "Volume": int(bar["Volume"] / 390),
-                }
-                price = nxt
-        return out
+        if start == stop:
+            return {}
+        s = w.price_series(c["ticker"])
+        window = slice(start, stop)
+        return RenderedResult(
+            bars_json(
+                day_keys()[window], s.open[window], s.high[window], s.low[window],
+                s.close[window], s.volume[window],
+            )
+        )  # fmt: skip
+
+    def finance_get_detailed_price_history(ticker: str) -> RenderedResult | dict | None:
+        c = company(ticker)
+        if c is None:
+            return None
+        first = max(0, stop - 5)
+        if first == stop:
+            return {}
+        bars = minute_bars(w.seed, w.price_series(c["ticker"]), first, stop)
+        return RenderedResult(bars_json(minute_keys()[first * MINUTES : stop * MINUTES], *bars))
 
     def finance_get_dividends_history(ticker: str) -> dict[str, float] | None:
         c = company(ticker)
@@ -81,19 +77,21 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         return {price_key(d): v for d, v in c["dividends"].items() if d <= as_of}
 
     def finance_get_market_capitalization(ticker: str) -> float | None:
-        c, close = company(ticker), last_close(ticker)
-        return None if c is None or close is None else round(close[1] * c["shares"], 2)
+        c = company(ticker)
+        close = None if c is None else last_close(c)
+        return None if c is None or close is None else round(close * c["shares"], 2)
 
     def finance_get_eps(ticker: str) -> float | None:
         c = company(ticker)
         return None if c is None else eps_now(c)
 
     def finance_get_pe_ratio(ticker: str) -> float | None:
-        c, close = company(ticker), last_close(ticker)
+        c = company(ticker)
+        close = None if c is None else last_close(c)
         if c is None or close is None:
             return None
         eps = eps_now(c)
-        return None if not eps or eps <= 0 else round(close[1] / eps, 2)
+        return None if not eps or eps <= 0 else round(close / eps, 2)
 
     def finance_get_info(ticker: str) -> dict[str, Any] | None:
         c = company(ticker)
@@ -101,7 +99,8 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
             return None
         reports = [v for since, v in c["eps"] if since <= as_of]
         previous = reports[-2] if len(reports) > 1 else None
-        return info_record(c, history(ticker), as_of, eps_now(c), previous)
+        series = w.price_series(c["ticker"])
+        return info_record(c, series, (start, stop), as_of, eps_now(c), previous)
 
     funcs = [
         (

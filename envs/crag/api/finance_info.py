@@ -12,6 +12,8 @@ import random
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+from raleval.envs.crag.world.prices import PriceSeries, calendar
+
 _STREETS = ["Main Street", "Market Street", "Harbor Way", "Industrial Park", "Hill Road"]
 _TITLES = ["Founder, Chairman & CEO", "Chief Financial Officer", "Chief Operating Officer"]
 
@@ -26,25 +28,26 @@ def _key(text: str) -> str:
 
 def info_record(
     c: dict[str, Any],
-    series: dict[date, dict[str, Any]],
+    series: PriceSeries,
+    year: tuple[int, int],
     as_of: date,
     eps: float | None,
     previous_eps: float | None,
 ) -> dict[str, Any] | None:
-    """``c``'s info as of ``as_of`` from its daily ``series``; None before its first trade.
+    """``c``'s info as of ``as_of`` from its daily ``series`` (``year``: the rows of the past
+    year's trading days, up to ``as_of``); None before its first trade.
 
     As in CRAG, ``forwardEps`` and ``forwardPE`` are what ``finance_get_eps`` and
     ``finance_get_pe_ratio`` answer (the latest EPS report); ``trailingEps`` / ``trailingPE``
     use the report before it."""
-    days = [d for d in series if d <= as_of]
-    if not days:
+    start, stop = year
+    if not stop:
         return None
     r = random.Random(f"info/{c['ticker']}")
-    bar, prev = series[days[-1]], series[days[-2] if len(days) > 1 else days[-1]]
+    bar, prev = series.bar(stop - 1), series.bar(max(0, stop - 2))
     close = float(bar["Close"])
-    year = [series[d] for d in days if d > as_of - timedelta(days=365)]
-    closes = [float(b["Close"]) for b in year]
-    volumes = [int(b["Volume"]) for b in year]
+    closes = series.closes(start, stop)
+    volumes = series.volume[start:stop].tolist()
     shares = int(c["shares"])
     market_cap = round(close * shares)
     paid = [(d, v) for d, v in c["dividends"].items() if d <= as_of]
@@ -59,7 +62,7 @@ def info_record(
     sector = c["sector"]
     industry = f"{sector} Services"
     fiscal_end = date(as_of.year - 1, 12, 31)
-    first_trade = min(series)
+    first_trade = calendar()[0]
     officers = [
         {
             "maxAge": 1,

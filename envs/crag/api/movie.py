@@ -6,10 +6,11 @@ import random
 from datetime import date
 from typing import Any
 
-from raleval.environment import ToolSpec
+from raleval.environment import ToolSpec, render_observation
 from raleval.envs.crag.api.common import (
     IdParams,
     QueryParams,
+    RenderedResult,
     YearParams,
     _year,
     search,
@@ -90,16 +91,18 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         views = (movie_view(mid) for mid in search(w.movie_index, query))
         return [v for v in views if v is not None]
 
-    def movie_get_year_info(year: int | str) -> dict[str, Any] | None:
+    def movie_get_year_info(year: int | str) -> RenderedResult | None:
         y = _year(year)
         if y > as_of.year:
             return None
-        today = as_of.isoformat()
-        movies = [mid for released, mid in w.movies_by_year.get(str(y), ()) if released <= today]
-        awards = w.oscars.get(y, []) if y <= as_of.year else []
+        # a large world's year has thousands of movies: their ids are kept as text
+        movies = w.movie_years.movie_list(y, as_of)
+        awards = w.oscars.get(y, [])
         if not movies and not awards:
             return None
-        return {"movie_list": sorted(movies), "oscar_awards": oscars(awards)}
+        return RenderedResult(
+            f'{{"movie_list": [{movies}], "oscar_awards": {render_observation(oscars(awards))}}}'
+        )
 
     def movie_get_movie_info_by_id(id: int) -> dict[str, Any] | None:
         return movie_view(id) if id in w.movies else None

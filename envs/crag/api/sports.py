@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from bisect import bisect_left
 from datetime import date
 from typing import Any
 
@@ -181,10 +182,27 @@ def pbp_rows(g: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _by_date(w: CragWorld, league: str, field: str) -> tuple[list[str], list[int]]:
+    """A league's game dates sorted, and each one's position in the league's list."""
+    key = f"{league}_by_date"
+    if key not in w.derived:
+        games = getattr(w, league)
+        order = sorted(range(len(games)), key=lambda i: games[i][field])
+        w.derived[key] = ([games[i][field] for i in order], order)
+    return w.derived[key]
+
+
+def _memo(w: CragWorld, name: str) -> dict[Any, Any]:
+    return w.derived.setdefault(name, {})
+
+
 def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
     """This domain's endpoints over ``w`` as of ``as_of``."""
+    today = as_of.isoformat()
 
-    def on_date(games: list[dict[str, Any]], field: str, value: str) -> list[dict[str, Any]]:
+    def on_date(league: str, field: str, value: str) -> list[dict[str, Any]]:
+        """The league's games on a date, in a month or a year, played by ``as_of``, in the
+        league's order (dates are looked up in a sorted list, not scanned)."""
         value = value.strip()
         if len(value) == 4 and value.isdigit():  # a year, YYYY
             prefix = value
@@ -193,7 +211,10 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
             prefix = value
         else:
             prefix = _parse_date(value).isoformat()
-        return [g for g in games if g[field].startswith(prefix) and g[field] <= as_of.isoformat()]
+        dates, order = _by_date(w, league, field)
+        start, stop = bisect_left(dates, prefix), bisect_left(dates, prefix + "~")
+        games = getattr(w, league)
+        return [games[i] for i in sorted(order[start:stop]) if games[i][field] <= today]
 
     def columns(rows: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]] | None:
         # pandas' DataFrame.to_json() layout, as CRAG returns it: column -> {row label: value}
@@ -201,11 +222,23 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
             return None
         return {col: {label: r[col] for label, r in rows} for col in rows[0][1]}
 
+    def soccer(g: dict[str, Any], side: str) -> tuple[str, dict[str, Any]]:
+        memo, key = _memo(w, "soccer_rows"), (g["date"], g["home"], side)
+        if key not in memo:
+            memo[key] = soccer_row(g, side)
+        return memo[key]
+
+    def nba(g: dict[str, Any]) -> dict[str, Any]:
+        memo = _memo(w, "nba_rows")
+        if g["game_id"] not in memo:
+            memo[g["game_id"]] = nba_row(g)
+        return memo[g["game_id"]]
+
     def sports_soccer_get_games_on_date(date: str, team_name: str | None = None) -> Any:
         key = team_name.strip().casefold() if team_name else None
         rows = [
-            soccer_row(g, side)
-            for g in on_date(w.soccer, "date", date)
+            soccer(g, side)
+            for g in on_date("soccer", "date", date)
             for side in ("home", "away")
             if key is None or g[side].casefold() == key
         ]
@@ -215,20 +248,24 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         key = team_name.strip().casefold() if team_name else None
         games = [
             g
-            for g in on_date(w.nba, "game_date", date)
+            for g in on_date("nba", "game_date", date)
             if key is None
             or key in (g["team_name_home"].casefold(), g["team_name_away"].casefold())
         ]
-        return columns([(str(i), nba_row(g)) for i, g in enumerate(games)])
+        return columns([(str(i), nba(g)) for i, g in enumerate(games)])
 
     def sports_nba_get_play_by_play_data_by_game_ids(game_ids: list[str]) -> Any:
-        games = {g["game_id"]: g for g in w.nba if g["game_date"] <= as_of.isoformat()}
-        rows = [
-            row
-            for gid in game_ids
-            if (g := games.get(str(gid).strip())) is not None
-            for row in pbp_rows(g)
-        ]
+        if "nba_by_id" not in w.derived:
+            w.derived["nba_by_id"] = {g["game_id"]: g for g in w.nba}
+        by_id, memo = w.derived["nba_by_id"], _memo(w, "pbp_rows")
+        rows = []
+        for gid in game_ids:
+            g = by_id.get(str(gid).strip())
+            if g is None or g["game_date"] > today:
+                continue
+            if g["game_id"] not in memo:
+                memo[g["game_id"]] = pbp_rows(g)
+            rows += memo[g["game_id"]]
         return columns([(str(i), r) for i, r in enumerate(rows)])
 
     funcs = [

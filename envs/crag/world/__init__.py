@@ -12,24 +12,19 @@ time series, so every getter answers "as of" a query time.
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
 from typing import Any
 
 import networkx as nx
-import numpy as np
 
 from raleval.envs.crag.world import finance, movie, music, open, sports
 from raleval.envs.crag.world.common import (
     POPULARITY as POPULARITY,
-)
-from raleval.envs.crag.world.common import (
-    _trading_days,
 )
 from raleval.envs.crag.world.common import (
     price_key as price_key,
@@ -37,11 +32,22 @@ from raleval.envs.crag.world.common import (
 from raleval.envs.crag.world.common import (
     trading_days as trading_days,
 )
+from raleval.envs.crag.world.indexes import (
+    MovieYears,
+    load_index,
+    make_index,
+)
+from raleval.envs.crag.world.indexes import (
+    key_values as key_values,
+)
+from raleval.envs.crag.world.prices import PriceSeries, calendar, daily_series
 from raleval.envs.fuzzy import FuzzyIndex
 
 # 2: a core song's look-alikes go to artists drawn in generation order (was a sorted copy of
 # every artist name per song, quadratic in the world's size); names of 2-4 syllables
-GENERATOR_VERSION = 2
+# 3: minute bars drawn per (ticker, day) by a counter-based generator (world/prices.py); a
+# stored world keeps case-folded names in SQLite and its search indexes beside it
+GENERATOR_VERSION = 3
 
 
 # core entities per domain; each brings about 320 entities with its distractors, songs and
@@ -52,7 +58,7 @@ SIZES: dict[str, int] = {"tiny": 12, "small": 120, "medium": 1200, "large": 8260
 DEFAULT_QUERY_DATE = date(2024, 3, 15)  # "now" when a task has no query_time
 
 
-PRICE_CACHE = 4096  # daily series kept per world (each ~780 bars)
+PRICE_CACHE = 4096  # daily series kept per world (each ~780 bars in cents, about 30 KB)
 
 
 BILLBOARD_ATTRIBUTES = ("rank", "rank_last_week", "weeks_in_chart", "top_position")
@@ -79,10 +85,13 @@ class CragWorld:
     soccer: list[dict[str, Any]] = field(default_factory=list)
     nba: list[dict[str, Any]] = field(default_factory=list)
     open_entities: Mapping[str, dict[str, Any]] = field(default_factory=dict)
-    _prices: OrderedDict[str, dict[date, dict[str, float]]] = field(
+    _prices: OrderedDict[str, PriceSeries] = field(default_factory=OrderedDict, repr=False)
+    _price_dicts: OrderedDict[str, dict[date, dict[str, float]]] = field(
         default_factory=OrderedDict, repr=False
     )
     backing: Any = field(default=None, repr=False)  # the WorldFile a reopened world reads
+    # what the APIs derive from the facts and keep once per world (a game's table rows)
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _graph: nx.MultiDiGraph | None = field(default_factory=nx.MultiDiGraph, repr=False)
 
     @property
@@ -92,108 +101,103 @@ class CragWorld:
             self._graph = self.backing.graph()
         return self._graph
 
-    def prices(self, ticker: str) -> dict[date, dict[str, float]]:
-        """Daily bars of ``ticker``: a seeded random walk (log-normal steps, floored at 1.0),
-        generated on first use with numpy (most companies are noise nobody asks about); the
-        last ``PRICE_CACHE`` series asked for are kept."""
+    def price_series(self, ticker: str) -> PriceSeries:
+        """Daily bars of ``ticker`` in whole cents (:mod:`.prices`), drawn on first use (most
+        companies are noise nobody asks about); the last ``PRICE_CACHE`` asked for are kept
+        (about 30 KB each)."""
         series = self._prices.get(ticker)
         if series is not None:
             self._prices.move_to_end(ticker)
             return series
-        digest = hashlib.blake2b(f"crag/{self.seed}/price/{ticker}".encode(), digest_size=8)
-        rng = np.random.default_rng(int.from_bytes(digest.digest(), "big"))
-        days = _trading_days()
-        n = len(days)
-        price0 = self.companies[ticker]["price0"]
-        close = np.maximum(1.0, price0 * np.exp(np.cumsum(rng.normal(0.0003, 0.02, n))))
-        open_ = np.concatenate(([price0], close[:-1]))
-        high = np.maximum(open_, close) * (1 + np.abs(rng.normal(0, 0.006, n)))
-        low = np.minimum(open_, close) * (1 - np.abs(rng.normal(0, 0.006, n)))
-        volume = rng.integers(200_000, 20_000_000, n)
-        series = {
-            d: {"Open": o, "High": h, "Low": lo, "Close": c, "Volume": v}
-            for d, o, h, lo, c, v in zip(
-                days,
-                open_.round(2).tolist(),
-                high.round(2).tolist(),
-                low.round(2).tolist(),
-                close.round(2).tolist(),
-                volume.tolist(),
-                strict=True,
-            )
-        }
+        series = daily_series(self.seed, ticker, self.companies[ticker]["price0"])
         self._prices[ticker] = series
         if len(self._prices) > PRICE_CACHE:
             self._prices.popitem(last=False)
         return series
 
+    def prices(self, ticker: str) -> dict[date, dict[str, float]]:
+        """Daily bars of ``ticker`` by date, as the price APIs show them (for task families,
+        which read a few bars of a few tickers; the last 64 are kept)."""
+        bars = self._price_dicts.get(ticker)
+        if bars is None:
+            series = self.price_series(ticker)
+            bars = {d: series.bar(i) for i, d in enumerate(calendar())}
+            self._price_dicts[ticker] = bars
+            if len(self._price_dicts) > 64:
+                self._price_dicts.popitem(last=False)
+        else:
+            self._price_dicts.move_to_end(ticker)
+        return bars
+
     def add_node(self, key: str, **attrs: Any) -> None:
         self.graph.add_node(key, **attrs)
 
-    # --- search indexes -------------------------------------------------------------------
-    @cached_property
-    def _company_names(self) -> list[tuple[str, str]]:
-        return key_values(self.companies, "name")  # (ticker, name)
+    # --- search indexes: made on first use, or opened from a stored world's folder --------
+    def _index(self, kind: str) -> tuple[FuzzyIndex, Sequence[Any]]:
+        folder = None if self.backing is None else self.backing.indexes
+        return make_index(self, kind) if folder is None else load_index(folder, kind)
 
     @cached_property
-    def company_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(name for _, name in self._company_names)
-        return FuzzyIndex(names), names
+    def company_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("company")
 
     @cached_property
-    def company_by_name(self) -> dict[str, str]:
-        return {name.casefold(): t for t, name in self._company_names}
+    def movie_index(self) -> tuple[FuzzyIndex, Sequence[int]]:
+        return self._index("movie")
 
     @cached_property
-    def movie_index(self) -> tuple[FuzzyIndex, list[int]]:
-        pairs = sorted(key_values(self.movies, "title"))
-        return FuzzyIndex([title for _, title in pairs]), [i for i, _ in pairs]
+    def person_index(self) -> tuple[FuzzyIndex, Sequence[int]]:
+        return self._index("person")
 
     @cached_property
-    def movies_by_year(self) -> dict[str, list[tuple[str, int]]]:
-        """Release year -> (release date, movie id) pairs, for ``movie_get_year_info``."""
-        out: dict[str, list[tuple[str, int]]] = {}
-        for mid, released in key_values(self.movies, "release_date"):
-            out.setdefault(released[:4], []).append((released, mid))
-        return out
+    def artist_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("artist")
 
     @cached_property
-    def person_index(self) -> tuple[FuzzyIndex, list[int]]:
-        pairs = sorted(key_values(self.people, "name"))
-        return FuzzyIndex([name for _, name in pairs]), [i for i, _ in pairs]
+    def song_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("song")
 
     @cached_property
-    def artist_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(self.artists)
-        return FuzzyIndex(names), names
+    def open_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
+        return self._index("open")
 
     @cached_property
-    def song_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(self.songs)
-        return FuzzyIndex(names), names
+    def movie_years(self) -> MovieYears:
+        """Movies by release year, for ``movie_get_year_info``."""
+        folder = None if self.backing is None else self.backing.indexes
+        return MovieYears.make(self) if folder is None else MovieYears.load(folder)
+
+    # exact names, case-insensitively (a stored world looks them up in SQLite)
+    @cached_property
+    def company_by_name(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("companies")
+        return {name.casefold(): t for t, name in key_values(self.companies, "name")}
 
     @cached_property
-    def open_index(self) -> tuple[FuzzyIndex, list[str]]:
-        names = sorted(self.open_entities)
-        return FuzzyIndex(names), names
-
-    @cached_property
-    def artist_key(self) -> dict[str, str]:
+    def artist_key(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("artists")
         return {n.casefold(): n for n in self.artists}
 
     @cached_property
-    def song_key(self) -> dict[str, str]:
+    def song_key(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("songs")
         return {n.casefold(): n for n in self.songs}
 
     @cached_property
-    def open_key(self) -> dict[str, str]:
+    def open_key(self) -> Mapping[str, str]:
+        if self.backing is not None:
+            return self.backing.folded("open_entities")
         return {n.casefold(): n for n in self.open_entities}
 
     def warm(self) -> None:
+        """Make (or open) every index now rather than on the first call that needs it."""
         for name in (
             "company_index",
             "company_by_name",
-            "movies_by_year",
+            "movie_years",
             "artist_key",
             "song_key",
             "open_key",
@@ -226,27 +230,43 @@ class CragWorld:
         return out
 
 
-def key_values(store: Mapping[Any, dict[str, Any]], field: str) -> list[tuple[Any, Any]]:
-    """(key, record[field]) for every record, in store order; a store on disk reads the
-    column without decoding records."""
-    column = getattr(store, "column", None)
-    if column is not None:
-        return column(field)
-    return [(k, v[field]) for k, v in store.items()]
-
-
 def generate_world(size: str = "tiny", seed: int = 0, snr: float = 1 / 30) -> CragWorld:
     """The world ``(size, seed, snr)``; the same arguments always give the same world."""
-    if size not in SIZES:
-        raise ValueError(f"unknown world size {size!r}; choose one of {', '.join(SIZES)}")
-    if not 0 < snr <= 1:
-        raise ValueError("snr must be in (0, 1]")
-    n_core = SIZES[size]
-    noise_per_core = max(0, round(1 / snr) - 1)
     w = CragWorld(size, seed, snr)
-    finance.generate(w, random.Random(f"crag/{seed}/finance"), n_core, noise_per_core)
-    movie.generate(w, random.Random(f"crag/{seed}/movie"), n_core, noise_per_core)
-    music.generate(w, random.Random(f"crag/{seed}/music"), n_core, noise_per_core)
-    sports.generate(w, random.Random(f"crag/{seed}/sports"), n_core)
-    open.generate(w, random.Random(f"crag/{seed}/open"), n_core, noise_per_core)
+    for _ in _generate(w):
+        pass
     return w
+
+
+def generate_domains(size: str, seed: int = 0, snr: float = 1 / 30) -> Iterator[CragWorld]:
+    """The world ``(size, seed, snr)`` one domain at a time (finance, movie, music, sports,
+    open): each world yielded holds that domain's records and graph only (the domains share
+    no entity); the time series (Oscars, charts, Grammys, games) accumulate."""
+    w = CragWorld(size, seed, snr)
+    for _ in _generate(w):
+        yield w
+        for name in ENTITY_STORES:
+            setattr(w, name, {})
+        w._graph = nx.MultiDiGraph()
+
+
+ENTITY_STORES = ("companies", "movies", "people", "artists", "songs", "open_entities")
+
+
+def _generate(w: CragWorld) -> Iterator[str]:
+    if w.size not in SIZES:
+        raise ValueError(f"unknown world size {w.size!r}; choose one of {', '.join(SIZES)}")
+    if not 0 < w.snr <= 1:
+        raise ValueError("snr must be in (0, 1]")
+    n_core, seed = SIZES[w.size], w.seed
+    noise_per_core = max(0, round(1 / w.snr) - 1)
+    finance.generate(w, random.Random(f"crag/{seed}/finance"), n_core, noise_per_core)
+    yield "finance"
+    movie.generate(w, random.Random(f"crag/{seed}/movie"), n_core, noise_per_core)
+    yield "movie"
+    music.generate(w, random.Random(f"crag/{seed}/music"), n_core, noise_per_core)
+    yield "music"
+    sports.generate(w, random.Random(f"crag/{seed}/sports"), n_core)
+    yield "sports"
+    open.generate(w, random.Random(f"crag/{seed}/open"), n_core, noise_per_core)
+    yield "open"
