@@ -1,27 +1,32 @@
 """Throughput against a simulated OpenAI-compatible server on 127.0.0.1.
 
-The server (a separate process) answers every chat completion after a fixed latency with a
-ReAct reply that finishes at once, so one episode costs one model call. For concurrency 1, 8,
-64 and 256 episodes in flight, the benchmark runs ReAct on generated scholar tasks and reports
-episodes per second against the ideal (concurrency / latency per episode), and the memory each
-in-flight episode adds. Target: at least 0.8 of ideal at 64. Each level runs ``--waves`` times
-its concurrency in episodes (16 by default: steady state; the first wave also opens every
-connection, which a 4-wave run counts as a quarter of its time).
+The server (a separate asyncio process) answers every chat completion after a fixed latency
+with a ReAct reply that finishes at once, so one episode costs one model call. For each level of
+episodes in flight, the benchmark runs ReAct on generated scholar tasks and reports episodes per
+second against the ideal (concurrency / latency per episode), the client's and the server's CPU
+per episode inside the measured span, and the memory each in-flight episode adds. Target: at
+least 0.8 of ideal at 256. Each level runs ``--waves`` times its concurrency in episodes (16 by
+default: steady state; the first wave also opens every connection).
 
-    pip install -e ".[bench]"; python benchmarks/throughput.py [--latency 0.2] [--waves 16]
+The ratio is bounded by CPU: one process of raleval serves at most ``1000 / client CPU ms per
+episode`` episodes a second on a core of its own, and other work on the machine (the load
+average, recorded per level) takes from that core.
+
+    pip install -e ".[bench]"; python benchmarks/throughput.py [--levels 64,256,1024]
+    python benchmarks/throughput.py --levels 256 --ray-workers 4   # over 4 processes
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from _common import write_json
@@ -48,54 +53,61 @@ REPLY = json.dumps(
 
 
 def serve(port: int, latency: float) -> None:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    """The simulated server: asyncio (aiohttp). 1,024 requests waiting out their latency are
+    timers, not threads: measured at 1,024 in flight, 0.15-0.19 ms of server CPU per request
+    against 0.26-0.33 ms for the ThreadingHTTPServer used before, CPU the client shares on a
+    small machine. Neither server was the limit: the client's CPU was."""
+    import asyncio
 
-        def log_message(self, *args: object) -> None:
-            pass
+    from aiohttp import web
 
-        def setup(self) -> None:
-            super().setup()
-            # Headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm
-            # and delayed ACKs add ~40 ms to every reply, as no real server would.
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    async def complete(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(latency)
+        return web.Response(body=REPLY, content_type="application/json")
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            time.sleep(latency)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(REPLY)))
-            self.end_headers()
-            self.wfile.write(REPLY)
+    async def listen() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", complete)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port, backlog=4096).start()
+        print("ready", flush=True)
+        await asyncio.Event().wait()
 
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 1024  # listen() backlog: read when the server binds
-
-    server = Server(("127.0.0.1", port), Handler)
-    print("ready", flush=True)
-    server.serve_forever()
+    asyncio.run(listen())
 
 
-def run_at(url: str, concurrency: int, episodes: int, log_dir: Path) -> dict:
+def _at(samples: list[tuple[float, int, float]], t: float) -> tuple[int, float]:
+    """RSS and CPU seconds of the first sample taken at or after ``t`` (the last if none)."""
+    for when, rss, cpu in samples:
+        if when >= t:
+            return rss, cpu
+    return samples[-1][1], samples[-1][2]
+
+
+def run_at(
+    url: str, concurrency: int, episodes: int, log_dir: Path, server_pid: int, workers: int = 0
+) -> dict:
     import psutil
 
     from raleval.app.runner import run_sync
     from raleval.config import RunConfig
     from raleval.store import RESULTS, ResultsFile
 
-    proc = psutil.Process()
-    peak = [proc.memory_info().rss]
+    proc, server = psutil.Process(), psutil.Process(server_pid)
+    samples: list[tuple[float, int, float]] = []  # (time, RSS, client CPU seconds)
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
-            peak[0] = max(peak[0], proc.memory_info().rss)
+            cpu = proc.cpu_times()
+            samples.append((time.time(), proc.memory_info().rss, cpu.user + cpu.system))
             time.sleep(0.02)
 
-    base = proc.memory_info().rss
     sampler = threading.Thread(target=sample, daemon=True)
+    load_before = os.getloadavg()[0]
+    server_cpu = sum(server.cpu_times()[:2])
     sampler.start()
     cfg = RunConfig(
         env="scholar",
@@ -106,7 +118,10 @@ def run_at(url: str, concurrency: int, episodes: int, log_dir: Path) -> dict:
         tasks="scholar-ks",
         tasks_per_family=episodes,
         limit=episodes,
-        max_connections=concurrency,
+        # on Ray, `concurrency` episodes in flight over the workers (each its own process)
+        max_connections=max(1, concurrency // workers) if workers else concurrency,
+        backend="ray" if workers else "local",
+        workers=max(workers, 1),
         log_dir=log_dir,
         cache=False,
         run_name=f"c{concurrency}",
@@ -114,18 +129,34 @@ def run_at(url: str, concurrency: int, episodes: int, log_dir: Path) -> dict:
     summary = run_sync(cfg)
     stop.set()
     sampler.join()
+    server_cpu = sum(server.cpu_times()[:2]) - server_cpu  # the server idles outside the span
     results = list(ResultsFile(summary.run_dir / RESULTS))
     starts = [r.started_at.timestamp() for r in results]
     ends = [r.started_at.timestamp() + r.wall_time_s for r in results]
-    span = max(ends) - min(starts)
+    first, last = min(starts), max(ends)
+    span = last - first
+    # Memory with `concurrency` episodes in flight: the median RSS over the middle half of the
+    # span (every slot busy; neither the start nor the draining tail), not the peak, which
+    # also holds what setting up the level (world, tasks) left behind.
+    middle = [rss for when, rss, _ in samples if first + span / 4 <= when <= last - span / 4]
+    steady_rss = sorted(middle)[len(middle) // 2] if middle else _at(samples, first)[0]
+    client_cpu = _at(samples, last)[1] - _at(samples, first)[1]
+    calls = sorted(c.latency_s for r in results for c in r.llm_calls)
+    if workers:  # the episodes ran in the workers: this process's CPU is the driver's
+        client_cpu = float("nan")
     return {
         "concurrency": concurrency,
+        "ray_workers": workers,
         "episodes": len(results),
         "failed": sum(r.termination.value != "finished" for r in results),
         "episodes_per_s": len(results) / span,
         "span_s": span,
-        "rss_peak_gb": peak[0] / 1e9,
-        "rss_added_mb": (peak[0] - base) / 1e6,
+        "client_cpu_ms_per_episode": 1e3 * client_cpu / len(results),
+        "server_cpu_ms_per_episode": 1e3 * server_cpu / len(results),
+        "model_call_median_s": calls[len(calls) // 2] if calls else None,
+        "steady_rss_gb": steady_rss / 1e9,
+        "rss_peak_gb": max(rss for _, rss, _ in samples) / 1e9,
+        "load_average": [load_before, os.getloadavg()[0]],
     }
 
 
@@ -134,6 +165,13 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--levels", default="1,8,64,256")
     parser.add_argument("--waves", type=int, default=16, help="episodes per level / concurrency")
+    parser.add_argument(
+        "--ray-workers",
+        type=int,
+        default=0,
+        help="run on a local Ray cluster with this many worker processes (each level's "
+        "episodes in flight spread over them); 0: in this process",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -154,31 +192,40 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for level in (int(x) for x in args.levels.split(",")):
-                row = run_at(url, level, max(40, args.waves * level), Path(tmp))
+                episodes = max(40, args.waves * level)
+                row = run_at(url, level, episodes, Path(tmp), server.pid, args.ray_workers)
                 ideal = level / args.latency
                 row.update(ideal_episodes_per_s=ideal, ratio_to_ideal=row["episodes_per_s"] / ideal)
                 rows.append(row)
                 print(
                     f"concurrency {level:4d}: {row['episodes_per_s']:7.1f} episodes/s, ideal "
-                    f"{ideal:7.1f}, ratio {row['ratio_to_ideal']:.2f}, peak RSS "
-                    f"{row['rss_peak_gb']:.2f} GB, failed {row['failed']}"
+                    f"{ideal:7.1f}, ratio {row['ratio_to_ideal']:.2f}; CPU per episode: client "
+                    f"{row['client_cpu_ms_per_episode']:.2f} ms, server "
+                    f"{row['server_cpu_ms_per_episode']:.2f} ms; model call median "
+                    f"{row['model_call_median_s']:.3f} s; steady RSS "
+                    f"{row['steady_rss_gb']:.3f} GB; "
+                    f"failed {row['failed']}; load {row['load_average'][0]:.1f}"
                 )
     finally:
         server.terminate()
         server.wait()
     per_episode = None
-    if len(rows) > 1:  # peaks across levels, not against a cold start
+    if len(rows) > 1 and not args.ray_workers:  # steady RSS across levels, in one process
         lo, hi = rows[0], rows[-1]
         per_episode = (
-            (hi["rss_peak_gb"] - lo["rss_peak_gb"]) * 1e3 / (hi["concurrency"] - lo["concurrency"])
+            (hi["steady_rss_gb"] - lo["steady_rss_gb"])
+            * 1e3
+            / (hi["concurrency"] - lo["concurrency"])
         )
         print(
-            f"memory per in-flight episode: {per_episode:.3f} MB (peak RSS at concurrency "
-            f"{hi['concurrency']} minus at {lo['concurrency']})"
+            f"memory per in-flight episode: {per_episode:.3f} MB (steady RSS at concurrency "
+            f"{hi['concurrency']} minus at {lo['concurrency']}, over the difference)"
         )
     payload = {
         "latency_s": args.latency,
         "waves": args.waves,
+        "cpu_count": os.cpu_count(),
+        "ray_workers": args.ray_workers,
         "levels": rows,
         "mb_per_inflight_episode": per_episode,
     }

@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from raleval.records import RunHeader, Task, Trajectory
+from raleval.records import RunHeader, Task, Termination, Trajectory
 
 HEADER = "header.json"
 TASKS = "tasks.jsonl"
@@ -123,6 +123,22 @@ def read_header(run_dir: Path) -> RunHeader | None:
         raise RecordFileError(f"{path}: invalid run header: {_describe(exc)}") from exc
 
 
+class ResultHead(BaseModel):
+    """What resuming needs of a result line: which episode, which attempt, and whether it
+    failed for infrastructure reasons. Parsed without the steps and calls, it is a few hundred
+    bytes where the whole trajectory is tens of kilobytes (a 100k-episode run's resume would
+    otherwise hold gigabytes before its first episode)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: str
+    epoch: int = 0
+    attempt: int = 0
+    termination: Termination
+    termination_cause: str | None = None
+    failure: str | None = None
+
+
 class ResultsFile:
     """Append-only ``results.jsonl`` with crash-safe reopening."""
 
@@ -161,6 +177,21 @@ class ResultsFile:
                     continue
                 try:
                     yield Trajectory.model_validate_json(line)
+                except ValidationError as exc:
+                    raise RecordFileError(
+                        f"{_where(self.path, lineno, exc)}: invalid result: {_describe(exc)}"
+                    ) from None
+
+    def heads(self) -> Iterator[ResultHead]:
+        """Each line's :class:`ResultHead`, in file order."""
+        if not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield ResultHead.model_validate_json(line)
                 except ValidationError as exc:
                     raise RecordFileError(
                         f"{_where(self.path, lineno, exc)}: invalid result: {_describe(exc)}"

@@ -184,12 +184,15 @@ def test_full_disk_stops_before_next_model_call(tmp_path, monkeypatch):
         real(self, trajs)
 
     monkeypatch.setattr(store.ResultsFile, "append_many", append_many)
-    summary, res = run_config(tmp_path, limit=12, max_connections=1)
+    # Episodes that take as long as a model call (0.1 s), so each is written before the next
+    # ends: instant episodes finish several to a write and fill the failing batch with more.
+    slow = {"limit": 12, "max_connections": 1, "model_options": {"latency_s": 0.1}}
+    summary, res = run_config(tmp_path, **slow)
     assert summary.write_error is not None and "No space left" in summary.write_error
     assert len(res) == 1 and summary.ran == 1 and summary.unwritten == 1
     assert not summary.interrupted
     monkeypatch.setattr(store.ResultsFile, "append_many", real)
-    summary, res = run_config(tmp_path, limit=12, max_connections=1)
+    summary, res = run_config(tmp_path, **slow)
     assert summary.skipped == 1 and summary.ran == 11 and len(res) == 12
 
 

@@ -138,7 +138,7 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
             rec.finish(Termination.finished)
         return {}
 
-    def after_plan(state: BaselineState) -> str:
+    async def after_plan(state: BaselineState) -> str:
         return END if state["rec"].done else "answer"
 
     graph = StateGraph(BaselineState)

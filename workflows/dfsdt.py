@@ -248,7 +248,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
             stack.append(child.id)
         return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
 
-    def after(state: DFSState) -> str:
+    async def after(state: DFSState) -> str:
         rec = state["rec"]
         if rec.done:
             rec.extra["tree"] = [n.summary() for n in state["tree"]]

@@ -173,7 +173,7 @@ def build_function_calling_graph(
             )
         return {"messages": out}
 
-    def after_agent(state: FCState) -> str:
+    async def after_agent(state: FCState) -> str:
         return END if state["rec"].done else "tools"
 
     graph = StateGraph(FCState)

@@ -171,10 +171,10 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
             rec.answer = gen.text.strip()
         return {}
 
-    def after_write(state: PALState) -> str:
+    async def after_write(state: PALState) -> str:
         return END if state["rec"].done else "execute"
 
-    def after_execute(state: PALState) -> str:
+    async def after_execute(state: PALState) -> str:
         rec = state["rec"]
         return (
             "phrase" if cfg.pal_phrase_answer and rec.termination is Termination.finished else END

@@ -191,10 +191,10 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         )
         return {"scratchpad": pad + observation, "n": n + 1, "parse_errors": 0}
 
-    def after_reason(state: ReActState) -> str:
+    async def after_reason(state: ReActState) -> str:
         return END if state["rec"].done else "act"
 
-    def after_act(state: ReActState) -> str:
+    async def after_act(state: ReActState) -> str:
         return END if state["rec"].done else "reason"
 
     graph = StateGraph(ReActState)

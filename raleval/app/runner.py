@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import gc
 import hashlib
-import os
 import platform
 import signal
 import subprocess
@@ -31,6 +30,7 @@ from raleval.store import (
     RESULTS,
     TASKS,
     RecordFileError,
+    ResultHead,
     ResultsFile,
     ResultsWriter,
     read_header,
@@ -56,6 +56,7 @@ class RunSummary:
     failures: dict[str, int] = field(default_factory=dict)
     write_error: str | None = None  # results could not be written (a full disk): run stopped
     unwritten: int = 0  # episodes finished but not written because of write_error
+    worker_errors: list[str] = field(default_factory=list)  # why Ray workers ended early
 
 
 @dataclass
@@ -468,16 +469,17 @@ def shard_files(run_dir: Path) -> list[Path]:
 
 def finished_keys(run_dir: Path) -> set[tuple[str, int]]:
     """Episodes on disk in the merged results and in any shard file (repairing torn tails)."""
-    return set(latest_results(run_dir))
+    return set(latest_heads(run_dir))
 
 
-def latest_results(run_dir: Path) -> dict[tuple[str, int], Trajectory]:
-    """The last attempt per (task, epoch) on disk, shards included (repairing torn tails)."""
-    latest: dict[tuple[str, int], Trajectory] = {}
+def latest_heads(run_dir: Path) -> dict[tuple[str, int], ResultHead]:
+    """The last attempt per (task, epoch) on disk, as much of it as resuming needs (shards
+    included, torn tails repaired)."""
+    latest: dict[tuple[str, int], ResultHead] = {}
     for path in [run_dir / RESULTS, *shard_files(run_dir)]:
         f = ResultsFile(path)
         f.repair()
-        for t in f:
+        for t in f.heads():
             old = latest.get((t.task_id, t.epoch))
             if old is None or t.attempt >= old.attempt:
                 latest[(t.task_id, t.epoch)] = t
@@ -504,41 +506,10 @@ def merge_shards(run_dir: Path) -> int:
     return added
 
 
-async def run(
-    config: RunConfig, display: str = "rich", shard: tuple[int, int] | None = None
-) -> RunSummary:
-    """Run (or resume) one configuration and return its summary."""
-    from raleval.analysis.scoring import score_trajectory
-    from raleval.app.progress import Phases, make_progress
-
-    config = config.with_defaults()
-    check_env_options(config.env, config.env_options)  # before a model server starts
-    check_run_dir(config)  # before the model's server logs into the run directory
-    registry.workflows.get(config.workflow).configure(config.workflow_options)
-    phase = Phases(display if shard is None else "none", config.slug())
-    with phase(f"loading model {config.model}"):
-        model = _resolve_model(config)  # first: a bad model name fails before a world loads
-    env, tasks, workflow = _prepare(config, phase)
-    run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
-    if shard is None:
-        results = ResultsFile(run_dir / RESULTS)
-    else:  # a Ray worker: its own file, merged by the driver at the end
-        results = ResultsFile(run_dir / f"results.shard-{shard[0]}.jsonl")
-    latest = latest_results(run_dir)
-
-    def wanted(key: tuple[str, int]) -> bool:
-        last = latest.get(key)
-        if last is None:
-            return True
-        return config.retry_failed and failure_cause(last) is not None
-
-    selected = tasks
-    pending = [
-        (t, e)
-        for e in range(config.epochs)
-        for t in selected
-        if wanted((t.id, e)) and (shard is None or shard_of(t.id, e, shard[1]) == shard[0])
-    ]
+def episode_stack(config: RunConfig, model: Any, env: Any) -> tuple[Any, Any, FaultLog, Any]:
+    """The model and environment episodes see: the endpoint limit, injected faults with their
+    retries, and the response cache wrapped around the configured ones. Returns the model, the
+    environment, the fault log and the cache (None when not caching; the caller closes it)."""
     if config.max_connections_per_endpoint:
         model = EndpointLimitedModel(model, config.max_connections_per_endpoint)
     faults = FaultLog()
@@ -559,6 +530,36 @@ async def run(
 
         cache = ResponseCache(config.cache_path or default_cache_path())
         model = CachedModel(model, cache)
+    return model, env, faults, cache
+
+
+async def run(config: RunConfig, display: str = "rich") -> RunSummary:
+    """Run (or resume) one configuration and return its summary."""
+    from raleval.analysis.scoring import score_trajectory
+    from raleval.app.progress import Phases, make_progress
+
+    config = config.with_defaults()
+    check_env_options(config.env, config.env_options)  # before a model server starts
+    check_run_dir(config)  # before the model's server logs into the run directory
+    registry.workflows.get(config.workflow).configure(config.workflow_options)
+    phase = Phases(display, config.slug())
+    with phase(f"loading model {config.model}"):
+        model = _resolve_model(config)  # first: a bad model name fails before a world loads
+    env, tasks, workflow = _prepare(config, phase)
+    run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
+    merge_shards(run_dir)  # a run directory left by a version whose Ray workers wrote shards
+    results = ResultsFile(run_dir / RESULTS)
+    latest = latest_heads(run_dir)
+
+    def wanted(key: tuple[str, int]) -> bool:
+        last = latest.get(key)
+        if last is None:
+            return True
+        return config.retry_failed and failure_cause(last) is not None
+
+    selected = tasks
+    pending = [(t, e) for e in range(config.epochs) for t in selected if wanted((t.id, e))]
+    model, env, faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
     graph = workflow.build(model, env)  # compiled once; episodes differ in `configurable`
 
@@ -645,7 +646,7 @@ async def run(
     await _close_session(env)  # the environment's connections (MCP servers it started)
     await model.aclose()  # release HTTP connections inside the loop that opened them
     keys = {(t.id, e) for t in selected for e in range(config.epochs)}
-    on_disk = [t for k, t in latest_results(run_dir).items() if k in keys]
+    on_disk = [t for k, t in latest_heads(run_dir).items() if k in keys]
     write_error = None
     if writer.error is not None:
         write_error = f"{writer.error.strerror or writer.error} ({results.path})"
@@ -681,53 +682,7 @@ def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
 
 
 def run_ray(config: RunConfig) -> RunSummary:
-    """Shard the episodes over a Ray cluster; each worker writes its own results file, and the
-    driver merges them, deduplicated, into results.jsonl. Resuming works the same way."""
-    try:
-        import ray
-    except ImportError as exc:
-        raise ConfigError('--backend ray needs Ray: pip install "raleval[ray]"') from exc
+    """Run (or resume) one configuration on a Ray cluster (:mod:`raleval.app.ray_backend`)."""
+    from raleval.app.ray_backend import run_ray as run_on_ray
 
-    config = config.with_defaults()
-    _env, tasks, workflow = _prepare(config)
-    run_dir = _open_run_dir(config, tasks, workflow.config)
-    before = finished_keys(run_dir)
-    env_vars = {k: v for k, v in os.environ.items() if k.startswith("RALEVAL_")}
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(
-            address=config.ray_address,
-            num_cpus=None if config.ray_address else config.workers,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": env_vars},
-        )
-    try:
-
-        @ray.remote
-        def shard_worker(data: dict[str, Any], index: int, count: int) -> int:
-            cfg = RunConfig.model_validate(data)
-            return asyncio.run(run(cfg, display="none", shard=(index, count))).ran
-
-        data = config.model_dump(mode="json") | {"backend": "local"}
-        ray.get([shard_worker.remote(data, i, config.workers) for i in range(config.workers)])
-    finally:
-        if started_here:
-            ray.shutdown()
-    merge_shards(run_dir)
-    selected = {t.id for t in tasks}
-    mine = [t for t in latest_results(run_dir).values() if t.task_id in selected]
-    new = [t for t in mine if (t.task_id, t.epoch) not in before]
-    tally = Tally()
-    for t in new:
-        tally.add(t)
-    return RunSummary(
-        run_dir=run_dir,
-        total=len(selected) * config.epochs,
-        skipped=len(mine) - len(new),
-        ran=tally.ran,
-        mean_f1=tally.mean_f1,
-        by_termination=tally.terminations,
-        by_error_type=tally.labels,
-        failures=dict(failures_by_cause(mine)),
-    )
+    return run_on_ray(config)
