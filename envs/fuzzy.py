@@ -4,7 +4,12 @@ A linear scan (rapidfuzz over every string, or BM25 over every document as CRAG'
 costs hundreds of milliseconds at a million names. This index first finds candidates through
 token postings: each query token is expanded to near-identical vocabulary tokens (typos,
 case), the rarest tokens' postings are intersected (or united when the intersection is empty),
-and only those candidates are scored with rapidfuzz. Postings are int32 numpy arrays.
+and only those candidates are scored with rapidfuzz.
+
+Everything the index holds is a few flat arrays (the strings and the sorted vocabulary packed as
+UTF-8 buffers with offsets, postings as one int32 array with offsets), so :meth:`FuzzyIndex.save`
+writes it to a folder and :meth:`FuzzyIndex.load` maps it back in milliseconds: a world opens
+without re-tokenising its millions of strings, and processes that open it share the pages.
 
 The trade-off: a typo'd token is matched within buckets of a similar length that share its
 first or last two letters (failing that, its first or last letter), so a *different* string
@@ -17,63 +22,251 @@ crowd the intended one out.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import json
+import mmap
+import os
 import re
-from collections.abc import Iterable, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 from rapidfuzz import fuzz, process
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 MAX_CANDIDATES = 20_000
+# Tokens are [a-z0-9]+, so every token with a given prefix sorts before prefix + "{".
+_AFTER_Z = "{"
+INDEX_FORMAT = 1
 
 
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def _mapped(path: Path) -> np.ndarray:
+    """A read-only memory map of a .npy file, as a plain array (np.memmap slices are slow)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
+
+
+class StringTable(Sequence[str]):
+    """Strings packed in one UTF-8 buffer with offsets: millions of titles cost their bytes,
+    not millions of Python objects, and the buffer can be a read-only memory map."""
+
+    def __init__(self, data: bytes | mmap.mmap, offsets: np.ndarray) -> None:
+        self._data = data
+        self.offsets = offsets
+        self._n = len(offsets) - 1
+
+    @classmethod
+    def pack(cls, strings: Iterable[str]) -> StringTable:
+        encoded = [s.encode() for s in strings]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+        return cls(b"".join(encoded), offsets)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return self._data[int(self.offsets[i]) : int(self.offsets[i + 1])].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        data, offs = self._data, self.offsets.tolist()
+        for a, b in itertools.pairwise(offs):
+            yield data[a:b].decode()
+
+    def lower_bound(self, key: str, lo: int = 0) -> int:
+        """The first position whose string is not below ``key`` (the table must be sorted;
+        UTF-8 byte order is code point order)."""
+        data, offsets, target = self._data, self.offsets, key.encode()
+        hi = self._n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if data[offsets[mid] : offsets[mid + 1]] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def take(self, ids: np.ndarray) -> list[str]:
+        """The strings at ``ids``, in that order."""
+        data = self._data
+        starts, ends = self.offsets[ids].tolist(), self.offsets[ids + 1].tolist()
+        return [data[a:b].decode() for a, b in zip(starts, ends, strict=True)]
+
+    def save(self, folder: Path, name: str) -> None:
+        (folder / f"{name}.utf8").write_bytes(self._data)
+        np.save(folder / f"{name}.offsets.npy", self.offsets)
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> StringTable:
+        offsets = _mapped(folder / f"{name}.offsets.npy")
+        path = folder / f"{name}.utf8"
+        if path.stat().st_size == 0:
+            return cls(b"", offsets)
+        with open(path, "rb") as fh:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return cls(data, offsets)
+
+
+class _Tokenised:
+    """Postings of every token of ``strings``: (sorted vocabulary, offsets, string ids)."""
+
+    def __init__(self, strings: Sequence[str]) -> None:
+        ids: dict[str, int] = {}
+        tok_ids: list[int] = []
+        counts = np.zeros(len(strings), dtype=np.int64)
+        setdefault, extend = ids.setdefault, tok_ids.extend
+        for i, s in enumerate(strings):
+            toks = set(_TOKEN.findall(s.lower()))
+            counts[i] = len(toks)
+            extend([setdefault(t, len(ids)) for t in toks])
+        words = list(ids)
+        order = sorted(range(len(words)), key=words.__getitem__)
+        rank = np.empty(len(words), dtype=np.int64)
+        rank[order] = np.arange(len(words))
+        self.vocab = [words[i] for i in order]
+        owner = np.repeat(np.arange(len(strings), dtype=np.int64), counts)
+        tok = rank[np.asarray(tok_ids, dtype=np.int64)] if tok_ids else np.empty(0, np.int64)
+        # Sort by (token, string id): each token's postings come out ascending.
+        by = np.lexsort((owner, tok))
+        self.postings = owner[by].astype(np.int32)
+        self.offsets = np.searchsorted(tok[by], np.arange(len(words) + 1)).astype(np.int64)
+
+
 class FuzzyIndex:
     """Maps strings to integer ids and answers fuzzy queries in milliseconds."""
 
     def __init__(self, strings: Sequence[str], token_cutoff: float = 70.0) -> None:
-        self.strings = list(strings)
         self.token_cutoff = token_cutoff
-        postings: dict[str, list[int]] = {}
-        for i, s in enumerate(self.strings):
-            for tok in set(tokens(s)):
-                postings.setdefault(tok, []).append(i)
-        self.vocab = sorted(postings)
-        # Postings are built in id order, so every array is sorted (binary search below).
-        self._postings = {t: np.asarray(postings[t], dtype=np.int32) for t in self.vocab}
+        self.strings = strings if isinstance(strings, StringTable) else StringTable.pack(strings)
+        built = _Tokenised(strings)
+        vocab = StringTable.pack(built.vocab)
+        reverse = sorted(range(len(built.vocab)), key=lambda i: built.vocab[i][::-1])
+        self._set_arrays(
+            vocab,
+            built.offsets,
+            built.postings,
+            StringTable.pack(built.vocab[i][::-1] for i in reverse),
+            np.asarray(reverse, dtype=np.int32),
+        )
+
+    def _set_arrays(
+        self,
+        vocab: StringTable,
+        post_offsets: np.ndarray,
+        postings: np.ndarray,
+        reversed_vocab: StringTable,
+        reversed_ids: np.ndarray,
+    ) -> None:
+        self.vocab = vocab  # sorted
+        self._post_offsets = post_offsets
+        self._postings = postings
+        self._rvocab = reversed_vocab  # every token spelt backwards, sorted
+        self._rvocab_ids = reversed_ids  # ... and its position in ``vocab``
+        self._vocab_len = np.diff(vocab.offsets).astype(np.int32)  # tokens are ASCII
+
+    # --- persistence ---------------------------------------------------------------------------
+    def save(self, folder: Path, stamp: dict[str, str] | None = None) -> None:
+        """Write the index to ``folder`` (replacing what is there), with ``stamp`` (what it
+        was built from) for :func:`cached_index` to compare."""
+        folder = Path(folder)
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.strings.save(tmp, "strings")
+        self.vocab.save(tmp, "vocab")
+        self._rvocab.save(tmp, "rvocab")
+        np.save(tmp / "rvocab_ids.npy", self._rvocab_ids)
+        np.save(tmp / "post_offsets.npy", self._post_offsets)
+        np.save(tmp / "postings.npy", self._postings)
+        meta = {
+            "format": INDEX_FORMAT,
+            "strings": len(self),
+            "cutoff": self.token_cutoff,
+            "stamp": stamp or {},
+        }
+        (tmp / "index.json").write_text(json.dumps(meta))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+
+    @classmethod
+    def load(cls, folder: Path) -> FuzzyIndex:
+        """Map an index written by :meth:`save` (read-only; pages load on first touch)."""
+        folder = Path(folder)
+        meta = json.loads((folder / "index.json").read_text())
+        if meta.get("format") != INDEX_FORMAT:
+            raise ValueError(f"{folder}: index format {meta.get('format')}, want {INDEX_FORMAT}")
+        index = cls.__new__(cls)
+        index.token_cutoff = float(meta["cutoff"])
+        index.strings = StringTable.load(folder, "strings")
+        index._set_arrays(
+            StringTable.load(folder, "vocab"),
+            _mapped(folder / "post_offsets.npy"),
+            _mapped(folder / "postings.npy"),
+            StringTable.load(folder, "rvocab"),
+            _mapped(folder / "rvocab_ids.npy"),
+        )
+        if len(index) != meta["strings"]:
+            raise ValueError(f"{folder}: {len(index)} strings, index.json says {meta['strings']}")
+        return index
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    # --- lookup --------------------------------------------------------------------------------
+    def _token_id(self, tok: str) -> int | None:
+        i = self.vocab.lower_bound(tok)
+        return i if i < len(self.vocab) and self.vocab[i] == tok else None
+
+    def _posting(self, tid: int) -> np.ndarray:
+        return self._postings[self._post_offsets[tid] : self._post_offsets[tid + 1]]
+
+    def _bucket(self, table: StringTable, prefix: str, lo_len: int, hi_len: int) -> np.ndarray:
+        """Positions in ``table`` of tokens starting with ``prefix``, of length lo..hi."""
+        lo = table.lower_bound(prefix)
+        hi = table.lower_bound(prefix + _AFTER_Z, lo)
+        lengths = np.diff(table.offsets[lo : hi + 1])
+        return lo + np.flatnonzero((lengths >= lo_len) & (lengths <= hi_len))
+
+    def _expand(self, tok: str) -> list[int]:
+        """Vocabulary ids standing for ``tok``: itself if known, else its near spellings."""
+        tid = self._token_id(tok)
+        if tid is not None:
+            return [tid]
+        if len(tok) <= 2:
+            return []
         # Out-of-vocabulary tokens (typos) are matched within buckets of similar length that
         # share the first or last two letters (one substitution in a token of four or more
         # letters always leaves one of the two intact), and only when those hold nothing
         # close, within the wider first- or last-letter buckets: a large world's vocabulary
         # has tens of thousands of tokens per first letter and length, scoring them all
         # took ~20 ms per typo.
-        self._buckets: dict[tuple[str, str, int], list[str]] = {}
-        for t in self.vocab:
-            for key in (("first", t[0]), ("last", t[-1]), ("p2", t[:2]), ("s2", t[-2:])):
-                self._buckets.setdefault((*key, len(t)), []).append(t)
-
-    def __len__(self) -> int:
-        return len(self.strings)
-
-    def _expand(self, tok: str) -> list[str]:
-        """Vocabulary tokens standing for ``tok``: itself if known, else its near spellings."""
-        if tok in self._postings:
-            return [tok]
-        if len(tok) <= 2:
-            return []
-        for keys in ((("p2", tok[:2]), ("s2", tok[-2:])), (("first", tok[0]), ("last", tok[-1]))):
-            pool: set[str] = set()
-            for n in range(len(tok) - 2, len(tok) + 3):
-                for key in keys:
-                    pool.update(self._buckets.get((*key, n), ()))
+        lo_len, hi_len, rtok = len(tok) - 2, len(tok) + 2, tok[::-1]
+        for k in (2, 1):
+            head = self._bucket(self.vocab, tok[:k], lo_len, hi_len)
+            tail = self._rvocab_ids[self._bucket(self._rvocab, rtok[:k], lo_len, hi_len)]
+            pool = np.union1d(head, tail)
+            if not len(pool):
+                continue
             close = process.extract(
-                tok, pool, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
+                tok,
+                self.vocab.take(pool),
+                scorer=fuzz.ratio,
+                score_cutoff=self.token_cutoff,
+                limit=8,
             )
             if close:
-                return [c for c, _, _ in close]
+                return [int(pool[j]) for _, _, j in close]
         return []
 
     def candidates(self, query: str) -> np.ndarray:
@@ -82,7 +275,7 @@ class FuzzyIndex:
             expanded = self._expand(tok)
             if not expanded:
                 continue
-            arrays = [self._postings[t] for t in expanded]
+            arrays = [self._posting(t) for t in expanded]
             groups.append(np.unique(np.concatenate(arrays)) if len(arrays) > 1 else arrays[0])
         if not groups:
             return np.empty(0, dtype=np.int32)
@@ -105,7 +298,7 @@ class FuzzyIndex:
             result = np.unique(np.concatenate(small))
         if len(result) > MAX_CANDIDATES:
             result = result[:MAX_CANDIDATES]
-        return result
+        return np.asarray(result)
 
     def search(
         self, query: str, limit: int = 10, cutoff: float = 60.0, scorer=fuzz.WRatio
@@ -114,7 +307,7 @@ class FuzzyIndex:
         cand = self.candidates(query)
         if len(cand) == 0:
             return []
-        choices = [self.strings[i] for i in cand.tolist()]
+        choices = self.strings.take(cand)
         hits = process.extract(
             query, choices, scorer=scorer, score_cutoff=cutoff, limit=limit if limit else None
         )
@@ -125,7 +318,10 @@ class FuzzyIndex:
     def exact(self, query: str) -> list[int]:
         """Ids whose string equals ``query`` case-insensitively."""
         q = query.strip().lower()
-        return [i for i in self.candidates(query).tolist() if self.strings[i].lower() == q]
+        cand = self.candidates(query)
+        return [
+            int(i) for i, s in zip(cand, self.strings.take(cand), strict=True) if s.lower() == q
+        ]
 
 
 def linear_scan(
@@ -136,3 +332,21 @@ def linear_scan(
         query, list(strings), scorer=fuzz.WRatio, score_cutoff=cutoff, limit=limit
     )
     return sorted(((j, float(s)) for _, s, j in hits), key=lambda h: (-h[1], h[0]))
+
+
+def cached_index(
+    folder: Path, stamp: dict[str, str], strings: Callable[[], Sequence[str]]
+) -> FuzzyIndex:
+    """The index saved in ``folder`` if it was saved with ``stamp`` (what it was built from),
+    else one built from ``strings()`` and saved there for the next process (when the folder
+    is writable: a read-only world still opens, only slower)."""
+    folder = Path(folder)
+    try:
+        if json.loads((folder / "index.json").read_text()).get("stamp") == stamp:
+            return FuzzyIndex.load(folder)
+    except (OSError, ValueError, KeyError):
+        pass
+    index = FuzzyIndex(strings())
+    with contextlib.suppress(OSError):
+        index.save(folder, stamp)
+    return index

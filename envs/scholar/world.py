@@ -452,6 +452,13 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     db.execute("VACUUM")
     db.close()
     os.replace(tmp, path)
+    # The search indexes are part of the world: saved beside it now, so that every process
+    # maps them instead of tokenising millions of strings when it opens the world.
+    from raleval.envs.scholar.store import ScholarStore  # (store.py imports this module)
+
+    store = ScholarStore(path)
+    store.warm()
+    store.close()
     return path
 
 
