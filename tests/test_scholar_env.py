@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from raleval.envs.scholar.world import content_hash, generate_world
 from raleval.records import OutcomeKind
 
-P1 = "d86aec8faf17cbb4efa43abd"  # person rowid 1 of tiny/seed 0
+P1 = "1f8f507b66b4be442b20b861"  # person rowid 1 of tiny/seed 0
 
 
 def call(env, tool, **args):
@@ -26,57 +26,52 @@ def test_get_person_basic_info_golden(scholar_env):
     res = call(scholar_env, "getPersonBasicInfo", person_id=P1)
     assert res.kind is OutcomeKind.ok
     assert res.observation == (
-        '{"person_id": "d86aec8faf17cbb4efa43abd", "name": "Tith Treijy", "gender": "female", '
-        '"organization": "Lystend Institute of Technology", "position": "Professor", "bio": '
-        '"Tith Treijy is a Professor at Lystend Institute of Technology. She works on quantum '
-        "computing, object detection, formal verification, social network analysis, retrieval "
-        "augmented generation and differential privacy, and received a Ph.D., Giwal State "
-        'University, 1993.", "education_experience": "Ph.D., Giwal State University, 1993", '
-        '"email": "t.treijy69@lit.edu.invalid"}'
+        '{"person_id": "1f8f507b66b4be442b20b861", "name": "Vith Kroustainquist", "gender": '
+        '"female", "organization": "Trosial Research Laboratory", "position": "Associate '
+        'Researcher", "bio": "Vith Kroustainquist is a Associate Researcher at Trosial Research '
+        "Laboratory. She works on quantum computing and differential privacy, and received a "
+        'Ph.D., Zahokirt Institute of Technology, 1992.", "education_experience": "Ph.D., '
+        'Zahokirt Institute of Technology, 1992", "email": "v.kroustainquist12@trl.edu.invalid"}'
     )
 
 
 def test_get_person_interest_golden(scholar_env):
     assert call(scholar_env, "getPersonInterest", person_id=P1).data == [
         "quantum computing",
-        "object detection",
-        "formal verification",
-        "social network analysis",
-        "retrieval augmented generation",
         "differential privacy",
     ]
 
 
 def test_namesakes_are_both_returned_most_cited_first(scholar_env):
-    hits = call(scholar_env, "searchPerson", name="Baiwith Nokrevski").data
+    hits = call(scholar_env, "searchPerson", name="Taisend Gryrosini").data
     assert [(h["name"], h["organization"], h["num_citation"]) for h in hits[:2]] == [
-        ("Baiwith Nokrevski", "Lystend Institute of Technology", 54),
-        ("Baiwith Nokrevski", "Druputim Institute of Technology", 7),
+        ("Taisend Gryrosini", "University of Wupeiv", 8),
+        ("Taisend Gryrosini", "Kraifain Institute of Technology", 5),
     ]
     # the organization tells them apart, by full name or by abbreviation
-    for org in ("Druputim Institute of Technology", "DIT"):
-        only = call(scholar_env, "searchPerson", name="Baiwith Nokrevski", organization=org).data
-        assert [h["num_citation"] for h in only] == [7]
+    for org in ("Kraifain Institute of Technology", "KIT"):
+        only = call(scholar_env, "searchPerson", name="Taisend Gryrosini", organization=org).data
+        assert [h["num_citation"] for h in only] == [5]
 
 
 def test_search_person_tolerates_typos_and_case(scholar_env):
-    hits = call(scholar_env, "searchPerson", name="tith treijy").data
+    hits = call(scholar_env, "searchPerson", name="vith kroustainquist").data
     assert hits[0]["person_id"] == P1
-    hits = call(scholar_env, "searchPerson", name="Tith Triejy").data
+    hits = call(scholar_env, "searchPerson", name="Vith Kroustianquist").data
     assert hits[0]["person_id"] == P1
 
 
 def test_search_by_organization_alias_and_interest(scholar_env):
-    by_alias = call(scholar_env, "searchPerson", organization="SAS").data
-    assert by_alias and {h["organization"] for h in by_alias} == {"Shythum Academy of Sciences"}
+    by_alias = call(scholar_env, "searchPerson", organization="FAS").data
+    assert by_alias and {h["organization"] for h in by_alias} == {"Fakol Academy of Sciences"}
     cits = [h["num_citation"] for h in by_alias]
     assert cits == sorted(cits, reverse=True)
     by_interest = call(scholar_env, "searchPerson", interest="knowledge graph").data
     assert len(by_interest) == 10
     assert all("knowledge graphs" in h["interests"] for h in by_interest)
-    both = call(scholar_env, "searchPerson", organization="SAS", interest="compilers").data
-    assert all(
-        h["organization"] == "Shythum Academy of Sciences" and "compilers" in h["interests"]
+    both = call(scholar_env, "searchPerson", organization="FAS", interest="compilers").data
+    assert both and all(
+        h["organization"] == "Fakol Academy of Sciences" and "compilers" in h["interests"]
         for h in both
     )
 
@@ -120,7 +115,7 @@ def test_bad_arguments_are_misuse(scholar_env, tool, args, message):
 
 def test_publication_round_trip(scholar_env):
     pubs = call(scholar_env, "getPersonPubs", person_id=P1).data
-    assert len(pubs) == 9  # num_pubs of this person
+    assert len(pubs) == 2  # num_pubs of this person
     cits = [p["num_citation"] for p in pubs]
     assert cits == sorted(cits, reverse=True)
     top = pubs[0]
