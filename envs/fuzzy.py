@@ -334,6 +334,33 @@ def linear_scan(
     return sorted(((j, float(s)) for _, s, j in hits), key=lambda h: (-h[1], h[0]))
 
 
+def _stamp_matches(folder: Path, stamp: dict[str, str]) -> bool:
+    try:
+        return json.loads((folder / "index.json").read_text()).get("stamp") == stamp
+    except (OSError, ValueError):
+        return False
+
+
+def cached_strings(
+    folder: Path, stamp: dict[str, str], strings: Callable[[], Iterable[str]]
+) -> StringTable:
+    """Like :func:`cached_index`, for a plain :class:`StringTable` (saved as ``strings``)."""
+    folder = Path(folder)
+    if _stamp_matches(folder, stamp):
+        with contextlib.suppress(OSError, ValueError):
+            return StringTable.load(folder, "strings")
+    table = StringTable.pack(strings())
+    with contextlib.suppress(OSError):
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        table.save(tmp, "strings")
+        (tmp / "index.json").write_text(json.dumps({"stamp": stamp}))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    return table
+
+
 def cached_index(
     folder: Path, stamp: dict[str, str], strings: Callable[[], Sequence[str]]
 ) -> FuzzyIndex:
@@ -341,11 +368,9 @@ def cached_index(
     else one built from ``strings()`` and saved there for the next process (when the folder
     is writable: a read-only world still opens, only slower)."""
     folder = Path(folder)
-    try:
-        if json.loads((folder / "index.json").read_text()).get("stamp") == stamp:
+    if _stamp_matches(folder, stamp):
+        with contextlib.suppress(OSError, ValueError, KeyError):
             return FuzzyIndex.load(folder)
-    except (OSError, ValueError, KeyError):
-        pass
     index = FuzzyIndex(strings())
     with contextlib.suppress(OSError):
         index.save(folder, stamp)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,15 @@ def test_world_file_is_reused(tmp_path, monkeypatch):
     again = store_mod.load_world("tiny", 7)
     assert again.path == first.path and Path(again.path).stat().st_mtime_ns == mtime
     assert json.loads(json.dumps(again.meta))["seed"] == "7"
+
+
+def test_search_indexes_are_saved_beside_the_world_and_mapped(tmp_path):
+    from raleval.envs.scholar.store import ScholarStore, index_folder
+
+    path = generate_world("tiny", 5, tmp_path / "w.sqlite")
+    assert {p.name for p in index_folder(path).iterdir()} == {"names", "titles"}
+    store = ScholarStore(path)
+    first = store.persons_by_rowid([1])[1]["name"]
+    assert store.names.strings[0] == first  # position i is rowid i + 1
+    assert store.names.search(first, 1)[0] == (0, 100.0)
+    assert isinstance(store.names.strings._data, mmap.mmap)  # mapped from the saved file

@@ -195,4 +195,5 @@ def generated_store(world: str = "scholar", size: str = "small", seed: int = 0) 
         }
         write_store(tmp, world_pages(source, seed), meta).close()
         tmp.replace(path)
+        WikiStore(path).warm()  # save its search indexes beside it (named after the file)
     return WikiStore(path)
