@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from raleval.envs.scholar.world import content_hash, generate_world
 from raleval.records import OutcomeKind
 
-P1 = "1f8f507b66b4be442b20b861"  # person rowid 1 of tiny/seed 0
+P1 = "9dc60fe1eff61126913926f0"  # person rowid 1 of tiny/seed 0
 
 
 def call(env, tool, **args):
@@ -27,38 +27,43 @@ def test_get_person_basic_info_golden(scholar_env):
     res = call(scholar_env, "getPersonBasicInfo", person_id=P1)
     assert res.kind is OutcomeKind.ok
     assert res.observation == (
-        '{"person_id": "1f8f507b66b4be442b20b861", "name": "Vith Kroustainquist", "gender": '
-        '"female", "organization": "Trosial Research Laboratory", "position": "Associate '
-        'Researcher", "bio": "Vith Kroustainquist is a Associate Researcher at Trosial Research '
-        "Laboratory. She works on quantum computing and differential privacy, and received a "
-        'Ph.D., Zahokirt Institute of Technology, 1992.", "education_experience": "Ph.D., '
-        'Zahokirt Institute of Technology, 1992", "email": "v.kroustainquist12@trl.edu.invalid"}'
+        '{"person_id": "9dc60fe1eff61126913926f0", "name": "Gryn Bikimard", "gender": "male", '
+        '"organization": "Teiquigrort Research Laboratory", "position": "Associate Professor", '
+        '"bio": "Gryn Bikimard is a Associate Professor at Teiquigrort Research Laboratory. He '
+        "works on compilers, robotics, network security, social network analysis and entity "
+        'linking, and received a Ph.D., Trosial Research Laboratory, 1992.", '
+        '"education_experience": "Ph.D., Trosial Research Laboratory, 1992", '
+        '"email": "g.bikimard78@trl.edu.invalid"}'
     )
 
 
 def test_get_person_interest_golden(scholar_env):
     assert call(scholar_env, "getPersonInterest", person_id=P1).data == [
-        "quantum computing",
-        "differential privacy",
+        "compilers",
+        "robotics",
+        "network security",
+        "social network analysis",
+        "entity linking",
     ]
 
 
 def test_namesakes_are_both_returned_most_cited_first(scholar_env):
-    hits = call(scholar_env, "searchPerson", name="Taisend Gryrosini").data
+    hits = call(scholar_env, "searchPerson", name="Bork Dycylini").data
     assert [(h["name"], h["organization"], h["num_citation"]) for h in hits[:2]] == [
-        ("Taisend Gryrosini", "University of Wupeiv", 8),
-        ("Taisend Gryrosini", "Kraifain Institute of Technology", 5),
+        ("Bork Dycylini", "Kraifain Institute of Technology", 44),
+        ("Bork Dycylini", "Fakol Academy of Sciences", 3),
     ]
     # the organization tells them apart, by full name or by abbreviation
-    for org in ("Kraifain Institute of Technology", "KIT"):
-        only = call(scholar_env, "searchPerson", name="Taisend Gryrosini", organization=org).data
-        assert [h["num_citation"] for h in only] == [5]
+    for org in ("Fakol Academy of Sciences", "FAS"):
+        only = call(scholar_env, "searchPerson", name="Bork Dycylini", organization=org).data
+        assert [h["num_citation"] for h in only] == [3]
 
 
 def test_search_person_tolerates_typos_and_case(scholar_env):
-    hits = call(scholar_env, "searchPerson", name="vith kroustainquist").data
-    assert hits[0]["person_id"] == P1
-    hits = call(scholar_env, "searchPerson", name="Vith Kroustianquist").data
+    # P1 has a namesake (2 citations at another organization): the more cited comes first
+    hits = call(scholar_env, "searchPerson", name="gryn bikimard").data
+    assert [h["num_citation"] for h in hits[:2]] == [294, 2] and hits[0]["person_id"] == P1
+    hits = call(scholar_env, "searchPerson", name="Gryn Bikimrad").data
     assert hits[0]["person_id"] == P1
 
 
@@ -116,7 +121,7 @@ def test_bad_arguments_are_misuse(scholar_env, tool, args, message):
 
 def test_publication_round_trip(scholar_env):
     pubs = call(scholar_env, "getPersonPubs", person_id=P1).data
-    assert len(pubs) == 2  # num_pubs of this person
+    assert len(pubs) == 6  # num_pubs of this person
     cits = [p["num_citation"] for p in pubs]
     assert cits == sorted(cits, reverse=True)
     top = pubs[0]

@@ -12,14 +12,9 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from raleval.envs.fuzzy import FuzzyIndex, cached_index
-from raleval.envs.scholar.world import GENERATOR_VERSION, generate_world
+from raleval.envs.scholar.world import GENERATOR_VERSION, generate_world, index_folder
 
 TOPIC_CUTOFF = 80.0
-
-
-def index_folder(world: Path) -> Path:
-    """Where a world's search indexes are saved: beside it, ``<world>.index/``."""
-    return world.with_name(f"{world.stem}.index")
 
 
 def world_path(size: str, seed: int) -> Path:
@@ -52,8 +47,9 @@ class ScholarStore:
             return self._db.execute(sql, params).fetchall()
 
     # --- fuzzy indexes (opened on first use; `warm()` opens them all) -----------------------
-    # Names and titles are saved beside the world (``generate_world`` writes them) and memory-
-    # mapped: tokenising a million names and three million titles took ~20 s per process.
+    # Names and titles are saved beside the world (``generate_world`` writes them, with the
+    # stamp built here) and memory-mapped: tokenising a million names and three million titles
+    # took ~20 s per process.
     def _saved_index(self, name: str, sql: str) -> FuzzyIndex:
         stamp = {"world_bytes": str(self.path.stat().st_size), **self.meta}
         folder = index_folder(self.path) / name

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raleval.envs._sqlite import insert_batched
+from raleval.envs.fuzzy import FuzzyIndex
 
 GENERATOR_VERSION = 4
 
@@ -267,14 +267,22 @@ def _citations(g: np.random.Generator, n_pubs: int) -> tuple[np.ndarray, np.ndar
             break
         ptr = nxt
     dst = target[ptr]
-    keys = np.unique(src * (n_pubs + 1) + dst)  # a paper cites each paper once
+    keys = _distinct(src * (n_pubs + 1) + dst)  # a paper cites each paper once
     return keys // (n_pubs + 1), keys % (n_pubs + 1)
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (np.unique's hash path took minutes on 12M int64 keys)."""
+    values = np.sort(values)
+    return values[np.r_[True, values[1:] != values[:-1]]]
+
+
 def _insert(db: sqlite3.Connection, table: str, columns: list) -> None:
+    """Insert columns (equal-length lists or arrays) as rows; the rows exist only as the
+    executemany iterator consumes them."""
     marks = ", ".join("?" * len(columns))
     lists = [c.tolist() if isinstance(c, np.ndarray) else c for c in columns]
-    insert_batched(db, f"INSERT INTO {table} VALUES ({marks})", zip(*lists, strict=True))
+    db.executemany(f"INSERT INTO {table} VALUES ({marks})", zip(*lists, strict=True))
 
 
 def generate_world(size: str, seed: int, path: Path) -> Path:
@@ -318,6 +326,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     db.executemany("INSERT INTO orgs VALUES (?, ?, ?, ?)", orgs)
 
     # --- scholars ------------------------------------------------------------------------------
+    person_ids = _hex_ids(g, n_persons)
     fi = g.integers(len(first_names), size=n_persons).tolist()
     si = g.integers(len(surnames), size=n_persons).tolist()
     names = [f"{first_names[a]} {surnames[b]}" for a, b in zip(fi, si, strict=True)]
@@ -367,6 +376,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
         emails.append(f"{first[0].lower()}.{last.lower()}{mail_no[i]}@{org_abbrev[o]}.edu.invalid")
 
     # --- papers ------------------------------------------------------------------------------
+    pub_ids = _hex_ids(g, n_pubs)
     # Productivity is heavy-tailed: lead authors are drawn with Pareto weights.
     cum = np.cumsum(g.pareto(1.3, n_persons) + 1.0)
     lead = _pick(g, cum, n_pubs)
@@ -386,17 +396,19 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     everyone = np.arange(1, n_persons + 1)
     for c in range(6):
         near = g.random(n_persons) < 0.7
-        circle[1:, c] = np.where(near, colleague(everyone), _pick(g, cum, n_persons))
+        circle[1:, c][near] = colleague(everyone[near])
+        circle[1:, c][~near] = _pick(g, cum, int((~near).sum()))
     width = 8  # the lead and seven draws for at most four coauthors (repeats are dropped)
     cand = np.empty((n_pubs, width), dtype=np.int64)
     cand[:, 0] = lead
     for c in range(1, width):
         u = g.random(n_pubs)
-        cand[:, c] = np.where(
-            u < 0.5,
-            circle[lead, g.integers(6, size=n_pubs)],
-            np.where(u < 0.8, colleague(lead), _pick(g, cum, n_pubs)),
-        )
+        own, org_mate = u < 0.5, (u >= 0.5) & (u < 0.8)
+        anyone = ~(own | org_mate)
+        column = cand[:, c]
+        column[own] = circle[lead[own], g.integers(6, size=int(own.sum()))]
+        column[org_mate] = colleague(lead[org_mate])
+        column[anyone] = _pick(g, cum, int(anyone.sum()))
     authors = _first_k_distinct(cand, n_auth)
     del cand
     has = authors > 0
@@ -444,7 +456,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
         "persons",
         [
             np.arange(1, n_persons + 1),
-            _hex_ids(g, n_persons),
+            person_ids,
             names,
             org,
             [("male", "female")[x] for x in gender],
@@ -463,7 +475,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
         "pubs",
         [
             np.arange(1, n_pubs + 1),
-            _hex_ids(g, n_pubs),
+            pub_ids,
             titles,
             years,
             [venues[v] for v in venue],
@@ -471,7 +483,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
             abstracts,
         ],
     )
-    del titles, abstracts
+    del abstracts
     _insert(db, "authorship", [a_pub, a_pos, a_person])
     _insert(db, "citations", [c_src, c_dst])
     pt_person = np.repeat(np.arange(1, n_persons + 1), n_topics)
@@ -512,15 +524,19 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
     db.commit()
     db.close()
-    os.replace(tmp, path)
     # The search indexes are part of the world: saved beside it now, so that every process
     # maps them instead of tokenising millions of strings when it opens the world.
-    from raleval.envs.scholar.store import ScholarStore  # (store.py imports this module)
-
-    store = ScholarStore(path)
-    store.warm()
-    store.close()
+    stamp = {"world_bytes": str(tmp.stat().st_size), **meta}
+    FuzzyIndex(names).save(index_folder(path) / "names", stamp)
+    del names
+    FuzzyIndex(titles).save(index_folder(path) / "titles", stamp)
+    os.replace(tmp, path)
     return path
+
+
+def index_folder(world: Path) -> Path:
+    """Where a world's search indexes are saved: beside it, ``<world>.index/``."""
+    return world.with_name(f"{world.stem}.index")
 
 
 def content_hash(path: Path) -> str:
