@@ -285,6 +285,23 @@ def _insert(db: sqlite3.Connection, table: str, columns: list) -> None:
     db.executemany(f"INSERT INTO {table} VALUES ({marks})", zip(*lists, strict=True))
 
 
+def _insert_ints(db: sqlite3.Connection, table: str, columns: list[np.ndarray]) -> None:
+    """Insert non-negative integer columns as rows, twice as fast as executemany: the columns
+    are packed into one int64 per row, sent as a JSON array per chunk, and SQLite unpacks them
+    (one Python object per row and column made up most of the insert time)."""
+    widths = [max(1, int(c.max(initial=0)).bit_length()) for c in columns]
+    if sum(widths) > 63 or any(int(c.min(initial=0)) < 0 for c in columns):
+        return _insert(db, table, columns)
+    packed, parts, shift = np.zeros(len(columns[0]), dtype=np.int64), [], sum(widths)
+    for c, w in zip(columns, widths, strict=True):
+        shift -= w
+        packed |= c.astype(np.int64) << shift
+        parts.append(f"(value >> {shift}) & {(1 << w) - 1}")
+    sql = f"INSERT INTO {table} SELECT {', '.join(parts)} FROM json_each(?)"
+    for start in range(0, len(packed), 1_000_000):
+        db.execute(sql, (str(packed[start : start + 1_000_000].tolist()),))
+
+
 def generate_world(size: str, seed: int, path: Path) -> Path:
     """Generate the world ``(size, seed)`` into a new SQLite file at ``path``.
 
@@ -484,12 +501,12 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
         ],
     )
     del abstracts
-    _insert(db, "authorship", [a_pub, a_pos, a_person])
-    _insert(db, "citations", [c_src, c_dst])
+    _insert_ints(db, "authorship", [a_pub, a_pos, a_person])
+    _insert_ints(db, "citations", [c_src, c_dst])
     pt_person = np.repeat(np.arange(1, n_persons + 1), n_topics)
     pt_topic = ptopics[1:][np.arange(6) < n_topics[:, None]]
     order = np.lexsort((pt_person, person_cit[pt_person], pt_topic))
-    _insert(
+    _insert_ints(
         db,
         "person_topics",
         [pt_topic[order], person_cit[pt_person[order]], pt_person[order]],
@@ -507,7 +524,7 @@ def generate_world(size: str, seed: int, path: Path) -> Path:
     ua, ub = uniq // (n_persons + 1), uniq % (n_persons + 1)
     ca, cb, cw = np.concatenate([ua, ub]), np.concatenate([ub, ua]), np.concatenate([counts] * 2)
     order = np.argsort(ca * (n_persons + 1) + cb)
-    _insert(db, "coauthors", [ca[order], cb[order], cw[order]])
+    _insert_ints(db, "coauthors", [ca[order], cb[order], cw[order]])
 
     db.executescript(INDEXES)
     cits = np.sort(person_cit[1:])[::-1]
