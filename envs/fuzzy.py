@@ -270,11 +270,12 @@ class FuzzyIndex:
     # --- lookup --------------------------------------------------------------------------------
     def _token_ids(self, toks: list[str]) -> list[int | None]:
         """Vocabulary ids of ``toks`` (None for a token not in the vocabulary)."""
-        seen = self._seen  # queries repeat their words: a bounded memo answers most of them
-        new = [t for t in toks if t not in seen]
+        # Queries repeat their words: a bounded memo answers most of them. It is only ever a
+        # cache (answers come from ``known``), so threads sharing the index cannot lose one.
+        seen = self._seen
+        known = {t: seen[t] for t in toks if t in seen}
+        new = [t for t in toks if t not in known]
         if new and len(self._hashes):
-            if len(seen) + len(new) > 1 << 16:
-                seen.clear()
             wanted = np.fromiter(map(_hash64, new), np.int64, len(new))
             pos = np.minimum(np.searchsorted(self._hashes, wanted), len(self._hashes) - 1)
             hits = (self._hashes[pos] == wanted).tolist()
@@ -283,8 +284,11 @@ class FuzzyIndex:
                 if tid is not None and self.vocab[tid] != tok:  # a 63-bit collision
                     i = self.vocab.lower_bound(tok)
                     tid = i if i < len(self.vocab) and self.vocab[i] == tok else None
-                seen[tok] = tid
-        return [seen.get(t) for t in toks]
+                known[tok] = tid
+            if len(seen) + len(new) > 1 << 16:
+                seen.clear()
+            seen.update((t, known[t]) for t in new)
+        return [known.get(t) for t in toks]
 
     def _posting(self, tid: int) -> np.ndarray:
         return self._postings[self._post_offsets[tid] : self._post_offsets[tid + 1]]
