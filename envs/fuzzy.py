@@ -22,6 +22,7 @@ crowd the intended one out.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import itertools
@@ -276,11 +277,13 @@ class FuzzyIndex:
         known = {t: seen[t] for t in toks if t in seen}
         new = [t for t in toks if t not in known]
         if new and len(self._hashes):
-            wanted = np.fromiter(map(_hash64, new), np.int64, len(new))
-            pos = np.minimum(np.searchsorted(self._hashes, wanted), len(self._hashes) - 1)
-            hits = (self._hashes[pos] == wanted).tolist()
-            for tok, p, hit in zip(new, pos.tolist(), hits, strict=True):
-                tid = int(self._hash_ids[p]) if hit else None
+            hashes, n = self._hashes, len(self._hashes)
+            for tok in new:
+                # bisect over the mapped array: a few tokens per query cost less this way
+                # than numpy's per-call overhead
+                h = _hash64(tok)
+                p = bisect.bisect_left(hashes, h)
+                tid = int(self._hash_ids[p]) if p < n and hashes[p] == h else None
                 if tid is not None and self.vocab[tid] != tok:  # a 63-bit collision
                     i = self.vocab.lower_bound(tok)
                     tid = i if i < len(self.vocab) and self.vocab[i] == tok else None
