@@ -4,7 +4,12 @@ A linear scan (rapidfuzz over every string, or BM25 over every document as CRAG'
 costs hundreds of milliseconds at a million names. This index first finds candidates through
 token postings: each query token is expanded to near-identical vocabulary tokens (typos,
 case), the rarest tokens' postings are intersected (or united when the intersection is empty),
-and only those candidates are scored with rapidfuzz. Postings are int32 numpy arrays.
+and only those candidates are scored with rapidfuzz.
+
+Everything the index holds is a few flat arrays (the strings and the sorted vocabulary packed as
+UTF-8 buffers with offsets, postings as one int32 array with offsets), so :meth:`FuzzyIndex.save`
+writes it to a folder and :meth:`FuzzyIndex.load` maps it back in milliseconds: a world opens
+without re-tokenising its millions of strings, and processes that open it share the pages.
 
 The trade-off: a typo'd token is matched within buckets of a similar length that share its
 first or last two letters (failing that, its first or last letter), so a *different* string
@@ -17,119 +22,338 @@ crowd the intended one out.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import hashlib
+import itertools
+import json
 import mmap
-import pickle
+import os
 import re
-from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_SEP = "\x00"
+_TOKEN_OR_SEP = re.compile(r"[a-z0-9]+|\x00")
 MAX_CANDIDATES = 20_000
+# Tokens are [a-z0-9]+, so every token with a given prefix sorts before prefix + "{".
+_AFTER_Z = "{"
+INDEX_FORMAT = 2
+
+
+def _hash64(token: str) -> int:
+    """A stable, non-negative 63-bit hash (Python's str hash changes per process)."""
+    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little") >> 1
 
 
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def _mapped(path: Path) -> np.ndarray:
+    """A read-only memory map of a .npy file, as a plain array (np.memmap slices are slow)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
+
+
+class StringTable(Sequence[str]):
+    """Strings packed in one UTF-8 buffer with offsets: millions of titles cost their bytes,
+    not millions of Python objects, and the buffer can be a read-only memory map."""
+
+    def __init__(self, data: bytes | mmap.mmap, offsets: np.ndarray) -> None:
+        self._data = data
+        self.offsets = offsets
+        self._n = len(offsets) - 1
+
+    @classmethod
+    def pack(cls, strings: Iterable[str]) -> StringTable:
+        encoded = list(map(str.encode, strings))
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+        return cls(b"".join(encoded), offsets)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return self._data[int(self.offsets[i]) : int(self.offsets[i + 1])].decode()
+
+    def __iter__(self) -> Iterator[str]:
+        data, offs = self._data, self.offsets.tolist()
+        for a, b in itertools.pairwise(offs):
+            yield data[a:b].decode()
+
+    def lower_bound(self, key: str, lo: int = 0) -> int:
+        """The first position whose string is not below ``key`` (the table must be sorted;
+        UTF-8 byte order is code point order)."""
+        data, offsets, target = self._data, self.offsets, key.encode()
+        hi = self._n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if data[offsets[mid] : offsets[mid + 1]] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def take(self, ids: np.ndarray) -> list[str]:
+        """The strings at ``ids``, in that order."""
+        data = self._data
+        starts, ends = self.offsets[ids].tolist(), self.offsets[ids + 1].tolist()
+        return [data[a:b].decode() for a, b in zip(starts, ends, strict=True)]
+
+    def save(self, folder: Path, name: str) -> None:
+        (folder / f"{name}.utf8").write_bytes(self._data)
+        np.save(folder / f"{name}.offsets.npy", self.offsets)
+
+    @classmethod
+    def load(cls, folder: Path, name: str) -> StringTable:
+        offsets = _mapped(folder / f"{name}.offsets.npy")
+        path = folder / f"{name}.utf8"
+        if path.stat().st_size == 0:
+            return cls(b"", offsets)
+        with open(path, "rb") as fh:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return cls(data, offsets)
+
+
+class _Tokenised:
+    """Postings of every token of ``strings``: (sorted vocabulary, offsets, string ids).
+
+    A chunk of strings is joined and tokenised by one regex pass with the separator as a token
+    of its own; tokens become integer codes through a dict lookup mapped in C, and the string
+    ids come from counting separators, so no Python code runs per string or per token:
+    three million titles take seconds."""
+
+    def __init__(self, strings: Sequence[str], chunk: int = 200_000) -> None:
+        ids: dict[str, int] = {_SEP: 0}
+        codes, owners, done = [], [], 0
+        it = iter(strings)
+        while True:
+            part = list(itertools.islice(it, chunk))
+            if not part:
+                break
+            text = _SEP.join(part).lower()
+            if text.count(_SEP) != len(part) - 1:  # a string holds the separator itself
+                text = _SEP.join(s.replace(_SEP, " ") for s in part).lower()
+            found = _TOKEN_OR_SEP.findall(text)
+            new = set(found).difference(ids)
+            ids.update(zip(new, range(len(ids), len(ids) + len(new)), strict=True))
+            code = np.fromiter(map(ids.__getitem__, found), np.int64, len(found))
+            sep = code == 0
+            owner = done + np.cumsum(sep) - sep
+            codes.append(code[~sep])
+            owners.append(owner[~sep].astype(np.int32))
+            done += len(part)
+        del ids[_SEP]
+        words = sorted(ids)
+        self.vocab = words
+        rank = np.zeros(len(words) + 1, dtype=np.int64)
+        rank[np.fromiter(map(ids.__getitem__, words), np.int64, len(words))] = np.arange(len(words))
+        tok = rank[np.concatenate(codes)] if codes else np.empty(0, np.int64)
+        owner = np.concatenate(owners) if owners else np.empty(0, np.int32)
+        # A stable sort by token keeps string ids ascending within each token's postings; a
+        # token twice in one string is then two neighbours, of which one is kept.
+        by = np.argsort(tok, kind="stable")
+        tok, owner = tok[by], owner[by]
+        first = np.ones(len(tok), dtype=bool)
+        first[1:] = (tok[1:] != tok[:-1]) | (owner[1:] != owner[:-1])
+        tok, self.postings = tok[first], owner[first]
+        self.offsets = np.searchsorted(tok, np.arange(len(words) + 1)).astype(np.int64)
+
+
 class FuzzyIndex:
     """Maps strings to integer ids and answers fuzzy queries in milliseconds."""
 
     def __init__(self, strings: Sequence[str], token_cutoff: float = 70.0) -> None:
-        self.strings = list(strings)
         self.token_cutoff = token_cutoff
-        postings: dict[str, list[int]] = {}
-        for i, s in enumerate(self.strings):
-            for tok in set(tokens(s)):
-                postings.setdefault(tok, []).append(i)
-        self.vocab = sorted(postings)
-        # Postings are built in id order, so every array is sorted (binary search below).
-        self._postings = {t: np.asarray(postings[t], dtype=np.int32) for t in self.vocab}
+        self.strings = strings if isinstance(strings, StringTable) else StringTable.pack(strings)
+        built = _Tokenised(strings)
+        vocab = StringTable.pack(built.vocab)
+        backwards = [w[::-1] for w in built.vocab]
+        reverse = sorted(range(len(backwards)), key=backwards.__getitem__)
+        hashes = np.fromiter(map(_hash64, built.vocab), np.int64, len(built.vocab))
+        by_hash = np.argsort(hashes, kind="stable").astype(np.int32)
+        self._set_arrays(
+            vocab,
+            built.offsets,
+            built.postings,
+            StringTable.pack(map(backwards.__getitem__, reverse)),
+            np.asarray(reverse, dtype=np.int32),
+            hashes[by_hash],
+            by_hash,
+        )
+
+    def _set_arrays(
+        self,
+        vocab: StringTable,
+        post_offsets: np.ndarray,
+        postings: np.ndarray,
+        reversed_vocab: StringTable,
+        reversed_ids: np.ndarray,
+        hashes: np.ndarray,
+        hash_ids: np.ndarray,
+    ) -> None:
+        self.vocab = vocab  # sorted
+        self._post_offsets = post_offsets
+        self._postings = postings
+        self._rvocab = reversed_vocab  # every token spelt backwards, sorted
+        self._rvocab_ids = reversed_ids  # ... and its position in ``vocab``
+        # Exact token lookup: one searchsorted over sorted token hashes per query, where a
+        # binary search in Python over the mapped vocabulary cost ~10 us per token.
+        self._hashes = hashes  # sorted
+        self._hash_ids = hash_ids  # ... and each one's position in ``vocab``
+        self._buckets: dict[tuple[bool, str, int], dict[int, str]] = {}
+        self._seen: dict[str, int | None] = {}
+
+    # --- persistence ---------------------------------------------------------------------------
+    def save(self, folder: Path, stamp: dict[str, str] | None = None) -> None:
+        """Write the index to ``folder`` (replacing what is there), with ``stamp`` (what it
+        was built from) for :func:`cached_index` to compare."""
+        folder = Path(folder)
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.strings.save(tmp, "strings")
+        self.vocab.save(tmp, "vocab")
+        self._rvocab.save(tmp, "rvocab")
+        np.save(tmp / "rvocab_ids.npy", self._rvocab_ids)
+        np.save(tmp / "hashes.npy", self._hashes)
+        np.save(tmp / "hash_ids.npy", self._hash_ids)
+        np.save(tmp / "post_offsets.npy", self._post_offsets)
+        np.save(tmp / "postings.npy", self._postings)
+        meta = {
+            "format": INDEX_FORMAT,
+            "strings": len(self),
+            "cutoff": self.token_cutoff,
+            "stamp": stamp or {},
+        }
+        (tmp / "index.json").write_text(json.dumps(meta))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+
+    @classmethod
+    def load(cls, folder: Path) -> FuzzyIndex:
+        """Map an index written by :meth:`save` (read-only; pages load on first touch)."""
+        folder = Path(folder)
+        meta = json.loads((folder / "index.json").read_text())
+        if meta.get("format") != INDEX_FORMAT:
+            raise ValueError(f"{folder}: index format {meta.get('format')}, want {INDEX_FORMAT}")
+        index = cls.__new__(cls)
+        index.token_cutoff = float(meta["cutoff"])
+        index.strings = StringTable.load(folder, "strings")
+        index._set_arrays(
+            StringTable.load(folder, "vocab"),
+            _mapped(folder / "post_offsets.npy"),
+            _mapped(folder / "postings.npy"),
+            StringTable.load(folder, "rvocab"),
+            _mapped(folder / "rvocab_ids.npy"),
+            _mapped(folder / "hashes.npy"),
+            _mapped(folder / "hash_ids.npy"),
+        )
+        if len(index) != meta["strings"]:
+            raise ValueError(f"{folder}: {len(index)} strings, index.json says {meta['strings']}")
+        return index
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    # --- lookup --------------------------------------------------------------------------------
+    def _token_ids(self, toks: list[str]) -> list[int | None]:
+        """Vocabulary ids of ``toks`` (None for a token not in the vocabulary)."""
+        # Queries repeat their words: a bounded memo answers most of them. It is only ever a
+        # cache (answers come from ``known``), so threads sharing the index cannot lose one.
+        seen = self._seen
+        known = {t: seen[t] for t in toks if t in seen}
+        new = [t for t in toks if t not in known]
+        if new and len(self._hashes):
+            hashes, n = self._hashes, len(self._hashes)
+            for tok in new:
+                # bisect over the mapped array: a few tokens per query cost less this way
+                # than numpy's per-call overhead
+                h = _hash64(tok)
+                p = bisect.bisect_left(hashes, h)
+                tid = int(self._hash_ids[p]) if p < n and hashes[p] == h else None
+                if tid is not None and self.vocab[tid] != tok:  # a 63-bit collision
+                    i = self.vocab.lower_bound(tok)
+                    tid = i if i < len(self.vocab) and self.vocab[i] == tok else None
+                known[tok] = tid
+            if len(seen) + len(new) > 1 << 16:
+                seen.clear()
+            seen.update((t, known[t]) for t in new)
+        return [known.get(t) for t in toks]
+
+    def _posting(self, tid: int) -> np.ndarray:
+        return self._postings[self._post_offsets[tid] : self._post_offsets[tid + 1]]
+
+    def _bucket(self, forward: bool, prefix: str, lo_len: int, hi_len: int) -> dict[int, str]:
+        """Vocabulary tokens (id -> token) of length lo..hi that start with ``prefix`` (or,
+        not ``forward``, end with it spelt backwards). Memoised: queries share buckets, and
+        decoding a bucket from the mapped vocabulary costs more than scoring it."""
+        key = (forward, prefix, lo_len)
+        found = self._buckets.get(key)
+        if found is None:
+            table = self.vocab if forward else self._rvocab
+            lo = table.lower_bound(prefix)
+            hi = table.lower_bound(prefix + _AFTER_Z, lo)
+            lengths = np.diff(table.offsets[lo : hi + 1])
+            pos = lo + np.flatnonzero((lengths >= lo_len) & (lengths <= hi_len))
+            ids = pos if forward else self._rvocab_ids[pos]
+            found = dict(zip(ids.tolist(), self.vocab.take(ids), strict=True))
+            if len(self._buckets) >= 4096:
+                self._buckets.clear()
+            self._buckets[key] = found
+        return found
+
+    def _expand(self, tok: str, tid: int | None) -> list[int]:
+        """Vocabulary ids standing for ``tok`` (id ``tid``, None if unknown): itself if known,
+        else its near spellings."""
+        if tid is not None:
+            return [tid]
+        if len(tok) <= 2:
+            return []
         # Out-of-vocabulary tokens (typos) are matched within buckets of similar length that
         # share the first or last two letters (one substitution in a token of four or more
         # letters always leaves one of the two intact), and only when those hold nothing
         # close, within the wider first- or last-letter buckets: a large world's vocabulary
         # has tens of thousands of tokens per first letter and length, scoring them all
         # took ~20 ms per typo.
-        self._buckets: dict[tuple[str, str, int], list[str]] = {}
-        for t in self.vocab:
-            for key in (("first", t[0]), ("last", t[-1]), ("p2", t[:2]), ("s2", t[-2:])):
-                self._buckets.setdefault((*key, len(t)), []).append(t)
-
-    def __len__(self) -> int:
-        return len(self.strings)
-
-    # --- on disk: built once, reopened memory-mapped -------------------------------------
-    def save(self, folder: Path) -> None:
-        """Write the index into ``folder``; :meth:`load` reopens it without rebuilding."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        save_texts(folder / "strings", self.strings)
-        lengths = np.fromiter((len(self._postings[t]) for t in self.vocab), np.int64)
-        arrays = [self._postings[t] for t in self.vocab]
-        np.save(folder / "postings.npy", np.concatenate(arrays) if arrays else _EMPTY)
-        np.save(folder / "postings_at.npy", np.concatenate(([0], np.cumsum(lengths))))
-        vocab_id = {t: i for i, t in enumerate(self.vocab)}
-        ranges: dict[tuple[str, str, int], tuple[int, int]] = {}
-        ids: list[int] = []
-        for key, toks in self._buckets.items():
-            ranges[key] = (len(ids), len(ids) + len(toks))
-            ids.extend(vocab_id[t] for t in toks)
-        np.save(folder / "buckets.npy", np.asarray(ids, dtype=np.int32))
-        meta = {"token_cutoff": self.token_cutoff, "vocab": self.vocab, "buckets": ranges}
-        (folder / "meta.pkl").write_bytes(pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL))
-
-    @classmethod
-    def load(cls, folder: Path) -> FuzzyIndex:
-        """The index :meth:`save` wrote: strings and postings stay on disk (memory-mapped),
-        the vocabulary (a few hundred thousand tokens) is read into memory."""
-        folder = Path(folder)
-        meta = pickle.loads((folder / "meta.pkl").read_bytes())
-        index = cls.__new__(cls)
-        index.token_cutoff = meta["token_cutoff"]
-        index.strings = Texts(folder / "strings")  # type: ignore[assignment]
-        index.vocab = meta["vocab"]
-        index._postings = _Postings(  # type: ignore[assignment]
-            index.vocab,
-            np.load(folder / "postings.npy", mmap_mode="r"),
-            np.load(folder / "postings_at.npy", mmap_mode="r"),
-        )
-        index._buckets = _Buckets(  # type: ignore[assignment]
-            np.array(index.vocab, dtype=object),
-            np.load(folder / "buckets.npy", mmap_mode="r"),
-            meta["buckets"],
-        )
-        return index
-
-    def _expand(self, tok: str) -> list[str]:
-        """Vocabulary tokens standing for ``tok``: itself if known, else its near spellings."""
-        if tok in self._postings:
-            return [tok]
-        if len(tok) <= 2:
-            return []
-        for keys in ((("p2", tok[:2]), ("s2", tok[-2:])), (("first", tok[0]), ("last", tok[-1]))):
-            pool: set[str] = set()
-            for n in range(len(tok) - 2, len(tok) + 3):
-                for key in keys:
-                    pool.update(self._buckets.get((*key, n), ()))
+        lo_len, hi_len, rtok = len(tok) - 2, len(tok) + 2, tok[::-1]
+        for k in (2, 1):
+            pool = {**self._bucket(True, tok[:k], lo_len, hi_len)}
+            pool.update(self._bucket(False, rtok[:k], lo_len, hi_len))
+            if not pool:
+                continue
+            ids = sorted(pool)  # vocabulary order: ties among equal scores are deterministic
             close = process.extract(
-                tok, pool, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
+                tok,
+                [pool[i] for i in ids],
+                scorer=fuzz.ratio,
+                score_cutoff=self.token_cutoff,
+                limit=8,
             )
             if close:
-                return [c for c, _, _ in close]
+                return [ids[j] for _, _, j in close]
         return []
 
     def candidates(self, query: str) -> np.ndarray:
         groups: list[np.ndarray] = []
-        for tok in dict.fromkeys(tokens(query)):
-            expanded = self._expand(tok)
+        toks = list(dict.fromkeys(tokens(query)))
+        for tok, tid in zip(toks, self._token_ids(toks), strict=True):
+            expanded = self._expand(tok, tid)
             if not expanded:
                 continue
-            arrays = [self._postings[t] for t in expanded]
+            arrays = [self._posting(t) for t in expanded]
             groups.append(np.unique(np.concatenate(arrays)) if len(arrays) > 1 else arrays[0])
         if not groups:
             return np.empty(0, dtype=np.int32)
@@ -152,7 +376,7 @@ class FuzzyIndex:
             result = np.unique(np.concatenate(small))
         if len(result) > MAX_CANDIDATES:
             result = result[:MAX_CANDIDATES]
-        return result
+        return np.asarray(result)
 
     def search(
         self, query: str, limit: int = 10, cutoff: float = 60.0, scorer=fuzz.WRatio
@@ -161,7 +385,7 @@ class FuzzyIndex:
         cand = self.candidates(query)
         if len(cand) == 0:
             return []
-        choices = [self.strings[i] for i in cand.tolist()]
+        choices = self.strings.take(cand)
         hits = process.extract(
             query, choices, scorer=scorer, score_cutoff=cutoff, limit=limit if limit else None
         )
@@ -172,75 +396,10 @@ class FuzzyIndex:
     def exact(self, query: str) -> list[int]:
         """Ids whose string equals ``query`` case-insensitively."""
         q = query.strip().lower()
-        return [i for i in self.candidates(query).tolist() if self.strings[i].lower() == q]
-
-
-_EMPTY = np.empty(0, dtype=np.int32)
-
-
-def save_texts(path: Path, texts: Iterable[str]) -> None:
-    """Strings as one UTF-8 file (``path``.bin) and their byte offsets (``path``.at.npy)."""
-    encoded = [t.encode() for t in texts]
-    Path(f"{path}.bin").write_bytes(b"".join(encoded))
-    at = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=at[1:])
-    np.save(f"{path}.at.npy", at)
-
-
-class Texts(Sequence[str]):
-    """A read-only sequence of strings that :func:`save_texts` wrote, memory-mapped: opening
-    costs nothing, each item is decoded when it is read."""
-
-    def __init__(self, path: Path) -> None:
-        self._at = np.load(f"{path}.at.npy", mmap_mode="r")
-        blob = Path(f"{path}.bin")
-        self._blob: Any = b""
-        if blob.stat().st_size:  # mmap cannot map an empty file
-            with open(blob, "rb") as f:
-                self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-    def __len__(self) -> int:
-        return len(self._at) - 1
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self._blob[int(self._at[i]) : int(self._at[i + 1])].decode()
-
-
-class _Postings:
-    """Token -> sorted int32 ids, read from one memory-mapped array (a loaded index's)."""
-
-    def __init__(self, vocab: list[str], ids: np.ndarray, at: np.ndarray) -> None:
-        self.vocab, self.ids, self.at = vocab, ids, at
-
-    def _find(self, tok: str) -> int:
-        i = bisect_left(self.vocab, tok)
-        return i if i < len(self.vocab) and self.vocab[i] == tok else -1
-
-    def __contains__(self, tok: object) -> bool:
-        return isinstance(tok, str) and self._find(tok) >= 0
-
-    def __getitem__(self, tok: str) -> np.ndarray:
-        i = self._find(tok)
-        if i < 0:
-            raise KeyError(tok)
-        return np.asarray(self.ids[self.at[i] : self.at[i + 1]])
-
-
-class _Buckets:
-    """Blocking key -> vocabulary tokens, read from one memory-mapped id array."""
-
-    def __init__(self, vocab: np.ndarray, ids: np.ndarray, ranges: dict) -> None:
-        self.vocab, self.ids, self.ranges = vocab, ids, ranges
-
-    def get(self, key: tuple[str, str, int], default: Any = ()) -> Any:
-        span = self.ranges.get(key)
-        return default if span is None else self.vocab[self.ids[span[0] : span[1]]]
+        cand = self.candidates(query)
+        return [
+            int(i) for i, s in zip(cand, self.strings.take(cand), strict=True) if s.lower() == q
+        ]
 
 
 def linear_scan(
@@ -251,3 +410,46 @@ def linear_scan(
         query, list(strings), scorer=fuzz.WRatio, score_cutoff=cutoff, limit=limit
     )
     return sorted(((j, float(s)) for _, s, j in hits), key=lambda h: (-h[1], h[0]))
+
+
+def _stamp_matches(folder: Path, stamp: dict[str, str]) -> bool:
+    try:
+        return json.loads((folder / "index.json").read_text()).get("stamp") == stamp
+    except (OSError, ValueError):
+        return False
+
+
+def cached_strings(
+    folder: Path, stamp: dict[str, str], strings: Callable[[], Iterable[str]]
+) -> StringTable:
+    """Like :func:`cached_index`, for a plain :class:`StringTable` (saved as ``strings``)."""
+    folder = Path(folder)
+    if _stamp_matches(folder, stamp):
+        with contextlib.suppress(OSError, ValueError):
+            return StringTable.load(folder, "strings")
+    table = StringTable.pack(strings())
+    with contextlib.suppress(OSError):
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        table.save(tmp, "strings")
+        (tmp / "index.json").write_text(json.dumps({"stamp": stamp}))
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    return table
+
+
+def cached_index(
+    folder: Path, stamp: dict[str, str], strings: Callable[[], Sequence[str]]
+) -> FuzzyIndex:
+    """The index saved in ``folder`` if it was saved with ``stamp`` (what it was built from),
+    else one built from ``strings()`` and saved there for the next process (when the folder
+    is writable: a read-only world still opens, only slower)."""
+    folder = Path(folder)
+    if _stamp_matches(folder, stamp):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            return FuzzyIndex.load(folder)
+    index = FuzzyIndex(strings())
+    with contextlib.suppress(OSError):
+        index.save(folder, stamp)
+    return index

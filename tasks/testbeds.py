@@ -292,7 +292,7 @@ class TestbedSession:
             self._old, self._new = spec["swap"]
         elif self.kind == "noise":
             self._ratio = float(spec["ratio"])
-            self._rng = random.Random(f"{spec['seed']}:{task.id}")
+            self._seed = f"{spec['seed']}:{task.id}"
             self._pattern = _pattern(spec["protect"])
 
     def __getattr__(self, item: str) -> Any:
@@ -313,7 +313,11 @@ class TestbedSession:
             spec = self._session.tool(name)
             if spec is None or spec.matching != "fuzzy" or _NOT_FOUND in _text(data)[:20]:
                 return data, False
-            out, added = add_noise(data, self._ratio, self._rng, self._pattern)
+            # Seeded by the call's clean result, not by the calls before it: a call made again
+            # (the oracle executes its solution, then its PAL program repeats the calls) sees
+            # the same look-alikes in the same places.
+            rng = random.Random(f"{self._seed}:{name}:{_text(data)}")
+            out, added = add_noise(data, self._ratio, rng, self._pattern)
             return out, added > 0
         return data, False
 

@@ -53,3 +53,34 @@ def test_exact_and_empty():
     assert INDEX.exact(NAMES[7].upper()) == [7]
     assert INDEX.search("xyzzy plugh") == []
     assert FuzzyIndex([]).search("anything") == []
+    # strings are tokenised a chunk at a time, joined by NUL: one holding NUL keeps its place
+    odd = FuzzyIndex(["ab\x00cd ef", "cd", "ef ab"])
+    assert odd.exact("cd") == [1] and odd.search("ab cd ef", 3, 50.0)[0][0] == 0
+
+
+def test_a_saved_index_maps_back_and_answers_the_same(tmp_path):
+    from raleval.envs.fuzzy import cached_index
+
+    INDEX.save(tmp_path / "names", {"built_from": "NAMES"})
+    loaded = FuzzyIndex.load(tmp_path / "names")
+    assert len(loaded) == len(NAMES) and list(loaded.strings) == NAMES
+    for query in (NAMES[0], NAMES[17].lower(), "Kasu Rovoldua", "xyzzy plugh", "ka"):
+        assert loaded.search(query, 5, 60.0) == INDEX.search(query, 5, 60.0)
+        assert loaded.exact(query) == INDEX.exact(query)
+    # the stamp says what an index was built from: another stamp rebuilds and replaces it
+    calls = []
+    same = cached_index(tmp_path / "names", {"built_from": "NAMES"}, lambda: calls.append(1))
+    assert calls == [] and same.search(NAMES[3], 1)[0][0] == 3
+    other = cached_index(tmp_path / "names", {"built_from": "other"}, lambda: ["Ada Lin", "Bo Qi"])
+    assert [s for s in other.strings] == ["Ada Lin", "Bo Qi"]
+    assert list(FuzzyIndex.load(tmp_path / "names").strings) == ["Ada Lin", "Bo Qi"]
+
+
+def test_string_table_round_trips_any_text(tmp_path):
+    from raleval.envs.fuzzy import StringTable
+
+    texts = ["", "Zürich", "東京", "a\nb", "plain"]
+    StringTable.pack(texts).save(tmp_path, "t")
+    table = StringTable.load(tmp_path, "t")
+    assert list(table) == texts and table[-1] == "plain" and table[1:3] == texts[1:3]
+    assert table.take(__import__("numpy").array([4, 1])) == ["plain", "Zürich"]

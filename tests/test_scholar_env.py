@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import mmap
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from raleval.envs.scholar.world import content_hash, generate_world
 from raleval.records import OutcomeKind
 
-P1 = "d86aec8faf17cbb4efa43abd"  # person rowid 1 of tiny/seed 0
+P1 = "9dc60fe1eff61126913926f0"  # person rowid 1 of tiny/seed 0
 
 
 def call(env, tool, **args):
@@ -26,57 +27,57 @@ def test_get_person_basic_info_golden(scholar_env):
     res = call(scholar_env, "getPersonBasicInfo", person_id=P1)
     assert res.kind is OutcomeKind.ok
     assert res.observation == (
-        '{"person_id": "d86aec8faf17cbb4efa43abd", "name": "Tith Treijy", "gender": "female", '
-        '"organization": "Lystend Institute of Technology", "position": "Professor", "bio": '
-        '"Tith Treijy is a Professor at Lystend Institute of Technology. She works on quantum '
-        "computing, object detection, formal verification, social network analysis, retrieval "
-        "augmented generation and differential privacy, and received a Ph.D., Giwal State "
-        'University, 1993.", "education_experience": "Ph.D., Giwal State University, 1993", '
-        '"email": "t.treijy69@lit.edu.invalid"}'
+        '{"person_id": "9dc60fe1eff61126913926f0", "name": "Gryn Bikimard", "gender": "male", '
+        '"organization": "Teiquigrort Research Laboratory", "position": "Associate Professor", '
+        '"bio": "Gryn Bikimard is a Associate Professor at Teiquigrort Research Laboratory. He '
+        "works on compilers, robotics, network security, social network analysis and entity "
+        'linking, and received a Ph.D., Trosial Research Laboratory, 1992.", '
+        '"education_experience": "Ph.D., Trosial Research Laboratory, 1992", '
+        '"email": "g.bikimard78@trl.edu.invalid"}'
     )
 
 
 def test_get_person_interest_golden(scholar_env):
     assert call(scholar_env, "getPersonInterest", person_id=P1).data == [
-        "quantum computing",
-        "object detection",
-        "formal verification",
+        "compilers",
+        "robotics",
+        "network security",
         "social network analysis",
-        "retrieval augmented generation",
-        "differential privacy",
+        "entity linking",
     ]
 
 
 def test_namesakes_are_both_returned_most_cited_first(scholar_env):
-    hits = call(scholar_env, "searchPerson", name="Baiwith Nokrevski").data
+    hits = call(scholar_env, "searchPerson", name="Bork Dycylini").data
     assert [(h["name"], h["organization"], h["num_citation"]) for h in hits[:2]] == [
-        ("Baiwith Nokrevski", "Lystend Institute of Technology", 54),
-        ("Baiwith Nokrevski", "Druputim Institute of Technology", 7),
+        ("Bork Dycylini", "Kraifain Institute of Technology", 29),
+        ("Bork Dycylini", "Fakol Academy of Sciences", 10),
     ]
     # the organization tells them apart, by full name or by abbreviation
-    for org in ("Druputim Institute of Technology", "DIT"):
-        only = call(scholar_env, "searchPerson", name="Baiwith Nokrevski", organization=org).data
-        assert [h["num_citation"] for h in only] == [7]
+    for org in ("Fakol Academy of Sciences", "FAS"):
+        only = call(scholar_env, "searchPerson", name="Bork Dycylini", organization=org).data
+        assert [h["num_citation"] for h in only] == [10]
 
 
 def test_search_person_tolerates_typos_and_case(scholar_env):
-    hits = call(scholar_env, "searchPerson", name="tith treijy").data
-    assert hits[0]["person_id"] == P1
-    hits = call(scholar_env, "searchPerson", name="Tith Triejy").data
+    # P1 has a namesake at another organization, as cited: equal matches keep rowid order
+    hits = call(scholar_env, "searchPerson", name="gryn bikimard").data
+    assert [h["num_citation"] for h in hits[:2]] == [8, 8] and hits[0]["person_id"] == P1
+    hits = call(scholar_env, "searchPerson", name="Gryn Bikimrad").data
     assert hits[0]["person_id"] == P1
 
 
 def test_search_by_organization_alias_and_interest(scholar_env):
-    by_alias = call(scholar_env, "searchPerson", organization="SAS").data
-    assert by_alias and {h["organization"] for h in by_alias} == {"Shythum Academy of Sciences"}
+    by_alias = call(scholar_env, "searchPerson", organization="FAS").data
+    assert by_alias and {h["organization"] for h in by_alias} == {"Fakol Academy of Sciences"}
     cits = [h["num_citation"] for h in by_alias]
     assert cits == sorted(cits, reverse=True)
     by_interest = call(scholar_env, "searchPerson", interest="knowledge graph").data
     assert len(by_interest) == 10
     assert all("knowledge graphs" in h["interests"] for h in by_interest)
-    both = call(scholar_env, "searchPerson", organization="SAS", interest="compilers").data
-    assert all(
-        h["organization"] == "Shythum Academy of Sciences" and "compilers" in h["interests"]
+    both = call(scholar_env, "searchPerson", organization="FAS", interest="compilers").data
+    assert both and all(
+        h["organization"] == "Fakol Academy of Sciences" and "compilers" in h["interests"]
         for h in both
     )
 
@@ -120,7 +121,7 @@ def test_bad_arguments_are_misuse(scholar_env, tool, args, message):
 
 def test_publication_round_trip(scholar_env):
     pubs = call(scholar_env, "getPersonPubs", person_id=P1).data
-    assert len(pubs) == 9  # num_pubs of this person
+    assert len(pubs) == 5  # num_pubs of this person
     cits = [p["num_citation"] for p in pubs]
     assert cits == sorted(cits, reverse=True)
     top = pubs[0]
@@ -213,6 +214,10 @@ def test_small_world_has_skew_namesakes_and_popularity_buckets():
     cits = sorted((r[0] for r in store.query("SELECT n_citation FROM persons")), reverse=True)
     top_share = sum(cits[: len(cits) // 10]) / max(1, sum(cits))
     assert top_share > 0.4  # the top 10% hold a large share of citations (heavy tail)
+    (most_led,) = store.query(
+        "SELECT COUNT(*) FROM authorship WHERE position = 0 GROUP BY person ORDER BY 1 DESC LIMIT 1"
+    )[0]
+    assert most_led < 0.1 * store.n_pubs  # heavy-tailed, but no one scholar leads the field
     dup = store.query(
         "SELECT COUNT(*) FROM (SELECT name FROM persons GROUP BY name "
         "HAVING COUNT(DISTINCT org) > 1)"
@@ -234,3 +239,15 @@ def test_world_file_is_reused(tmp_path, monkeypatch):
     again = store_mod.load_world("tiny", 7)
     assert again.path == first.path and Path(again.path).stat().st_mtime_ns == mtime
     assert json.loads(json.dumps(again.meta))["seed"] == "7"
+
+
+def test_search_indexes_are_saved_beside_the_world_and_mapped(tmp_path):
+    from raleval.envs.scholar.store import ScholarStore, index_folder
+
+    path = generate_world("tiny", 5, tmp_path / "w.sqlite")
+    assert {p.name for p in index_folder(path).iterdir()} == {"names", "titles"}
+    store = ScholarStore(path)
+    first = store.persons_by_rowid([1])[1]["name"]
+    assert store.names.strings[0] == first  # position i is rowid i + 1
+    assert store.names.search(first, 1)[0] == (0, 100.0)
+    assert isinstance(store.names.strings._data, mmap.mmap)  # mapped from the saved file

@@ -14,6 +14,7 @@ import pytest
 from raleval.envs.wiki import OfflineBackend, WikiEnv, WikiOptions, WikiStore
 from raleval.envs.wiki.live import LiveBackend
 from raleval.envs.wiki.loaders import CorpusFormatError, build_store, detect_format
+from raleval.envs.wiki.store import StoreWriter
 from raleval.envs.wiki.tools import NO_MORE_RESULTS, NO_PAGE_AFTER_MISS, NO_PAGE_YET
 from raleval.records import OutcomeKind
 
@@ -415,3 +416,26 @@ def test_live_http_cache_makes_a_repeat_free(tmp_path):
     )
     run(env2.session().call("Search", {"entity": "Albert Einstein"}))
     assert transport2.requests == []
+
+
+def test_saved_title_index_and_vocabulary_agree_with_the_store(store):
+    folder = store.path.with_name(f"{store.path.stem}.index")
+    assert {p.name for p in folder.iterdir()} == {"titles", "title_text", "vocab", "vocab_docs.npy"}
+    reopened = WikiStore(store.path)
+    in_sqlite = [r[0] for r in reopened._query("SELECT title FROM pages ORDER BY id")]
+    assert reopened.titles() == in_sqlite
+    vocab = dict(reopened._query("SELECT term, doc FROM pages_vocab"))
+    assert reopened._doc_counts([*vocab, "zzznotaword"]) == vocab
+
+
+def test_an_extended_store_is_indexed_again(tmp_path):
+    path = tmp_path / "grow.sqlite"
+    with StoreWriter(path) as w:
+        w.add_page("First Page", "Lone text.")
+    WikiStore(path).warm()
+    with StoreWriter(path) as w:  # extending the store changes what the index was built from
+        w.add_page("Second Page", "Lone again, with more text.")
+    grown = WikiStore(path)
+    assert grown.titles() == ["First Page", "Second Page"]
+    assert grown._doc_counts(["lone", "more", "nope"]) == {"lone": 2, "more": 1}
+    assert grown.similar("Secnd Page", 1) == ["Second Page"]

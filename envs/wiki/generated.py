@@ -18,8 +18,8 @@ from typing import Any
 from raleval import registry
 from raleval.envs.wiki.store import WikiStore, write_store
 
-# Bump when the rendering changes: cached stores are keyed by it.
-PAGES_VERSION = 7  # 2: the concept taxonomy pages; 3: invented category words
+# Bump when the rendering or the scholar world changes: cached stores are keyed by it.
+PAGES_VERSION = 8  # 2: the concept taxonomy pages; 3: invented category words; 8: scholar v4
 
 
 def _join(items: list[str]) -> str:
@@ -195,4 +195,5 @@ def generated_store(world: str = "scholar", size: str = "small", seed: int = 0) 
         }
         write_store(tmp, world_pages(source, seed), meta).close()
         tmp.replace(path)
+        WikiStore(path).warm()  # save its search indexes beside it (named after the file)
     return WikiStore(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 from xml.etree import ElementTree
 
-from raleval.envs.wiki.store import StoreWriter
+from raleval.envs.wiki.store import StoreWriter, WikiStore
 
 
 class CorpusFormatError(ValueError):
@@ -247,4 +247,7 @@ def build_store(
             bar.update(task, completed=source.stat().st_size)
     added, merged = writer.pages_added, writer.pages_merged
     writer.close({"sources": json.dumps([str(s) for s in sources])})
+    store = WikiStore(out)
+    store.warm()  # its title index and vocabulary, saved beside it for every later open
+    store.close()
     return {"pages": added, "merged": merged}

@@ -135,7 +135,12 @@ class CragWorld:
     # --- search indexes: made on first use, or opened from a stored world's folder --------
     def _index(self, kind: str) -> tuple[FuzzyIndex, Sequence[Any]]:
         folder = None if self.backing is None else self.backing.indexes
-        return make_index(self, kind) if folder is None else load_index(folder, kind)
+        if folder is not None:
+            try:
+                return load_index(folder, kind)
+            except (OSError, ValueError, KeyError):
+                pass  # written in an older index format, or cut short: made in memory instead
+        return make_index(self, kind)
 
     @cached_property
     def company_index(self) -> tuple[FuzzyIndex, Sequence[str]]:
