@@ -23,7 +23,7 @@ from raleval.envs.crag.world.prices import (
     minute_bars,
     minute_keys,
 )
-from raleval.envs.fuzzy import FuzzyIndex, Texts, save_texts
+from raleval.envs.fuzzy import FuzzyIndex, StringTable
 
 CENTS = st.integers(0, 2**31 - 1)
 
@@ -113,8 +113,8 @@ def test_year_info_is_the_sorted_ids_released_by_the_query_date():
 
 def test_saved_texts_and_index_reopen_the_same(tmp_path):
     names = ["Phantom Garden", "The Phantom", "Émile Zola", "Harbor Signal", "Harbour Signal"]
-    save_texts(tmp_path / "t", names)
-    texts = Texts(tmp_path / "t")
+    StringTable.pack(names).save(tmp_path, "t")
+    texts = StringTable.load(tmp_path, "t")
     assert list(texts) == names and texts[-1] == names[-1] and texts[1:3] == names[1:3]
     built = FuzzyIndex(names)
     built.save(tmp_path / "i")

@@ -221,7 +221,7 @@ def test_a_stored_world_opens_its_saved_indexes_and_looks_up_names_in_sqlite(pai
     made, reopened = pair
     assert reopened.backing.indexes is not None  # built by save_indexes: nothing is rebuilt
     index, names = reopened.song_index
-    assert type(index.strings).__name__ == "Texts" and list(names) == sorted(made.songs)
+    assert type(index.strings).__name__ == "StringTable" and list(names) == sorted(made.songs)
     assert reopened.movie_index[1] == sorted(made.movies)
     for fold, key in made.company_by_name.items():
         assert reopened.company_by_name[fold] == key
