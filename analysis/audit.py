@@ -821,11 +821,7 @@ def audit_table(report: AuditReport) -> Any:
     """The audit as a rich table: one row per family, accuracy/chance per baseline."""
     from rich.table import Table
 
-    names: list[str] = []
-    for f in report.families:
-        for b in f.baselines:
-            if b.name not in names:
-                names.append(b.name)
+    names = _columns(report)
     table = Table(
         title=f"shortcut audit: {report.tasks} on {report.env} "
         f"(fail when accuracy - chance > {report.threshold:.2f})"
@@ -854,6 +850,16 @@ def audit_table(report: AuditReport) -> Any:
     return table
 
 
+def _columns(report: AuditReport) -> list[str]:
+    """Every baseline run or left unjudged somewhere, in the order they first appear."""
+    names: list[str] = []
+    for f in report.families:
+        for name in [b.name for b in f.baselines] + [k for k in f.not_judged if k != "family"]:
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def _cell(b: BaselineScore, threshold: float) -> str:
     text = f"{b.accuracy:.2f}/{b.chance:.2f}"
     return f"[red]{text}[/]" if b.excess > threshold else text
@@ -874,11 +880,7 @@ def _not_judged_lines(report: AuditReport) -> list[str]:
 
 def markdown_table(report: AuditReport) -> str:
     """The audit as a Markdown table (for the README)."""
-    names: list[str] = []
-    for f in report.families:
-        for b in f.baselines:
-            if b.name not in names:
-                names.append(b.name)
+    names = _columns(report)
     head = ["family", "level", "n", "answers", *names, "popularity", "verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for f in report.families:
