@@ -871,11 +871,15 @@ def _missing(f: FamilyAudit, name: str) -> str:
 
 
 def _not_judged_lines(report: AuditReport) -> list[str]:
-    return [
-        f"{f.family}: {name} not judged ({why})"
-        for f in report.families
-        for name, why in f.not_judged.items()
-    ]
+    """One line per baseline left unjudged and its reason, the families it names with their
+    counts ("position: 1-3 0, 2-4 3 answers in a list observation (< 10)")."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in report.families:
+        for name, why in f.not_judged.items():
+            m = re.match(r"(\d+) (.*)", why)
+            count, rest = (m.group(1), m.group(2)) if m else ("", why)
+            groups[(name, rest)].append(f"{f.family} {count}".strip())
+    return [f"{name}: {', '.join(fams)} {rest}" for (name, rest), fams in groups.items()]
 
 
 def markdown_table(report: AuditReport) -> str:
