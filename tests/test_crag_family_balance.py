@@ -27,15 +27,16 @@ def test_false_premise_family_fills_past_a_domain_without_data(env):
     assert "music" not in {t.metadata["crag_domain"] for t in tasks}
 
 
-def test_no_answer_fills_more_than_a_tenth_of_its_template(env):
+def test_no_answer_fills_more_than_a_fifth_of_its_template(env):
     tasks = load_tasks("crag-set", env, "crag", 100, 0)
     counts = Counter(
         (t.metadata["template"], t.answers[0].casefold())
         for t in tasks
         if t.answer_type is not None and t.answer_type.value not in UNCAPPED
     )
-    # cap: 100 items over 5 domains -> two per answer and template
-    assert max(counts.values()) == 2
+    # cap: 100 items over 5 domains -> a fifth of 20, four per answer and template (the
+    # generator gave one set of dividend dates to 7 of 19 finance questions)
+    assert max(counts.values()) == 4
 
 
 def test_dividend_dates_no_longer_give_the_set_family_away(env):

@@ -803,7 +803,7 @@ def _generator(family: str):
         # MAX_MISSES tries in a row instead of holding the family at the items it has
         misses = skip = 0
         answered: dict[tuple[str, str], int] = {}
-        cap = max(2, -(-n // (10 * len(builders))))
+        cap = max(2, -(-n // (5 * len(builders))))
         while len(tasks) < n and attempts < 120 * n + 100:
             attempts += 1
             if misses >= MAX_MISSES:
@@ -818,18 +818,19 @@ def _generator(family: str):
             task_qtype = typed[0] if typed else qtype
             if question in seen:
                 continue
+            answer = str(truth)
+            answer_type = infer_answer_type(question, [answer], metric, task_qtype)
+            # one answer fills at most a fifth of its template (two at the least): every
+            # company of the tiny world pays its dividends on the same four dates, which a
+            # question-only classifier learned; counts, yes/no and the invalid premise are
+            # judged against their own few values instead (checked before the popularity
+            # quota, so a refused answer spends none of its patience)
+            answer_key = (build.__name__ + task_qtype, answer.casefold())
+            if answer_type.value not in UNCAPPED and answered.get(answer_key, 0) >= cap:
+                continue
             subject = next((str(v) for c in calls for v in c.arguments.values()), "")
             bucket = popularity.get(subject, "head")
             if not quota.accepts(bucket):
-                continue
-            answer = str(truth)
-            answer_type = infer_answer_type(question, [answer], metric, task_qtype)
-            # one answer fills at most a tenth of its template (two at the least): every
-            # company of the tiny world pays its dividends on the same four dates, which a
-            # question-only classifier learned; counts, yes/no and the invalid premise are
-            # judged against their own few values instead
-            answer_key = (build.__name__ + task_qtype, answer.casefold())
-            if answer_type.value not in UNCAPPED and answered.get(answer_key, 0) >= cap:
                 continue
             results = verified_results(env.at(query_time), calls, expr, answer)
             if results is None:
