@@ -14,11 +14,19 @@ A family passes when no baseline beats its chance level by more than a threshold
 - ``subject_attr`` (KA families): the answer equals a field of the first call's result, the
   question's subject one call away, with the field learned on the training half; chance is the
   same rule scored against the subject of a different task of the family (a permutation).
-- ``position`` (KA families, questions without a superlative, which ask for a rank on purpose):
-  the answer is the first or last item of a list the gold solution observed; chance is the mean
-  of one over the list's length.
+- ``position`` (questions without a superlative, which ask for a rank on purpose): the answer is
+  the first or last item of a list the gold solution observed (a JSON list anywhere in a result,
+  a date-keyed series, or a list written in a page: ``Similar: [...]``, ``Label: a, b and c``);
+  chance is the mean of one over the list's length. Not counted: an item the question names
+  and no other (the search hit for the title it asks about, the row of the date it asks for),
+  found by what it is; a list of lists (a table's columns, whose order is their shape); numeric
+  answers (a number that happens to sit in a row is not an item). A list whose items the
+  question all names ("... : A or B?" over ``Similar: [A, B]``) counts.
 - ``direct`` (given a model): accuracy of the ``direct`` workflow (no tools), supplied by the
   caller as per-task correctness; chance is the majority baseline's accuracy.
+
+A family with fewer than ``MIN_ITEMS`` tasks, or a baseline with too few cases, is not judged:
+its verdict says so ("too few items") instead of passing silently.
 
 Across families, ``false_premise`` asks whether the wording alone (character n-gram nearest
 neighbour) tells false-premise questions from valid ones, against the majority label's rate.
@@ -29,6 +37,7 @@ model or a workflow.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import random
@@ -55,6 +64,7 @@ _CAPS = re.compile(r"\b([A-Z][\w.\-]*(?:\s+(?:of|de|the|and|van|von|&)?\s*[A-Z][
 _YES_NO = {"yes", "no"}
 MAX_SLOTS = 60  # named spans of a page that count as its attributes
 MIN_POSITION = 10  # fewer list answers than this say nothing about their position
+MIN_ITEMS = 20  # a family smaller than this leaves each 2-fold half too small to judge
 
 
 class BaselineScore(BaseModel):
@@ -84,15 +94,30 @@ class FamilyAudit(BaseModel):
     baselines: list[BaselineScore]
     popularity: dict[str, int]
     threshold: float
+    not_judged: dict[str, str] = {}  # baseline (or "family") -> why it was not run
 
     @property
     def worst(self) -> BaselineScore | None:
         return max(self.baselines, key=lambda b: b.excess, default=None)
 
     @property
+    def too_few(self) -> bool:
+        return self.n < MIN_ITEMS
+
+    @property
     def passed(self) -> bool:
+        """No baseline beats chance by more than the threshold (a family too small to judge
+        has not passed)."""
+        if self.too_few:
+            return False
         worst = self.worst
         return worst is None or worst.excess <= self.threshold
+
+    @property
+    def verdict(self) -> str:
+        if self.too_few:
+            return "too few items"
+        return "pass" if self.passed else "FAIL"
 
 
 class AuditReport(BaseModel):
@@ -107,20 +132,34 @@ class AuditReport(BaseModel):
     false_premise: BaselineScore | None = None
 
     @property
+    def failed(self) -> bool:
+        """Some judged family, or the premise wording check, beats chance."""
+        premise_bad = self.false_premise is not None and self.false_premise.excess > self.threshold
+        return premise_bad or any(f.verdict == "FAIL" for f in self.families)
+
+    @property
     def passed(self) -> bool:
-        premise_ok = self.false_premise is None or self.false_premise.excess <= self.threshold
-        return premise_ok and all(f.passed for f in self.families)
+        """Every family was judged and none failed."""
+        return not self.failed and not any(f.too_few for f in self.families)
+
+    @property
+    def verdict(self) -> str:
+        if self.failed:
+            return "FAIL"
+        return "pass" if self.passed else "too few items"
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain JSON, with each baseline's excess and each verdict."""
         out = self.model_dump()
         for fam, f in zip(out["families"], self.families, strict=True):
             fam["passed"] = f.passed
+            fam["verdict"] = f.verdict
             for b, base in zip(fam["baselines"], f.baselines, strict=True):
                 b["excess"] = round(base.excess, 4)
         if self.false_premise is not None:
             out["false_premise"]["excess"] = round(self.false_premise.excess, 4)
         out["passed"] = self.passed
+        out["verdict"] = self.verdict
         return out
 
 
@@ -437,35 +476,137 @@ def _hops(task: Task, results: list[Any]) -> bool:
     return len(opened) > 1
 
 
-def _item_texts(item: Any) -> set[str]:
+_LABELLED = re.compile(
+    # "Label: a, b and c." opening a text, a line or a sentence ("(Result 1 / 1) Label: ...")
+    r"(?:^|(?<=[.!?)]\s)|(?<=\n))([A-Z][a-z]+(?: [a-z]+){0,3}): (.+?)(?=\.\s|\.$|\n|$)"
+)
+_NUMBER = re.compile(r"[\d\s.,:/-]+")
+_SIMILAR = re.compile(r"Similar: (\[.*?\])")
+
+
+def _text_lists(text: str) -> Iterable[list[Any]]:
+    """The lists a page or a tool message writes out: ReAct's ``Similar: [...]`` and a labelled
+    enumeration (``Frequent collaborators: A, B and C.``; ``;`` between items that hold commas)."""
+    for m in _SIMILAR.finditer(text):
+        try:
+            items = ast.literal_eval(m.group(1))
+        except (SyntaxError, ValueError):
+            continue
+        if isinstance(items, list):
+            yield items
+    for m in _LABELLED.finditer(text):
+        body = m.group(2)
+        if body.startswith("["):  # a written-out list literal, read above
+            continue
+        items = body.split("; ") if "; " in body else re.split(r", | and ", body)
+        if len(items) >= 2:
+            yield items
+
+
+def observed_lists(value: Any, depth: int = 0) -> Iterable[list[Any]]:
+    """Every list of two or more items in a tool result, outermost first: JSON lists at any
+    depth, series keyed by dates or numbers (as ``key value`` items), lists written in text."""
+    if depth > 4:
+        return
+    if isinstance(value, str):
+        yield from _text_lists(value)
+    elif isinstance(value, list):
+        if len(value) >= 2:
+            yield value
+        for item in value:
+            if isinstance(item, (dict, list)):
+                yield from observed_lists(item, depth + 1)
+    elif isinstance(value, Mapping):
+        keys = [str(k) for k in value]
+        if len(keys) >= 2 and all(k[:1].isdigit() for k in keys):
+            yield [
+                {"key": k, **v} if isinstance(v, Mapping) else {"key": k, "value": v}
+                for k, v in zip(keys, value.values(), strict=True)
+            ]
+            return
+        for v in value.values():
+            if isinstance(v, (dict, list, str)):
+                yield from observed_lists(v, depth + 1)
+
+
+def _item_has(item: Any, key: str) -> bool:
+    """Whether a list item is the answer, holds it as a field, or (text) names it whole."""
     if isinstance(item, Mapping):
-        return {normalize_answer(str(v)) for _, v in _scalars(item)}
-    return {normalize_answer(str(item))}
+        # a series' key is its index (a date, a row number), not a value
+        return key in {normalize_answer(str(v)) for k, v in _scalars(item) if k != "key"}
+    text = normalize_answer(str(item))
+    return text == key or contains_tokens(text.split(), key.split())
 
 
-def _position(tasks: list[Task], results: list[list[Any] | None]) -> BaselineScore | None:
+def _item_values(item: Any, question: str) -> set[str]:
+    """The values of a list item the question could name it by: its fields (a record), or the
+    question's named entities and offered answers found in it (text)."""
+    if isinstance(item, Mapping):
+        values = {normalize_answer(str(v)) for k, v in _scalars(item) if k != "key"}
+        if "key" in item:  # a series row is named by its date
+            values.add(normalize_answer(str(item["key"]).split(" ")[0]))
+        return {v for v in values if len(v) >= 4}
+    text = normalize_answer(str(item)).split()
+    names = [normalize_answer(e) for e in named_entities(question)] + options_of(question)
+    return {e for e in names if e and contains_tokens(text, e.split())}
+
+
+def _named_items(data: list[Any], question: str) -> set[int]:
+    """The items the question names by a value the other items do not share: a search hit for
+    the title it asks about, the row of the date it asks for."""
+    words = normalize_answer(question).split()
+    values = [_item_values(item, question) for item in data]
+    shared = set.intersection(*values) if values else set()
+    return {
+        i
+        for i, vals in enumerate(values)
+        if any(contains_tokens(words, v.split()) for v in vals - shared)
+    }
+
+
+def answer_position(task: Task, results: list[Any]) -> tuple[list[int], list[Any]] | None:
+    """Where the answer sits in the first list the gold run observed that holds it, and that
+    list; ``None`` when no list counts (see the module docstring)."""
+    key = normalize_answer(task.answers[0])
+    # a number that happens to sit in some row is not an item
+    if not key or _NUMBER.fullmatch(key):
+        return None
+    for r in results:
+        for data in observed_lists(r):
+            # a list of lists is a table's columns: its order is its shape
+            if any(isinstance(item, list) for item in data):
+                continue
+            where = [i for i, item in enumerate(data) if _item_has(item, key)]
+            # an answer in every item says nothing about where it sits
+            if where and len(where) < len(data):
+                # found by what it is when the question names the answer's item and no other
+                named = _named_items(data, task.question)
+                if named and named <= set(where):
+                    return None
+                return where, data
+    return None
+
+
+def position_baseline(tasks: list[Task], results: list[list[Any] | None]) -> BaselineScore | str:
     """Among questions without a superlative whose answer is an item of a list the gold run
-    observed: how often it is the first or the last item, against one over the list length."""
+    observed: how often it is the first or the last item, against one over the list length.
+    Too few such questions: the reason, as text."""
     first = last = 0
     chance = 0.0
     n = 0
     for task, res in zip(tasks, results, strict=True):
-        if res is None or SUPERLATIVE.search(task.question):
+        if res is None or task.elements or SUPERLATIVE.search(task.question):
             continue
-        key = normalize_answer(task.answers[0])
-        for data in res:
-            if not isinstance(data, list) or len(data) < 2:
-                continue
-            where = [i for i, item in enumerate(data) if key in _item_texts(item)]
-            if not where:
-                continue
-            n += 1
-            first += where[0] == 0
-            last += where[-1] == len(data) - 1
-            chance += 1 / len(data)
-            break
+        found = answer_position(task, res)
+        if found is None:
+            continue
+        where, data = found
+        n += 1
+        first += where[0] == 0
+        last += where[-1] == len(data) - 1
+        chance += 1 / len(data)
     if n < MIN_POSITION:
-        return None
+        return f"{n} answers in a list observation (< {MIN_POSITION})"
     return BaselineScore(name="position", accuracy=max(first, last) / n, chance=chance / n, n=n)
 
 
@@ -512,6 +653,9 @@ def audit_family(
         return fit
 
     baselines: list[BaselineScore] = []
+    not_judged: dict[str, str] = {}
+    if len(tasks) < MIN_ITEMS:
+        not_judged["family"] = f"too few items: {len(tasks)} < {MIN_ITEMS}"
     if len(tasks) >= 4:
         # "invalid question" is a decision about the premise, judged by the wording check
         # across families: always rejecting earns the false-premise share, not a shortcut
@@ -552,16 +696,24 @@ def audit_family(
                 n=len(tasks),
             )
         )
-        if env is not None and tasks[0].level is Level.KA:
+        if env is not None:
             results = [_gold_results(env, t) for t in tasks]
-            records = [
-                # a comparison names its answer: the string rule judges those
-                subject_record(r[0]) if r and _hops(t, r) and not _names_answer(t) else None
-                for t, r in zip(tasks, results, strict=True)
-            ]
-            for score in (_subject_attr(tasks, records, seed), _position(tasks, results)):
-                if score is not None:
-                    baselines.append(score)
+            if tasks[0].level is Level.KA:
+                records = [
+                    # a comparison names its answer: the string rule judges those
+                    subject_record(r[0]) if r and _hops(t, r) and not _names_answer(t) else None
+                    for t, r in zip(tasks, results, strict=True)
+                ]
+                subject = _subject_attr(tasks, records, seed)
+                if subject is None:
+                    not_judged["subject_attr"] = "fewer than 4 subjects one call away"
+                else:
+                    baselines.append(subject)
+            position = position_baseline(tasks, results)
+            if isinstance(position, str):
+                not_judged["position"] = position
+            else:
+                baselines.append(position)
         if direct:
             judged = [t for t in tasks if t.id in direct]
             if judged:
@@ -578,6 +730,7 @@ def audit_family(
         baselines=baselines,
         popularity=dict(sorted(popularity.items())),
         threshold=threshold,
+        not_judged=not_judged,
     )
 
 
@@ -668,11 +821,7 @@ def audit_table(report: AuditReport) -> Any:
     """The audit as a rich table: one row per family, accuracy/chance per baseline."""
     from rich.table import Table
 
-    names: list[str] = []
-    for f in report.families:
-        for b in f.baselines:
-            if b.name not in names:
-                names.append(b.name)
+    names = _columns(report)
     table = Table(
         title=f"shortcut audit: {report.tasks} on {report.env} "
         f"(fail when accuracy - chance > {report.threshold:.2f})"
@@ -684,17 +833,31 @@ def audit_table(report: AuditReport) -> Any:
         row = [f.family, f.level, str(f.n), str(f.distinct_answers)]
         for name in names:
             b = cells.get(name)
-            row.append("-" if b is None else _cell(b, report.threshold))
+            row.append(_missing(f, name) if b is None else _cell(b, report.threshold))
         pop = " ".join(f"{k}:{v}" for k, v in f.popularity.items())
-        row += [pop, "pass" if f.passed else "[red]FAIL[/]"]
+        verdict = {"FAIL": "[red]FAIL[/]", "too few items": "[yellow]too few items[/]"}
+        row += [pop, verdict.get(f.verdict, f.verdict)]
         table.add_row(*row)
+    lines = _not_judged_lines(report)
     if report.false_premise is not None:
         fp = report.false_premise
-        table.caption = (
+        lines.append(
             f"false premise vs valid by wording alone: {_cell(fp, report.threshold)} "
             f"over {fp.n} questions -> {'pass' if fp.excess <= report.threshold else 'FAIL'}"
         )
+    lines.append(f"verdict: {report.verdict}")
+    table.caption = "\n".join(lines)
     return table
+
+
+def _columns(report: AuditReport) -> list[str]:
+    """Every baseline run or left unjudged somewhere, in the order they first appear."""
+    names: list[str] = []
+    for f in report.families:
+        for name in [b.name for b in f.baselines] + [k for k in f.not_judged if k != "family"]:
+            if name not in names:
+                names.append(name)
+    return names
 
 
 def _cell(b: BaselineScore, threshold: float) -> str:
@@ -702,26 +865,38 @@ def _cell(b: BaselineScore, threshold: float) -> str:
     return f"[red]{text}[/]" if b.excess > threshold else text
 
 
+def _missing(f: FamilyAudit, name: str) -> str:
+    """A baseline's empty cell: "few" when it had too few cases, "-" when it does not apply."""
+    return "few" if name in f.not_judged else "-"
+
+
+def _not_judged_lines(report: AuditReport) -> list[str]:
+    """One line per baseline left unjudged and its reason, the families it names with their
+    counts ("position: 1-3 0, 2-4 3 answers in a list observation (< 10)")."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in report.families:
+        for name, why in f.not_judged.items():
+            m = re.match(r"(\d+) (.*)", why)
+            count, rest = (m.group(1), m.group(2)) if m else ("", why)
+            groups[(name, rest)].append(f"{f.family} {count}".strip())
+    return [f"{name}: {', '.join(fams)} {rest}" for (name, rest), fams in groups.items()]
+
+
 def markdown_table(report: AuditReport) -> str:
     """The audit as a Markdown table (for the README)."""
-    names: list[str] = []
-    for f in report.families:
-        for b in f.baselines:
-            if b.name not in names:
-                names.append(b.name)
+    names = _columns(report)
     head = ["family", "level", "n", "answers", *names, "popularity", "verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for f in report.families:
         cells = {b.name: b for b in f.baselines}
         row = [f.family, f.level, str(f.n), str(f.distinct_answers)]
         row += [
-            "-" if cells.get(n) is None else f"{cells[n].accuracy:.2f}/{cells[n].chance:.2f}"
+            _missing(f, n)
+            if cells.get(n) is None
+            else f"{cells[n].accuracy:.2f}/{cells[n].chance:.2f}"
             for n in names
         ]
-        row += [
-            " ".join(f"{k}:{v}" for k, v in f.popularity.items()),
-            "pass" if f.passed else "FAIL",
-        ]
+        row += [" ".join(f"{k}:{v}" for k, v in f.popularity.items()), f.verdict]
         lines.append("| " + " | ".join(row) + " |")
     fp = report.false_premise
     if fp is not None:
@@ -731,6 +906,9 @@ def markdown_table(report: AuditReport) -> str:
             f"{fp.accuracy:.2f} against a majority rate of {fp.chance:.2f} over {fp.n} "
             f"questions: {verdict}."
         )
+    notes = _not_judged_lines(report)
+    if notes:
+        lines.append("\nNot judged: " + "; ".join(notes) + ".")
     return "\n".join(lines)
 
 

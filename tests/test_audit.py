@@ -115,3 +115,93 @@ def test_cli_audit_fails_on_a_shortcut_task_file(tmp_path):
     result = CliRunner().invoke(app, ["audit", "--env", "scholar", "--tasks", str(path)])
     assert result.exit_code == 1, result.stdout
     assert "FAIL" in result.stdout
+
+
+# -- position: lists at any depth, in text, and what does not count ----------------------------
+
+
+def test_observed_lists_finds_nested_series_and_written_lists():
+    from raleval.analysis.audit import observed_lists
+
+    record = {"title": "T", "cast": [{"name": "A"}, {"name": "B"}]}
+    assert list(observed_lists(record)) == [[{"name": "A"}, {"name": "B"}]]
+    series = {"2024-01-02": 3.5, "2024-01-03": 4.0}
+    assert list(observed_lists(series)) == [
+        [{"key": "2024-01-02", "value": 3.5}, {"key": "2024-01-03", "value": 4.0}]
+    ]
+    page = "(Result 1 / 1) Frequent collaborators: Ann Lee, Bo Ma and Cy Ng."
+    assert list(observed_lists(page)) == [["Ann Lee", "Bo Ma", "Cy Ng"]]
+    missed = "Could not find Morrow. Similar: ['Morrow (dravel)', 'Morrow (tellin)']."
+    assert list(observed_lists(missed)) == [["Morrow (dravel)", "Morrow (tellin)"]]
+
+
+def _listed(i: int, answer_first: bool) -> tuple[Task, list]:
+    names = [f"Name{i}x{k}" for k in range(4)]
+    answer = names[0] if answer_first else names[(i % 3) + 1]
+    task = _task(i, f"Who chaired meeting {i}?", answer, family="p")
+    return task, [[{"name": n} for n in names]]
+
+
+def test_position_baseline_catches_an_answer_always_first():
+    from raleval.analysis.audit import position_baseline
+
+    pairs = [_listed(i, True) for i in range(20)]
+    score = position_baseline([t for t, _ in pairs], [r for _, r in pairs])
+    assert score.name == "position" and score.accuracy == 1.0 and score.chance == 0.25
+    assert score.n == 20
+
+
+def test_position_baseline_passes_answers_spread_over_the_list():
+    from raleval.analysis.audit import position_baseline
+
+    pairs = [_listed(i, False) for i in range(21)]
+    score = position_baseline([t for t, _ in pairs], [r for _, r in pairs])
+    # answers at 2nd, 3rd, 4th place in turn: last a third of the time, never first
+    assert score.accuracy == 7 / 21 and score.chance == 0.25
+
+
+def test_position_skips_items_the_question_names_tables_and_numbers():
+    from raleval.analysis.audit import answer_position, position_baseline
+
+    # a search for the movie the question names: the first hit is found by its title
+    hits = [[{"title": "Tazor Road", "year": "1999"}, {"title": "Tazor Roads", "year": "2001"}]]
+    named = _task(1, "When was the movie Tazor Road released?", "1999")
+    assert answer_position(named, hits) is None  # numeric answer
+    named = _task(2, "Who directed the movie Tazor Road?", "Ana Vel")
+    hits = [[{"title": "Tazor Road", "director": "Ana Vel"}, {"title": "Other", "director": "B"}]]
+    assert answer_position(named, hits) is None
+    # columns of a table: their order is their shape
+    table = _task(3, "Which song topped the chart that week?", "Dream")
+    assert answer_position(table, [[["Dream"], ["The Band"]]]) is None
+    # both options named, in the order the page lists them: position counts
+    option = _task(4, "Which concept does Morrow belong to: dravel or tellin?", "dravel")
+    missed = ["Could not find Morrow. Similar: ['Morrow (dravel)', 'Morrow (tellin)']."]
+    assert answer_position(option, missed) == ([0], ["Morrow (dravel)", "Morrow (tellin)"])
+    few = position_baseline([option] * 3, [missed] * 3)
+    assert few == "3 answers in a list observation (< 10)"
+
+
+def test_a_family_too_small_to_judge_says_so():
+    from raleval.analysis.audit import audit_tasks
+
+    tasks = [_task(i, f"Is gadget {i} heavy?", "yes" if i % 2 else "no") for i in range(12)]
+    report = audit_tasks(tasks)
+    family = report.families[0]
+    assert family.verdict == "too few items" and not family.passed
+    assert family.not_judged["family"] == "too few items: 12 < 20"
+    assert report.verdict == "too few items" and not report.passed and not report.failed
+    assert report.to_json()["families"][0]["verdict"] == "too few items"
+
+
+def test_cli_audit_exits_3_when_a_family_is_too_small(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+    from raleval.store import write_tasks
+
+    tasks = [_task(i, f"Is gadget {i} heavy?", "yes" if i % 2 else "no") for i in range(12)]
+    path = tmp_path / "tasks.jsonl"
+    write_tasks(path, tasks)
+    result = CliRunner().invoke(app, ["audit", "--env", "scholar", "--tasks", str(path)])
+    assert result.exit_code == 3, result.stdout
+    assert "too few items" in result.stdout

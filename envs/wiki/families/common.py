@@ -4,8 +4,9 @@ evidence check and the generate loop (execute the gold calls, keep what they sup
 from __future__ import annotations
 
 import json
+import math
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,6 +16,9 @@ from raleval.answers import infer_answer_type
 from raleval.families import SolutionMismatch, execute_solution
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.text import normalize_answer
+
+MAX_ANSWER_SHARE = 0.1
+MAX_CAPPED = 40
 
 
 @dataclass
@@ -126,6 +130,19 @@ def scholar_meta(env: Any, family: str) -> dict[str, str]:
     return meta
 
 
+def _named_subjects(q: Question) -> set[str]:
+    """The entities a question names and its gold run searches: its first call's argument,
+    and every searched name the question spells out."""
+    text = q.question.casefold()
+    named = {repr(q.calls[0])} if q.calls else set()
+    for call in q.calls:
+        if call.tool == "Search":
+            entity = str(call.arguments.get("entity", ""))
+            if entity and entity.casefold() in text:
+                named.add(repr(search(entity)))
+    return named
+
+
 def generate_verified(
     env: Any,
     family: str,
@@ -141,17 +158,33 @@ def generate_verified(
     tasks: list[Task] = []
     seen: set[str] = set()
     subjects: set[str] = set()
+    # one answer may fill at most a tenth of its template's share (two at the least): in a
+    # small world a big organisation answered a quarter of "where does ... work", which a
+    # question-only classifier learned; yes/no answers are balanced by their makers instead
+    cap = max(2, math.ceil(MAX_ANSWER_SHARE * n / len(makers)))
+    answered: Counter[tuple[str, str]] = Counter()
+    capped = 0  # answers refused in a row; a template whose answers are all used gives way
+    skip = 0
     attempts = 0
     while len(tasks) < n and attempts < 30 * n + 100:
         attempts += 1
-        maker = makers[len(tasks) % len(makers)]
+        maker = makers[(len(tasks) + skip) % len(makers)]
         q = maker(world, rng)
         if q is None or q.question in seen:
             continue
+        answer_key = (maker.__name__, normalize_answer(q.answer))
+        if answer_key[1] not in ("yes", "no") and answered[answer_key] >= cap:
+            capped += 1
+            if capped >= MAX_CAPPED:
+                capped, skip = 0, skip + 1
+            continue
+        capped = 0
         # one question per subject while fresh subjects remain: a name asked twice lets a
-        # question-only classifier copy the other question's answer
-        subject = repr(q.calls[0]) if q.calls else ""
-        if subject in subjects and attempts < 20 * n:
+        # question-only classifier copy the other question's answer from the other
+        # question, counting every entity it names (a comparison names two: a prolific author
+        # who wins every comparison he is in was learned from his name alone)
+        named = _named_subjects(q)
+        if named & subjects and attempts < 20 * n:
             continue
         try:
             observations = execute_solution(env.session(), q.calls)
@@ -160,7 +193,8 @@ def generate_verified(
         if not retrieved(observations, q.evidence or [q.answer]):
             continue
         seen.add(q.question)
-        subjects.add(subject)
+        subjects |= named
+        answered[answer_key] += 1
         metadata: dict[str, Any] = {"template": maker.__name__.lstrip("_")}
         if q.program:
             metadata["program"] = q.program

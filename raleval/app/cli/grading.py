@@ -35,7 +35,8 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     markdown: Annotated[bool, typer.Option(help="print a Markdown table")] = False,
 ) -> None:
-    """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins."""
+    """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins, 3 when
+    none wins but a family has too few items to judge."""
     from rich.console import Console
 
     from raleval import registry
@@ -65,8 +66,10 @@ def audit(
         typer.echo(markdown_table(report))
     else:
         Console().print(audit_table(report))
-    if not report.passed:
+    if report.failed:
         raise typer.Exit(1)
+    if not report.passed:  # nothing failed, but a family was too small to judge
+        raise typer.Exit(3)
 
 
 def _direct_correct(
