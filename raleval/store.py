@@ -17,6 +17,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -25,6 +26,8 @@ from raleval.records import RunHeader, Task, Termination, Trajectory
 HEADER = "header.json"
 TASKS = "tasks.jsonl"
 RESULTS = "results.jsonl"
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class RecordFileError(ValueError):
@@ -169,21 +172,14 @@ class ResultsFile:
             return len(data) - keep
 
     def __iter__(self) -> Iterator[Trajectory]:
-        if not self.path.exists():
-            return
-        with open(self.path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield Trajectory.model_validate_json(line)
-                except ValidationError as exc:
-                    raise RecordFileError(
-                        f"{_where(self.path, lineno, exc)}: invalid result: {_describe(exc)}"
-                    ) from None
+        return self._parse(Trajectory)
 
     def heads(self) -> Iterator[ResultHead]:
         """Each line's :class:`ResultHead`, in file order."""
+        return self._parse(ResultHead)
+
+    def _parse(self, model: type[M]) -> Iterator[M]:
+        """Each non-empty line as ``model``; a line that does not validate names its place."""
         if not self.path.exists():
             return
         with open(self.path, encoding="utf-8") as fh:
@@ -191,7 +187,7 @@ class ResultsFile:
                 if not line.strip():
                     continue
                 try:
-                    yield ResultHead.model_validate_json(line)
+                    yield model.model_validate_json(line)
                 except ValidationError as exc:
                     raise RecordFileError(
                         f"{_where(self.path, lineno, exc)}: invalid result: {_describe(exc)}"

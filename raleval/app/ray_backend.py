@@ -29,14 +29,15 @@ from raleval.app.runner import (
     _prepare,
     build_env,
     episode_stack,
-    latest_heads,
+    failures_on_disk,
     merge_shards,
+    pending_episodes,
     run_episode,
     run_prompts,
     shard_of,
 )
 from raleval.config import ConfigError, RunConfig
-from raleval.failures import failure_cause, failures_by_cause
+from raleval.failures import failure_cause
 from raleval.records import AgentSpec, Task, Trajectory
 from raleval.store import RESULTS, ResultHead, ResultsFile
 from raleval.workflow import Workflow
@@ -148,13 +149,7 @@ def run_ray(config: RunConfig) -> RunSummary:
     del env  # the driver runs no episode
     merge_shards(run_dir)  # shard files of a run started by an older raleval
     results = ResultsFile(run_dir / RESULTS)
-    latest = latest_heads(run_dir)
-
-    def wanted(key: tuple[str, int]) -> bool:
-        last = latest.get(key)
-        return last is None or (config.retry_failed and failure_cause(last) is not None)
-
-    pending = [(t, e) for e in range(config.epochs) for t in tasks if wanted((t.id, e))]
+    latest, pending = pending_episodes(run_dir, tasks, config)
     env_vars = {k: v for k, v in os.environ.items() if k.startswith("RALEVAL_")}
     started_here = bool(pending) and not ray.is_initialized()  # nothing to run: no cluster
     if started_here:
@@ -176,8 +171,7 @@ def run_ray(config: RunConfig) -> RunSummary:
             if started_here:
                 ray.shutdown()
     keys = {(t.id, e) for t in tasks for e in range(config.epochs)}
-    on_disk = [t for k, t in latest_heads(run_dir).items() if k in keys]
-    failures = dict(failures_by_cause(on_disk))
+    failures = failures_on_disk(run_dir, tasks, config.epochs)
     if remaining and write_error is None:
         failures[LOST] = len(remaining)
     return RunSummary(

@@ -486,6 +486,27 @@ def latest_heads(run_dir: Path) -> dict[tuple[str, int], ResultHead]:
     return latest
 
 
+def pending_episodes(
+    run_dir: Path, tasks: list[Task], config: RunConfig
+) -> tuple[dict[tuple[str, int], ResultHead], list[tuple[Task, int]]]:
+    """What is on disk (the last attempt per task and epoch) and the episodes still to run:
+    those with no result, and with ``--retry-failed`` those whose last attempt failed for
+    infrastructure reasons. Both backends resume through this."""
+    latest = latest_heads(run_dir)
+
+    def wanted(key: tuple[str, int]) -> bool:
+        last = latest.get(key)
+        return last is None or (config.retry_failed and failure_cause(last) is not None)
+
+    return latest, [(t, e) for e in range(config.epochs) for t in tasks if wanted((t.id, e))]
+
+
+def failures_on_disk(run_dir: Path, tasks: list[Task], epochs: int) -> dict[str, int]:
+    """Episodes of this run whose last attempt on disk failed, counted by cause."""
+    keys = {(t.id, e) for t in tasks for e in range(epochs)}
+    return dict(failures_by_cause(h for k, h in latest_heads(run_dir).items() if k in keys))
+
+
 def merge_shards(run_dir: Path) -> int:
     """Append shard results missing from results.jsonl, then remove the shard files.
 
@@ -549,16 +570,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
     merge_shards(run_dir)  # a run directory left by a version whose Ray workers wrote shards
     results = ResultsFile(run_dir / RESULTS)
-    latest = latest_heads(run_dir)
-
-    def wanted(key: tuple[str, int]) -> bool:
-        last = latest.get(key)
-        if last is None:
-            return True
-        return config.retry_failed and failure_cause(last) is not None
-
+    latest, pending = pending_episodes(run_dir, tasks, config)
     selected = tasks
-    pending = [(t, e) for e in range(config.epochs) for t in selected if wanted((t.id, e))]
     model, env, faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
     graph = workflow.build(model, env)  # compiled once; episodes differ in `configurable`
@@ -645,8 +658,6 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         cache.close()
     await _close_session(env)  # the environment's connections (MCP servers it started)
     await model.aclose()  # release HTTP connections inside the loop that opened them
-    keys = {(t.id, e) for t in selected for e in range(config.epochs)}
-    on_disk = [t for k, t in latest_heads(run_dir).items() if k in keys]
     write_error = None
     if writer.error is not None:
         write_error = f"{writer.error.strerror or writer.error} ({results.path})"
@@ -660,7 +671,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         by_error_type=tally.labels,
         faults=faults,
         interrupted=stopping.is_set() and write_error is None,
-        failures=dict(failures_by_cause(on_disk)),
+        failures=failures_on_disk(run_dir, selected, config.epochs),
         write_error=write_error,
         unwritten=writer.unwritten,
     )
