@@ -175,6 +175,10 @@ _S_INT_INFO = _chain(
     lambda c: ("searchPerson", {"name": c.name, "interest": c.interest}),
     lambda c: ("getPersonBasicInfo", _pid(c)),
 )
+# one search with every filter the question names (name, organisation and interest)
+_S_ALL = _chain(
+    lambda c: ("searchPerson", {"name": c.name, "organization": c.org, "interest": c.interest})
+)
 
 
 def _s_co_then(tool: str):
@@ -325,17 +329,13 @@ KS = [
     ),
     _T(
         "How many citations does {name} of {org}, who works on {interest}, have?",
-        lambda c: [
-            ("searchPerson", {"name": c.name, "organization": c.org, "interest": c.interest})
-        ],
+        _S_ALL,
         _const("str(r0[0]['num_citation'])"),
         lambda c: c.p["n_citation"],
     ),
     _T(
         "How many papers has {name}, who works on {interest} at {org}, published?",
-        lambda c: [
-            ("searchPerson", {"name": c.name, "organization": c.org, "interest": c.interest})
-        ],
+        _S_ALL,
         _const("str(r0[0]['num_pubs'])"),
         lambda c: c.p["n_pubs"],
     ),
