@@ -112,12 +112,17 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
     }
 
 
+def _run_prompts(run: Run) -> dict[str, Any]:
+    """The run's stored prompts (template, demonstration ids and texts), empty without a header."""
+    return (run.header.prompts if run.header else None) or {}
+
+
 def prompts_section(runs: list[Run]) -> str:
     """Each run's exact prompt: its template and the demonstrations every episode of a family
     was shown (from the run header), so a comparison of workflows shows what each one saw."""
     parts = []
     for run in runs:
-        prompts = run.header.prompts if run.header else {}
+        prompts = _run_prompts(run)
         if not prompts:
             continue
         demos = prompts.get("demonstrations") or {}
@@ -310,14 +315,14 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     ]
     # each run's system prompt and demonstrations once, not once per episode: the viewer
     # shows the ones of the opened episode's run and family
-    prompts = {
-        run.system: {
-            "template": (run.header.prompts.get("template") if run.header else None) or "",
-            "rendered": (run.header.prompts.get("rendered") if run.header else None) or {},
-            "ids": (run.header.prompts.get("demonstrations") if run.header else None) or {},
+    prompts = {}
+    for run in runs:
+        stored = _run_prompts(run)
+        prompts[run.system] = {
+            "template": stored.get("template") or "",
+            "rendered": stored.get("rendered") or {},
+            "ids": stored.get("demonstrations") or {},
         }
-        for run in runs
-    }
     data = json.dumps(
         {"episodes": episodes, "prompts": prompts}, ensure_ascii=False, separators=(",", ":")
     )
