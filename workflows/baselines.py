@@ -35,6 +35,7 @@ from raleval.workflows.common import (
     load_prompt,
     observation_room,
     render_tool_lines,
+    routed,
 )
 
 
@@ -142,10 +143,9 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
         return END if state["rec"].done else "answer"
 
     graph = StateGraph(BaselineState)
-    graph.add_node("plan", plan)
+    graph.add_node("plan", routed(plan, after_plan), destinations=("answer", END))
     graph.add_node("answer", answer)
     graph.add_edge(START, "plan")
-    graph.add_conditional_edges("plan", after_plan, ["answer", END])
     graph.add_edge("answer", END)
     return graph.compile()
 

@@ -41,6 +41,7 @@ from raleval.workflows.common import (
     fit_observation,
     load_prompt,
     observation_room,
+    routed,
     tool_schemas,
 )
 from raleval.workflows.function_calling import native_gold_reply, render_calls_example
@@ -256,9 +257,8 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         return "step"
 
     graph = StateGraph(DFSState)
-    graph.add_node("step", step)
+    graph.add_node("step", routed(step, after), destinations=("step", END))
     graph.add_edge(START, "step")
-    graph.add_conditional_edges("step", after, ["step", END])
     return graph.compile()
 
 

@@ -37,6 +37,7 @@ from raleval.workflows.common import (
     fit_observation,
     load_prompt,
     observation_room,
+    routed,
     tool_schemas,
 )
 from raleval.workflows.langchain_model import RalevalChatModel, to_raleval_messages
@@ -177,10 +178,9 @@ def build_function_calling_graph(
         return END if state["rec"].done else "tools"
 
     graph = StateGraph(FCState)
-    graph.add_node("agent", agent)
+    graph.add_node("agent", routed(agent, after_agent), destinations=("tools", END))
     graph.add_node("tools", tools)
     graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", after_agent, ["tools", END])
     graph.add_edge("tools", "agent")
     return graph.compile()
 

@@ -28,6 +28,7 @@ from raleval.workflows.common import (
     episode_model,
     examples_text,
     load_prompt,
+    routed,
 )
 from raleval.workflows.sandbox import (
     SandboxLimits,
@@ -181,12 +182,10 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
         )
 
     graph = StateGraph(PALState)
-    graph.add_node("write", write)
-    graph.add_node("execute", execute)
+    graph.add_node("write", routed(write, after_write), destinations=("execute", END))
+    graph.add_node("execute", routed(execute, after_execute), destinations=("phrase", END))
     graph.add_node("phrase", phrase)
     graph.add_edge(START, "write")
-    graph.add_conditional_edges("write", after_write, ["execute", END])
-    graph.add_conditional_edges("execute", after_execute, ["phrase", END])
     graph.add_edge("phrase", END)
     return graph.compile()
 

@@ -9,6 +9,7 @@ whose observation the model sees; ``max_parse_errors`` of them in a row end the 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, TypedDict
 
@@ -34,6 +35,7 @@ from raleval.workflows.common import (
     load_prompt,
     observation_room,
     render_tool_lines,
+    routed,
 )
 from raleval.workflows.parsing import ActionParseError, parse_action
 
@@ -63,7 +65,12 @@ def render_tool_list(env: Environment) -> str:
 
 
 def invalid_action_message(env: Environment) -> str:
-    valid = " ".join(t.react_signature() for t in env.tools)
+    return _invalid_action_message(tuple(env.tools))
+
+
+@functools.lru_cache(maxsize=256)
+def _invalid_action_message(tools: tuple[Any, ...]) -> str:
+    valid = " ".join(t.react_signature() for t in tools)
     return f"Invalid Action. Valid Actions are {valid} and Finish[<answer>]."
 
 
@@ -148,10 +155,10 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         rec, n = state["rec"], state["n"]
         thought, action_text = state.get("thought") or "", state.get("action") or ""
         action_line = one_line(action_text.splitlines()[0] if action_text.strip() else "")
-        invalid_msg = invalid_action_message(ep_env)
         try:
             parsed = parse_action(action_text, ep_env.tools)
         except ActionParseError:
+            invalid_msg = invalid_action_message(ep_env)
             rec.add_step(
                 thought=thought,
                 raw_action=action_text,
@@ -198,11 +205,9 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         return END if state["rec"].done else "reason"
 
     graph = StateGraph(ReActState)
-    graph.add_node("reason", reason)
-    graph.add_node("act", act)
+    graph.add_node("reason", routed(reason, after_reason), destinations=("act", END))
+    graph.add_node("act", routed(act, after_act), destinations=("reason", END))
     graph.add_edge(START, "reason")
-    graph.add_conditional_edges("reason", after_reason, ["act", END])
-    graph.add_conditional_edges("act", after_act, ["reason", END])
     return graph.compile()
 
 
