@@ -1,14 +1,15 @@
 """What a large run costs the driver: time and memory per episode, measured, then scaled.
 
 Runs ``--episodes`` ReAct episodes of the scripted oracle (zero model latency, so the time is
-raleval's own work) on generated scholar tasks, locally or on a local Ray cluster
-(``--backend ray --workers N``), and then resumes the finished run (every episode skipped).
+raleval's own work) on generated scholar tasks, in one process, in worker processes or on a
+local Ray cluster (``--backend processes|ray --workers N``), and then resumes the finished run
+(every episode skipped).
 Reports wall time, episodes per second, the driver's peak RSS, the bytes per result line, and
 the time and memory of reading the results back on resume; and the same scaled linearly to
 ``--scale`` episodes (100,000 by default). The scaled figures are an extrapolation, printed as
 such; a real model adds its latency divided by the episodes in flight.
 
-    python benchmarks/run_cost.py [--episodes 2000] [--backend ray --workers 2]
+    python benchmarks/run_cost.py [--episodes 2000] [--backend processes|ray --workers 2]
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from _common import write_json
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--episodes", type=int, default=2000)
-    parser.add_argument("--backend", default="local", choices=["local", "ray"])
+    parser.add_argument("--backend", default="local", choices=["local", "processes", "ray"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-connections", type=int, default=64)
     parser.add_argument("--scale", type=int, default=100_000)
@@ -93,7 +94,7 @@ def main() -> None:
     row = {
         "episodes": n,
         "backend": args.backend,
-        "workers": args.workers if args.backend == "ray" else 1,
+        "workers": args.workers if args.backend != "local" else 1,
         "max_connections": args.max_connections,
         "wall_s": wall,
         "episodes_per_s": n / wall,

@@ -3,17 +3,21 @@
 The server (a separate asyncio process) answers every chat completion after a fixed latency
 with a ReAct reply that finishes at once, so one episode costs one model call. For each level of
 episodes in flight, the benchmark runs ReAct on generated scholar tasks and reports episodes per
-second against the ideal (concurrency / latency per episode), the client's and the server's CPU
-per episode inside the measured span, and the memory each in-flight episode adds. Target: at
-least 0.8 of ideal at 256. Each level runs ``--waves`` times its concurrency in episodes (16 by
-default: steady state; the first wave also opens every connection).
+second against the ideal (concurrency / latency per episode), the CPU per episode of raleval's
+processes (driver and workers) and of the server inside the measured span, and the memory
+each in-flight episode adds. Target: at least 0.8 of ideal at 256. Each level runs ``--waves``
+times its concurrency in episodes (16 by default: steady state; the first wave also opens every
+connection).
 
-The ratio is bounded by CPU: one process of raleval serves at most ``1000 / client CPU ms per
-episode`` episodes a second on a core of its own, and other work on the machine (the load
-average, recorded per level) takes from that core.
+The ratio is bounded by CPU: one process of raleval serves at most ``1000 / CPU ms per
+episode`` episodes a second on a core of its own (about 2 ms an episode, half of it LangGraph's
+engine), so the default runs the levels as ``raleval run --backend processes --workers N`` does,
+one worker process per core, the driver writing; ``--backend local`` measures one process.
+Other work on the machine (the load average, recorded per level) takes from those cores.
 
     pip install -e ".[bench]"; python benchmarks/throughput.py [--levels 64,256,1024]
-    python benchmarks/throughput.py --levels 256 --ray-workers 4   # over 4 processes
+    python benchmarks/throughput.py --levels 256 --backend local        # one process
+    python benchmarks/throughput.py --levels 256 --backend ray --workers 4
 """
 
 from __future__ import annotations
@@ -86,8 +90,24 @@ def _at(samples: list[tuple[float, int, float]], t: float) -> tuple[int, float]:
     return samples[-1][1], samples[-1][2]
 
 
+def _ours(proc, server_pid: int) -> list:
+    """This process and its descendants (worker processes), not the simulated server."""
+
+    out = [proc]
+    for child in proc.children(recursive=True):
+        if child.pid != server_pid:
+            out.append(child)
+    return out
+
+
 def run_at(
-    url: str, concurrency: int, episodes: int, log_dir: Path, server_pid: int, workers: int = 0
+    url: str,
+    concurrency: int,
+    episodes: int,
+    log_dir: Path,
+    server_pid: int,
+    backend: str,
+    workers: int,
 ) -> dict:
     import psutil
 
@@ -98,12 +118,20 @@ def run_at(
     proc, server = psutil.Process(), psutil.Process(server_pid)
     samples: list[tuple[float, int, float]] = []  # (time, RSS, client CPU seconds)
     stop = threading.Event()
+    seen: dict[int, float] = {}  # CPU seconds of every worker process seen, even once ended
 
     def sample() -> None:
         while not stop.is_set():
-            cpu = proc.cpu_times()
-            samples.append((time.time(), proc.memory_info().rss, cpu.user + cpu.system))
-            time.sleep(0.02)
+            rss, now = 0, time.time()
+            for p in _ours(proc, server_pid):
+                try:
+                    cpu, mem = p.cpu_times(), p.memory_info().rss
+                except psutil.Error:  # ended meanwhile: its last reading stays counted
+                    continue
+                seen[p.pid] = cpu.user + cpu.system
+                rss += mem
+            samples.append((now, rss, sum(seen.values())))
+            time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
     load_before = os.getloadavg()[0]
@@ -118,10 +146,10 @@ def run_at(
         tasks="scholar-ks",
         tasks_per_family=episodes,
         limit=episodes,
-        # on Ray, `concurrency` episodes in flight over the workers (each its own process)
-        max_connections=max(1, concurrency // workers) if workers else concurrency,
-        backend="ray" if workers else "local",
-        workers=max(workers, 1),
+        # `concurrency` episodes in flight over the workers (each its own process)
+        max_connections=concurrency if backend == "local" else max(1, concurrency // workers),
+        backend=backend,
+        workers=workers,
         log_dir=log_dir,
         cache=False,
         run_name=f"c{concurrency}",
@@ -142,11 +170,12 @@ def run_at(
     steady_rss = sorted(middle)[len(middle) // 2] if middle else _at(samples, first)[0]
     client_cpu = _at(samples, last)[1] - _at(samples, first)[1]
     calls = sorted(c.latency_s for r in results for c in r.llm_calls)
-    if workers:  # the episodes ran in the workers: this process's CPU is the driver's
+    if backend == "ray":  # Ray's workers are not this process's children
         client_cpu = float("nan")
     return {
         "concurrency": concurrency,
-        "ray_workers": workers,
+        "backend": backend,
+        "workers": workers if backend != "local" else 1,
         "episodes": len(results),
         "failed": sum(r.termination.value != "finished" for r in results),
         "episodes_per_s": len(results) / span,
@@ -166,11 +195,18 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,64,256")
     parser.add_argument("--waves", type=int, default=16, help="episodes per level / concurrency")
     parser.add_argument(
-        "--ray-workers",
+        "--backend",
+        choices=("processes", "local", "ray"),
+        default="processes",
+        help="where episodes run (raleval run --backend): worker processes (default), this "
+        "process, or a local Ray cluster",
+    )
+    parser.add_argument(
+        "--workers",
         type=int,
-        default=0,
-        help="run on a local Ray cluster with this many worker processes (each level's "
-        "episodes in flight spread over them); 0: in this process",
+        default=os.cpu_count() or 1,
+        help="worker processes for --backend processes/ray (default: one per core); each "
+        "level's episodes in flight are spread over them",
     )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
@@ -193,13 +229,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for level in (int(x) for x in args.levels.split(",")):
                 episodes = max(40, args.waves * level)
-                row = run_at(url, level, episodes, Path(tmp), server.pid, args.ray_workers)
+                row = run_at(
+                    url, level, episodes, Path(tmp), server.pid, args.backend, args.workers
+                )
                 ideal = level / args.latency
                 row.update(ideal_episodes_per_s=ideal, ratio_to_ideal=row["episodes_per_s"] / ideal)
                 rows.append(row)
                 print(
                     f"concurrency {level:4d}: {row['episodes_per_s']:7.1f} episodes/s, ideal "
-                    f"{ideal:7.1f}, ratio {row['ratio_to_ideal']:.2f}; CPU per episode: client "
+                    f"{ideal:7.1f}, ratio {row['ratio_to_ideal']:.2f} ({args.backend}, "
+                    f"{row['workers']} worker(s)); CPU per episode: raleval "
                     f"{row['client_cpu_ms_per_episode']:.2f} ms, server "
                     f"{row['server_cpu_ms_per_episode']:.2f} ms; model call median "
                     f"{row['model_call_median_s']:.3f} s; steady RSS "
@@ -210,7 +249,7 @@ def main() -> None:
         server.terminate()
         server.wait()
     per_episode = None
-    if len(rows) > 1 and not args.ray_workers:  # steady RSS across levels, in one process
+    if len(rows) > 1 and args.backend != "ray":  # steady RSS across levels, our processes
         lo, hi = rows[0], rows[-1]
         per_episode = (
             (hi["steady_rss_gb"] - lo["steady_rss_gb"])
@@ -225,7 +264,8 @@ def main() -> None:
         "latency_s": args.latency,
         "waves": args.waves,
         "cpu_count": os.cpu_count(),
-        "ray_workers": args.ray_workers,
+        "backend": args.backend,
+        "workers": args.workers,
         "levels": rows,
         "mb_per_inflight_episode": per_episode,
     }

@@ -38,8 +38,9 @@ class RunConfig(BaseModel):
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
-    # Where episodes run: this process, or sharded over a Ray cluster (local if no address).
-    backend: Literal["local", "ray"] = "local"
+    # Where episodes run: this process, `workers` local worker processes, or sharded over a Ray
+    # cluster (a local one if no address).
+    backend: Literal["local", "processes", "ray"] = "local"
     ray_address: str | None = None
     workers: int = Field(2, ge=1)
     epochs: int = Field(1, ge=1, le=100)  # repeat every task; reports pass@k and pass^k

@@ -205,7 +205,12 @@ class ResultsFile:
         last one torn, and a torn line is cut by repair() on the next start."""
         # fallback=repr: a value no JSON type holds (a model's stray Python literal in an
         # argument) is written as its repr instead of failing the batch it sits in
-        text = "".join(t.model_dump_json(fallback=repr) + "\n" for t in trajectories)
+        self.append_lines([t.model_dump_json(fallback=repr) for t in trajectories])
+
+    def append_lines(self, lines: list[str]) -> None:
+        """:meth:`append_many` for trajectories already encoded (one JSON object per string,
+        no newline): a worker process encodes, the driver writes."""
+        text = "".join(line + "\n" for line in lines)
         with self._lock, open(self.path, "a", encoding="utf-8") as fh:
             size = fh.tell()
             try:

@@ -69,12 +69,15 @@ class Tally:
     labels: dict[str, int] = field(default_factory=dict)
 
     def add(self, traj: Trajectory) -> None:
+        label = traj.error_type.value if traj.error_type is not None else None
+        self.count(traj.scores.get("f1", 0.0), traj.termination.value, label)
+
+    def count(self, f1: float, termination: str, label: str | None) -> None:
         self.ran += 1
-        self.f1_sum += traj.scores.get("f1", 0.0)
-        t = traj.termination.value
-        self.terminations[t] = self.terminations.get(t, 0) + 1
-        if traj.error_type is not None:
-            self.labels[traj.error_type.value] = self.labels.get(traj.error_type.value, 0) + 1
+        self.f1_sum += f1
+        self.terminations[termination] = self.terminations.get(termination, 0) + 1
+        if label is not None:
+            self.labels[label] = self.labels.get(label, 0) + 1
 
     @property
     def mean_f1(self) -> float | None:
@@ -686,14 +689,14 @@ def stop_child_processes() -> None:
 
 
 def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
-    """Blocking convenience wrapper around :func:`run` (or :func:`run_ray`)."""
+    """Blocking convenience wrapper around :func:`run`, or the backend that runs episodes in
+    other processes (:mod:`raleval.app.process_backend`, :mod:`raleval.app.ray_backend`)."""
     if config.backend == "ray":
+        from raleval.app.ray_backend import run_ray
+
         return run_ray(config)
+    if config.backend == "processes":
+        from raleval.app.process_backend import run_processes
+
+        return run_processes(config)
     return asyncio.run(run(config, display=display))
-
-
-def run_ray(config: RunConfig) -> RunSummary:
-    """Run (or resume) one configuration on a Ray cluster (:mod:`raleval.app.ray_backend`)."""
-    from raleval.app.ray_backend import run_ray as run_on_ray
-
-    return run_on_ray(config)

@@ -106,13 +106,16 @@ def run(
     ] = "rich",
     backend: Annotated[
         str | None,
-        typer.Option(envvar="RALEVAL_BACKEND", help="local | ray (shard over a Ray cluster)"),
+        typer.Option(
+            envvar="RALEVAL_BACKEND",
+            help="local (this process) | processes (--workers local processes) | ray",
+        ),
     ] = None,
     ray_address: Annotated[
         str | None, typer.Option(envvar="RALEVAL_RAY_ADDRESS", help="Ray cluster address")
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(envvar="RALEVAL_WORKERS", help="Ray shards / workers")
+        int | None, typer.Option(envvar="RALEVAL_WORKERS", help="worker processes (processes, ray)")
     ] = None,
     tool_fault_rate: Annotated[
         float | None,
@@ -307,12 +310,12 @@ def _run_one(cfg: Any, display: str) -> bool:
 
     console = Console()
     try:
-        if cfg.backend == "ray":
-            from raleval.app.runner import run_ray
-
-            summary = run_ray(cfg)
-        else:
+        if cfg.backend == "local":
             summary = asyncio.run(run_async(cfg, display=display))
+        else:  # episodes in worker processes, this one writing
+            from raleval.app.runner import run_sync
+
+            summary = run_sync(cfg)
     except KeyboardInterrupt:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:

@@ -1,0 +1,349 @@
+"""Episodes run in worker processes; the driver alone writes the run directory.
+
+Two backends share this driver: ``--backend processes`` (worker processes on this machine,
+:mod:`raleval.app.process_backend`) and ``--backend ray`` (a Ray cluster's workers,
+:mod:`raleval.app.ray_backend`). Each is a :class:`Transport`: it starts one stream per chunk
+of episodes and hands the driver whatever a stream delivers next.
+
+A worker receives a configuration that names no run directory, the configured workflow (with
+its demonstrations) and a list of (task, epoch, attempt) items; it builds the environment and
+the model itself, runs the episodes with asyncio as a local run does, scores them, and streams
+them back in batches as they finish, each already a complete result line (the driver only
+checks and appends it: encoding a trajectory costs more than the write). A 100k-episode run
+never holds its results in a worker.
+
+Exactly once: the driver writes an episode only if this run has not written it already; a
+worker that dies loses only what it had not yet streamed, and the driver sends the episodes it
+never received to a new worker (up to :data:`ROUNDS` rounds). Resuming skips what is on disk,
+as a local run does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from raleval.app.runner import (
+    RunSummary,
+    Tally,
+    _close_session,
+    _long_lived_heap,
+    _open_run_dir,
+    _prepare,
+    build_env,
+    episode_stack,
+    failures_on_disk,
+    merge_shards,
+    pending_episodes,
+    run_episode,
+    run_prompts,
+    shard_of,
+)
+from raleval.config import RunConfig
+from raleval.failures import failure_cause
+from raleval.records import AgentSpec, Task
+from raleval.store import RESULTS, ResultHead, ResultsFile
+from raleval.workflow import Workflow
+
+ROUNDS = 3  # a lost worker's unreceived episodes are sent out again at most this often
+POLL_S = 0.2  # how often the driver looks up from waiting for batches (to notice Ctrl-C)
+BATCH_S = 0.05  # a worker gathers what finishes within this long into one message
+# What a worker's configuration names as its log directory: nothing can be created under a
+# file, so a code path that tried to write a run directory on a worker would fail loudly.
+NO_RUN_DIR = "/dev/null/no-run-directory-on-workers"
+
+Item = tuple[Task, int, int]  # (task, epoch, attempt): the attempt number is the driver's
+
+
+@dataclass(frozen=True)
+class Done:
+    """A finished, scored episode as a worker returns it: its key, what the run's tally counts,
+    and its result line (JSON, no newline)."""
+
+    task_id: str
+    epoch: int
+    f1: float
+    termination: str
+    error_type: str | None
+    line: str
+
+
+class Transport(Protocol):
+    """How episodes reach workers and come back."""
+
+    name: str  # says which backend in messages ("processes", "ray")
+    lost_cause: str  # failure cause of episodes no worker returned in ROUNDS rounds
+
+    def __enter__(self) -> Transport:
+        """Make the workers' home ready (a Ray cluster); ``__exit__`` stops every worker."""
+        ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def start(self, data: dict[str, Any], workflow: Workflow, chunks: list[list[Item]]) -> list:
+        """Start one stream per chunk; return the streams."""
+        ...
+
+    def receive(self, live: list, timeout: float) -> tuple[Any, list[Done] | None] | None:
+        """Wait up to ``timeout`` seconds for any stream of ``live``: (stream, batch), or
+        (stream, None) when it ended; None if nothing came. A stream that failed raises
+        :class:`WorkerError`."""
+        ...
+
+    def cancel(self, streams: list) -> None:
+        """Stop the streams' workers at once."""
+        ...
+
+
+class Stopped(Exception):
+    """Ctrl-C: the driver stops the workers; what is written stays, a resume runs the rest."""
+
+
+class WorkerError(Exception):
+    """A stream's worker died or raised; ``stream`` is the one that ended."""
+
+    def __init__(self, stream: Any, message: str) -> None:
+        super().__init__(message)
+        self.stream = stream
+
+
+async def _run_items(
+    config: RunConfig, workflow: Workflow, items: list[Item], out: asyncio.Queue[Done]
+) -> None:
+    """Run ``items`` as a local run would (``max_connections`` at once), scored, into ``out``."""
+    from raleval.agents.agent import resolve_model
+    from raleval.analysis.scoring import score_trajectory
+
+    model = resolve_model(config.model, dict(config.model_options), run_dir=None)
+    env = build_env(config.env, config.env_options)
+    model, env, _faults, cache = episode_stack(config, model, env)
+    agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
+    graph = workflow.build(model, env)
+    todo = list(reversed(items))
+
+    async def worker() -> None:
+        while todo:
+            task, epoch, attempt = todo.pop()
+            traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
+            score_trajectory(traj, task)
+            traj.failure = failure_cause(traj)
+            traj.attempt = attempt
+            out.put_nowait(
+                Done(
+                    task_id=traj.task_id,
+                    epoch=traj.epoch,
+                    f1=traj.scores.get("f1", 0.0),
+                    termination=traj.termination.value,
+                    error_type=traj.error_type.value if traj.error_type is not None else None,
+                    # fallback=repr: as ResultsFile.append_many writes a stray Python value
+                    line=traj.model_dump_json(fallback=repr),
+                )
+            )
+
+    n = min(config.max_connections, max(1, len(items)))
+    n = min(n, model.capabilities.max_concurrency or n)
+    try:
+        with _long_lived_heap():
+            await asyncio.gather(*(worker() for _ in range(n)))
+    finally:
+        if cache is not None:
+            cache.close()
+        await _close_session(env)
+        await model.aclose()
+
+
+def stream_episodes(
+    config_data: dict[str, Any], workflow: Workflow, items: list[Item]
+) -> Iterator[list[Done]]:
+    """Run ``items`` and yield the finished episodes in batches (a worker's body).
+
+    The asyncio loop runs while the generator waits for the next batch; between batches it
+    pauses only for as long as the transport takes to send one."""
+    config = RunConfig.model_validate(config_data)
+    loop = asyncio.new_event_loop()
+    out: asyncio.Queue[Done] = asyncio.Queue()
+    producer = loop.create_task(_run_items(config, workflow, items, out))
+    try:
+        while True:
+            getter = loop.create_task(out.get())
+            loop.run_until_complete(
+                asyncio.wait({getter, producer}, return_when=asyncio.FIRST_COMPLETED)
+            )
+            if getter.done():
+                # a little longer: what finishes meanwhile goes in the same message
+                loop.run_until_complete(asyncio.wait({producer}, timeout=BATCH_S))
+                batch = [getter.result()]
+            else:
+                getter.cancel()
+                loop.run_until_complete(asyncio.gather(getter, return_exceptions=True))
+                batch = []
+            while not out.empty():
+                batch.append(out.get_nowait())
+            if batch:
+                yield batch
+            if producer.done() and out.empty():
+                try:
+                    producer.result()
+                except Exception as exc:
+                    # said in a plain exception: a worker's own type (UnknownNameError) may
+                    # not survive the trip back to the driver
+                    raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+                return
+    finally:
+        if not producer.done():
+            producer.cancel()
+            loop.run_until_complete(asyncio.gather(producer, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+def worker_config(config: RunConfig) -> dict[str, Any]:
+    """The configuration a worker receives: the run's, naming no run directory."""
+    return config.model_dump(mode="json") | {"backend": "local", "log_dir": NO_RUN_DIR}
+
+
+def run_on_workers(config: RunConfig, transport: Transport) -> RunSummary:
+    """Run (or resume) ``config`` over ``transport``'s workers; only this process writes."""
+    config = config.with_defaults()
+    env, tasks, workflow = _prepare(config)
+    run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
+    del env  # the driver runs no episode
+    merge_shards(run_dir)  # shard files of a run started by an older raleval
+    results = ResultsFile(run_dir / RESULTS)
+    latest, pending = pending_episodes(run_dir, tasks, config)
+    tally = Tally()
+    remaining, lost_because, write_error, interrupted = pending, [], None, False
+    if pending:
+        # Ctrl-C sets a flag the driver reads between batches, so it never lands inside a
+        # write; the workers ignore it and are stopped on the way out of `with`.
+        stop = threading.Event()
+        here = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if here else None
+        try:
+            with transport:
+                remaining, lost_because, write_error = _run_rounds(
+                    transport, config, workflow, pending, results, latest, tally, stop
+                )
+        except Stopped:
+            interrupted = True
+            print(
+                "\nstopping: episodes in flight are dropped; a resume runs every episode "
+                "not written",
+                file=sys.stderr,
+                flush=True,
+            )
+        finally:
+            if here:  # None: a handler not set from Python; Python's own then
+                signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+    keys = {(t.id, e) for t in tasks for e in range(config.epochs)}
+    failures = failures_on_disk(run_dir, tasks, config.epochs)
+    if remaining and write_error is None and not interrupted:
+        failures[transport.lost_cause] = len(remaining)
+    return RunSummary(
+        run_dir=run_dir,
+        total=len(keys),
+        skipped=len(keys) - len(pending),
+        ran=tally.ran,
+        mean_f1=tally.mean_f1,
+        by_termination=tally.terminations,
+        by_error_type=tally.labels,
+        failures=failures,
+        interrupted=interrupted,
+        write_error=write_error,
+        unwritten=len(remaining) if write_error else 0,
+        worker_errors=lost_because,
+    )
+
+
+def _run_rounds(
+    transport: Transport,
+    config: RunConfig,
+    workflow: Workflow,
+    pending: list[tuple[Task, int]],
+    results: ResultsFile,
+    latest: dict[tuple[str, int], ResultHead],
+    tally: Tally,
+    stop: threading.Event,
+) -> tuple[list[tuple[Task, int]], list[str], str | None]:
+    """Send ``pending`` to the workers, again for what a lost worker did not return, and write
+    what comes back. Returns the episodes still unreturned, why workers were lost, and a write
+    error that stopped the run (None if none)."""
+    data = worker_config(config)
+    written: set[tuple[str, int]] = set()
+    lost_because: list[str] = []
+    remaining = pending
+    for _ in range(ROUNDS):
+        if not remaining:
+            break
+        chunks: list[list[Item]] = [[] for _ in range(config.workers)]
+        for task, epoch in remaining:
+            before = latest.get((task.id, epoch))
+            attempt = before.attempt + 1 if before is not None else 0
+            chunks[shard_of(task.id, epoch, config.workers)].append((task, epoch, attempt))
+        streams = transport.start(data, workflow, [c for c in chunks if c])
+        try:
+            errors = _receive(transport, streams, results, written, tally, stop)
+        except OSError as exc:  # a full disk: stop; what is not written runs on resume
+            transport.cancel(streams)
+            remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
+            return remaining, lost_because, f"{exc.strerror or exc} ({results.path})"
+        remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
+        for error in dict.fromkeys(errors):  # the cause, not only a count of lost episodes
+            print(
+                f"{transport.name}: a worker ended early ({len(remaining)} episode(s) not "
+                f"returned): {error}",
+                file=sys.stderr,
+                flush=True,
+            )
+        lost_because += errors
+    return remaining, lost_because, None
+
+
+def _receive(
+    transport: Transport,
+    streams: list,
+    results: ResultsFile,
+    written: set[tuple[str, int]],
+    tally: Tally,
+    stop: threading.Event,
+) -> list[str]:
+    """Write every batch the workers' streams deliver, each episode once; return why any
+    stream ended early (a worker that died or raised). Raises :class:`Stopped` on Ctrl-C."""
+    errors: list[str] = []
+    live = list(streams)
+    while live:
+        if stop.is_set():
+            raise Stopped
+        try:
+            got = transport.receive(live, POLL_S)
+        except WorkerError as exc:
+            live.remove(exc.stream)
+            errors.append(str(exc))
+            continue
+        if got is None:
+            continue
+        stream, batch = got
+        if batch is None:
+            live.remove(stream)
+            continue
+        fresh = []
+        for done in batch:
+            key = (done.task_id, done.epoch)
+            if key in written:
+                continue  # sent again by a worker of a later round: written once
+            written.add(key)
+            fresh.append(done)
+        if fresh:
+            try:
+                results.append_lines([d.line for d in fresh])
+            except OSError:
+                written.difference_update((d.task_id, d.epoch) for d in fresh)
+                raise
+            for done in fresh:
+                tally.count(done.f1, done.termination, done.error_type)
+    return errors
