@@ -207,8 +207,10 @@ def worker_config(config: RunConfig) -> dict[str, Any]:
     return config.model_dump(mode="json") | {"backend": "local", "log_dir": NO_RUN_DIR}
 
 
-def run_on_workers(config: RunConfig, transport: Transport) -> RunSummary:
+def run_on_workers(config: RunConfig, transport: Transport, display: str = "none") -> RunSummary:
     """Run (or resume) ``config`` over ``transport``'s workers; only this process writes."""
+    from raleval.app.progress import make_progress
+
     config = config.with_defaults()
     env, tasks, workflow = _prepare(config)
     run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
@@ -225,9 +227,9 @@ def run_on_workers(config: RunConfig, transport: Transport) -> RunSummary:
         here = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, lambda *_: stop.set()) if here else None
         try:
-            with transport:
+            with transport, make_progress(display, len(pending), config.slug()) as progress:
                 remaining, lost_because, write_error = _run_rounds(
-                    transport, config, workflow, pending, results, latest, tally, stop
+                    transport, config, workflow, pending, results, latest, tally, stop, progress
                 )
         except Stopped:
             interrupted = True
@@ -269,6 +271,7 @@ def _run_rounds(
     latest: dict[tuple[str, int], ResultHead],
     tally: Tally,
     stop: threading.Event,
+    progress: Any,
 ) -> tuple[list[tuple[Task, int]], list[str], str | None]:
     """Send ``pending`` to the workers, again for what a lost worker did not return, and write
     what comes back. Returns the episodes still unreturned, why workers were lost, and a write
@@ -287,7 +290,7 @@ def _run_rounds(
             chunks[shard_of(task.id, epoch, config.workers)].append((task, epoch, attempt))
         streams = transport.start(data, workflow, [c for c in chunks if c])
         try:
-            errors = _receive(transport, streams, results, written, tally, stop)
+            errors = _receive(transport, streams, results, written, tally, stop, progress)
         except OSError as exc:  # a full disk: stop; what is not written runs on resume
             transport.cancel(streams)
             remaining = [(t, e) for t, e in remaining if (t.id, e) not in written]
@@ -311,6 +314,7 @@ def _receive(
     written: set[tuple[str, int]],
     tally: Tally,
     stop: threading.Event,
+    progress: Any,
 ) -> list[str]:
     """Write every batch the workers' streams deliver, each episode once; return why any
     stream ended early (a worker that died or raised). Raises :class:`Stopped` on Ctrl-C."""
@@ -346,4 +350,5 @@ def _receive(
                 raise
             for done in fresh:
                 tally.count(done.f1, done.termination, done.error_type)
+                progress.advance(tally.mean_f1 or 0.0)
     return errors

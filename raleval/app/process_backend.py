@@ -105,9 +105,9 @@ class ProcessTransport:
             worker.conn.close()
 
 
-def run_processes(config: RunConfig) -> RunSummary:
+def run_processes(config: RunConfig, display: str = "none") -> RunSummary:
     """Run (or resume) ``config`` in ``config.workers`` local worker processes."""
-    return run_on_workers(config, ProcessTransport(config))
+    return run_on_workers(config, ProcessTransport(config), display)
 
 
 def _worker_main(fd: int) -> None:

@@ -74,6 +74,6 @@ class RayTransport:
             self._ray.cancel(stream, force=True)
 
 
-def run_ray(config: RunConfig) -> RunSummary:
+def run_ray(config: RunConfig, display: str = "none") -> RunSummary:
     """Run (or resume) ``config`` on Ray; the driver is the only writer of the run directory."""
-    return run_on_workers(config, RayTransport(config))
+    return run_on_workers(config, RayTransport(config), display)

@@ -694,9 +694,9 @@ def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
     if config.backend == "ray":
         from raleval.app.ray_backend import run_ray
 
-        return run_ray(config)
+        return run_ray(config, display)
     if config.backend == "processes":
         from raleval.app.process_backend import run_processes
 
-        return run_processes(config)
+        return run_processes(config, display)
     return asyncio.run(run(config, display=display))

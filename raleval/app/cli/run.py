@@ -315,7 +315,7 @@ def _run_one(cfg: Any, display: str) -> bool:
         else:  # episodes in worker processes, this one writing
             from raleval.app.runner import run_sync
 
-            summary = run_sync(cfg)
+            summary = run_sync(cfg, display)
     except KeyboardInterrupt:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
