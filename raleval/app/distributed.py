@@ -241,7 +241,8 @@ def run_on_workers(config: RunConfig, transport: Transport, display: str = "none
             )
         finally:
             if here:  # None: a handler not set from Python; Python's own then
-                signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+                restore = previous if previous is not None else signal.default_int_handler
+                signal.signal(signal.SIGINT, restore)
     keys = {(t.id, e) for t in tasks for e in range(config.epochs)}
     failures = failures_on_disk(run_dir, tasks, config.epochs)
     if remaining and write_error is None and not interrupted:
