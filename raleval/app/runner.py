@@ -123,10 +123,13 @@ def _long_lived_heap() -> Any:
     """The run's world, tasks and compiled graph live until it ends: move them out of the
     cyclic collector's way (``gc.freeze``) and collect young objects less often, so that
     collections stop re-walking them between episodes (measured: ~0.6 ms less client CPU per
-    episode at 64 in flight). The collector's state is restored afterwards."""
+    episode at 64 in flight). The young generation's threshold is 100,000 objects: with 128
+    episodes in flight it holds their live state, and at 20,000 a collection came every ~200
+    episodes and walked it for ~30 ms (0.13-0.18 ms per episode; at 100,000, none in 3,000
+    episodes). The collector's state is restored afterwards."""
     threshold = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(max(threshold[0], 20_000), *threshold[1:])
+    gc.set_threshold(max(threshold[0], 100_000), *threshold[1:])
     try:
         yield
     finally:
