@@ -8,7 +8,7 @@ import asyncio
 from raleval import registry
 from raleval.agents.scripted import OracleModel
 from raleval.app.runner import run_episode
-from raleval.model import Capabilities
+from raleval.model import Capabilities, GenerateRequest, Generation, ModelBase, ModelError
 from raleval.records import AgentSpec
 from raleval.tasks.catalog import load_tasks
 from raleval.workflows.common import fit_observation
@@ -103,3 +103,35 @@ def test_domain_tools_offer_only_the_questions_domain(tmp_path):
     from raleval.store import read_header
 
     assert read_header(summary.run_dir).config["env_options"]["domain_tools"] == "true"
+
+
+class LoopingServer(ModelBase):
+    """Repeats one action with a long observation forever, as the embedded model did on a CRAG
+    comparison, and refuses like llama.cpp any request that cannot fit its window with the
+    reply and a chat template's tokens."""
+
+    capabilities = Capabilities(cacheable=False, context_window=4096)
+
+    def __init__(self, action: str) -> None:
+        self.action, self.prompts = action, []
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        prompt = sum(self.count_tokens(m.content) for m in request.messages)
+        self.prompts.append(prompt)
+        if prompt + request.max_tokens + 64 > self.capabilities.context_window:
+            raise ModelError(f"request ({prompt} tokens) exceeds the context size", "http_400")
+        return Generation(text=f" Look again.\nAction: {self.action}")
+
+
+def test_react_ends_at_its_window_before_a_server_must_refuse_a_prompt():
+    env = registry.envs.get("crag")(size="tiny")
+    task = _price_tasks(env)[0]
+    call = next(c for c in task.solution if c.tool == "finance_get_price_history")
+    model = LoopingServer(f'finance_get_price_history(ticker="{call.arguments["ticker"]}")')
+    workflow = registry.workflows.get("react").configure({"max_steps": 50, "shots": 0})
+    agent = AgentSpec(workflow="react", model="scripted/looping", env="crag")
+    traj = asyncio.run(run_episode(task, model, env, workflow, agent))
+    # before: the scratchpad crept past the window, the last request was refused (llm_error)
+    assert (traj.termination.value, traj.termination_cause) == ("context_limit", "context_window")
+    assert len(traj.steps) >= 3 and traj.llm_calls and not any(c.error for c in traj.llm_calls)
+    assert max(model.prompts) + 128 + 64 <= 4096

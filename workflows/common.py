@@ -40,6 +40,7 @@ __all__ = [
     "episode_env",
     "episode_model",
     "examples_text",
+    "exceeds_context",
     "fit_observation",
     "load_prompt",
     "observation_room",
@@ -140,13 +141,30 @@ def fit_observation(model: Model, text: str, budget: int | None) -> str:
         keep = int(keep * 0.9)
 
 
+CHAT_TEMPLATE_TOKENS = 64  # what a chat template adds around the messages (roles, markers)
+
+
+def exceeds_context(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> bool:
+    """Whether a request for ``prompt`` would not fit ``context_limit`` with the model's reply
+    (``max_tokens``) and the chat template's own tokens: such a request is never sent, the
+    episode ends in ``context_limit`` instead. Counting the prompt alone let a ReAct episode
+    creep past llama.cpp's window by the template's tokens (HTTP 400 at 8,218 of 8,192)."""
+    used = count_tokens(model, prompt) + config.max_tokens + CHAT_TEMPLATE_TOKENS
+    return used > context_limit
+
+
 def observation_room(
     model: Model, config: WorkflowConfig, context_limit: int, prompt_so_far: str
 ) -> int:
     """Tokens an observation may take: the configured budget, and never more than the context
     leaves after the prompt so far and the model's next reply."""
     # the reply, and the chat template's own tokens around the messages
-    room = context_limit - count_tokens(model, prompt_so_far) - config.max_tokens - 64
+    room = (
+        context_limit
+        - count_tokens(model, prompt_so_far)
+        - config.max_tokens
+        - CHAT_TEMPLATE_TOKENS
+    )
     room = max(room, 16)
     return min(room, config.max_obs_tokens) if config.max_obs_tokens else room
 

@@ -34,10 +34,10 @@ from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
-    count_tokens,
     episode_env,
     episode_model,
     examples_text,
+    exceeds_context,
     fit_observation,
     load_prompt,
     observation_room,
@@ -157,7 +157,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         if node.children:
             messages.append(diversity_message([tree[c] for c in node.children]))
         flat = "\n".join(f"{m.role}: {m.content}" for m in messages)
-        if count_tokens(ep_model, schema_text + flat) > context_limit:
+        if exceeds_context(ep_model, cfg, context_limit, schema_text + flat):
             # a configured budget, or the model's own window (a harness limit)
             rec.finish(
                 Termination.context_limit,

@@ -30,10 +30,10 @@ from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
-    count_tokens,
     episode_env,
     episode_model,
     examples_text,
+    exceeds_context,
     fit_observation,
     load_prompt,
     observation_room,
@@ -111,7 +111,7 @@ def build_function_calling_graph(
             rec.finish(Termination.step_limit)
             return {"rec": rec, "messages": new}
         flat = transcript(to_raleval_messages(messages))
-        if count_tokens(ep_model, schema_text + flat) > context_limit:
+        if exceeds_context(ep_model, cfg, context_limit, schema_text + flat):
             # a configured budget, or the model's own window (a harness limit)
             rec.finish(
                 Termination.context_limit,

@@ -27,10 +27,10 @@ from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
-    count_tokens,
     episode_env,
     episode_model,
     examples_text,
+    exceeds_context,
     fit_observation,
     load_prompt,
     observation_room,
@@ -125,14 +125,14 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         if n > cfg.max_steps:
             rec.finish(Termination.step_limit)
             return {"rec": rec}
-        if count_tokens(ep_model, head + scratchpad) > context_limit:
+        pad = f"{scratchpad}\nThought {n}:"
+        if exceeds_context(ep_model, cfg, context_limit, head + pad):
             # a configured budget, or the model's own window (a harness limit)
             rec.finish(
                 Termination.context_limit,
                 "token_budget" if cfg.max_context_tokens else "context_window",
             )
             return {"rec": rec}
-        pad = f"{scratchpad}\nThought {n}:"
         stop: tuple[str, ...] = ("\nObservation",) if cfg.react_style == "single" else ("\n",)
         gen = await rec.generate(ep_model, head + pad, messages_for(head, pad), cfg, stop)
         base = {"rec": rec, "header": head, "scratchpad": scratchpad, "n": n}
