@@ -544,6 +544,9 @@ def _titles(d: _Draws) -> list[str]:
     ]
 
 
+PEOPLE = ("persons", "pubs")
+
+
 def _write_people(d: _Draws, path: Path) -> None:
     """The persons and pubs tables (every text column), with their indexes, into a new file."""
     db = _new_db(path)
@@ -618,8 +621,8 @@ def _write_people(d: _Draws, path: Path) -> None:
 
 
 def _write_links(db: sqlite3.Connection, d: _Draws) -> None:
-    """The integer tables: authorship, citations, coauthors, person_topics, each in key order
-    (appends to the B-trees)."""
+    """The integer tables but coauthors: authorship, citations, person_topics, each in key
+    order (appends to the B-trees)."""
     with _timed("authorship"):
         _insert_ints(db, "authorship", [d.a_pub, d.a_pos, d.a_person])
     with _timed("authorship index"):
@@ -630,12 +633,11 @@ def _write_links(db: sqlite3.Connection, d: _Draws) -> None:
         pt_person = np.repeat(np.arange(1, d.n_persons + 1), d.n_topics)
         pt_topic = d.ptopics[1:][np.arange(6) < d.n_topics[:, None]]
         _insert_sorted(db, "person_topics", [pt_topic, d.person_cit[pt_person], pt_person])
-    with _timed("coauthors"):
-        _write_coauthors(db, d)
 
 
-def _write_coauthors(db: sqlite3.Connection, d: _Draws) -> None:
-    """Coauthor edges: every unordered author pair of every paper, counted, both directions."""
+def _write_coauthors(d: _Draws, path: Path) -> None:
+    """Coauthor edges into a new file: every unordered author pair of every paper, counted,
+    both directions."""
     authors, n = d.authors, d.n_persons + 1
     pairs = [
         (authors[:, i], authors[:, j])
@@ -648,7 +650,11 @@ def _write_coauthors(db: sqlite3.Connection, d: _Draws) -> None:
     del lo, hi
     ua, ub = uniq // n, uniq % n
     ca, cb, cw = np.concatenate([ua, ub]), np.concatenate([ub, ua]), np.concatenate([counts] * 2)
+    db = _new_db(path)
+    db.executescript(SCHEMA)  # the world's tables, so that it copies them as pages
     _insert_sorted(db, "coauthors", [ca, cb, cw])
+    db.commit()
+    db.close()
 
 
 def _write_search(d: _Draws, folder: Path) -> None:
@@ -742,7 +748,9 @@ def generate_world(size: str, seed: int, path: Path, parallel: bool | None = Non
     if parallel is None:
         parallel = SIZES[size][1] >= 100_000 and (os.cpu_count() or 1) > 1
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    side = path.with_name(f".{path.name}.{os.getpid()}.people.tmp")
+    # steps that write tables into files of their own, copied in when done
+    sides = {"coauthors": (_write_coauthors, ("coauthors",)), "people": (_write_people, PEOPLE)}
+    side = {name: tmp.with_suffix(f".{name}.tmp") for name in sides}
     with _timed("draw"):
         d = _draw(size, seed)
     steps = _Steps(parallel)
@@ -750,24 +758,26 @@ def generate_world(size: str, seed: int, path: Path, parallel: bool | None = Non
         steps.start("search", _write_search, d, index_folder(path))
         with _timed("derive"):
             d.derive()
-        steps.start("people", _write_people, d, side)
+        for name, (write, _) in sides.items():
+            steps.start(name, write, d, side[name])
         db = _new_db(tmp)
         db.executescript(SCHEMA + _PERSON_INDEXES)
         db.executemany("INSERT INTO topics VALUES (?, ?)", list(enumerate(TOPICS)))
         db.executemany("INSERT INTO orgs VALUES (?, ?, ?, ?)", d.orgs)
         with _timed("write_links"):
             _write_links(db, d)
-        with _timed("wait for people"):
-            steps.wait("people")
-        # into empty tables with the same indexes, SQLite copies rows and index entries as
-        # they are (no decoding, no sorting)
-        db.execute("ATTACH DATABASE ? AS side", (str(side),))
-        with _timed("copy persons and pubs"):
-            for table in ("persons", "pubs"):
-                db.execute(f"INSERT INTO main.{table} SELECT * FROM side.{table}")
-            db.commit()
-        db.execute("DETACH DATABASE side")
-        side.unlink()
+        for name, (_, tables) in sides.items():
+            with _timed(f"wait for {name}"):
+                steps.wait(name)
+            # into empty tables with the same indexes, SQLite copies rows and index entries
+            # as they are (no decoding, no sorting)
+            db.execute("ATTACH DATABASE ? AS side", (str(side[name]),))
+            with _timed(f"copy {name}"):
+                for table in tables:
+                    db.execute(f"INSERT INTO main.{table} SELECT * FROM side.{table}")
+                db.commit()
+            db.execute("DETACH DATABASE side")
+            side[name].unlink()
         cits = np.sort(d.person_cit[1:])[::-1]
         meta = {
             "generator_version": str(GENERATOR_VERSION),
@@ -786,7 +796,8 @@ def generate_world(size: str, seed: int, path: Path, parallel: bool | None = Non
             steps.wait("search")
     except BaseException:
         steps.stop()
-        side.unlink(missing_ok=True)
+        for file in (tmp, *side.values()):
+            file.unlink(missing_ok=True)
         raise
     # The search indexes are part of the world: saved beside it, so that every process maps
     # them instead of tokenising millions of strings when it opens the world; the stamp says
