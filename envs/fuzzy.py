@@ -72,10 +72,18 @@ class StringTable(Sequence[str]):
 
     @classmethod
     def pack(cls, strings: Iterable[str]) -> StringTable:
-        encoded = list(map(str.encode, strings))
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
-        return cls(b"".join(encoded), offsets)
+        strings = strings if isinstance(strings, list) else list(strings)
+        joined = "".join(strings)
+        if joined.isascii():  # one character, one byte: no string encoded on its own
+            sizes = np.fromiter(map(len, strings), np.int64, len(strings))
+            data = joined.encode()
+        else:
+            encoded = list(map(str.encode, strings))
+            sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
+            data = b"".join(encoded)
+        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return cls(data, offsets)
 
     def __len__(self) -> int:
         return self._n

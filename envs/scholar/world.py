@@ -290,10 +290,11 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values[np.r_[True, values[1:] != values[:-1]]]
 
 
-def _insert(db: sqlite3.Connection, table: str, columns: list) -> None:
+def _insert(db: sqlite3.Connection, table: str, columns: list, rowid: bool = True) -> None:
     """Insert columns (equal-length lists or arrays) as rows; the rows exist only as the
-    executemany iterator consumes them."""
-    marks = ", ".join("?" * len(columns))
+    executemany iterator consumes them. ``rowid=False``: the columns leave out the first, an
+    INTEGER PRIMARY KEY that SQLite numbers 1, 2, ... itself (the table must be empty)."""
+    marks = ", ".join(["?"] * len(columns) if rowid else ["NULL"] + ["?"] * len(columns))
     lists = [c.tolist() if isinstance(c, np.ndarray) else c for c in columns]
     db.executemany(f"INSERT INTO {table} VALUES ({marks})", zip(*lists, strict=True))
 
@@ -579,7 +580,6 @@ def _write_people(d: _Draws, path: Path) -> None:
         db,
         "persons",
         [
-            np.arange(1, d.n_persons + 1),
             _hex_ids(d.person_hex),
             d.names,
             d.org,
@@ -592,6 +592,7 @@ def _write_people(d: _Draws, path: Path) -> None:
             d.person_cit[1:],
             d.person_pubs[1:],
         ],
+        rowid=False,
     )
     del interests, emails, edu, bios
     titles = _titles(d)
@@ -605,7 +606,6 @@ def _write_people(d: _Draws, path: Path) -> None:
         db,
         "pubs",
         [
-            np.arange(1, d.n_pubs + 1),
             _hex_ids(d.pub_hex),
             titles,
             d.years,
@@ -613,6 +613,7 @@ def _write_people(d: _Draws, path: Path) -> None:
             d.pub_cit[1:],
             abstracts,
         ],
+        rowid=False,
     )
     del titles, abstracts
     db.executescript(_PERSON_INDEXES)
