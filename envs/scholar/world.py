@@ -8,8 +8,9 @@
   letter changed), at other organizations, as on AMiner; organizations have aliases and
   abbreviations.
 - ``generate_world(size, seed, path)`` draws every column as a numpy array from one seeded
-  generator and writes each table in key order; the same ``(size, seed)`` always produces the
-  same rows (see ``content_hash``). Regular collaborators: every scholar has a circle of six,
+  generator and writes each table in key order (a large world's tables and search indexes in
+  forked processes at once); the same ``(size, seed)`` always produces the same rows (see
+  ``content_hash``). Regular collaborators: every scholar has a circle of six,
   half of a paper's coauthors come from the lead author's circle.
 """
 
@@ -80,6 +81,7 @@ _ONSETS = [
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ei", "ou", "ia", "y"]
 _CODAS = ["", "n", "r", "l", "s", "th", "nd", "rk", "x", "m", "v", "rt"]
 _SURNAME_ENDS = ["", "berg", "ton", "ski", "ova", "ini", "ard", "holt", "quist", "ez", "ani", "ic"]
+_SYLLABLES = [o + v for o in _ONSETS for v in _VOWELS]
 
 TOPICS = [
     "graph neural networks",
@@ -299,14 +301,11 @@ def _insert(db: sqlite3.Connection, table: str, columns: list, rowid: bool = Tru
     db.executemany(f"INSERT INTO {table} VALUES ({marks})", zip(*lists, strict=True))
 
 
-def _packing(
-    columns: list[np.ndarray], widths: list[int] | None = None
-) -> tuple[np.ndarray, list[str]] | None:
+def _packing(columns: list[np.ndarray]) -> tuple[np.ndarray, list[str]] | None:
     """Non-negative integer columns packed into one int64 per row (the first column in the
     highest bits, so packed values sort as the rows do), with the SQL that unpacks each
     column from ``value``; None when they do not fit in 63 bits."""
-    if widths is None:
-        widths = [max(1, int(c.max(initial=0)).bit_length()) for c in columns]
+    widths = [max(1, int(c.max(initial=0)).bit_length()) for c in columns]
     if sum(widths) > 63 or any(int(c.min(initial=0)) < 0 for c in columns):
         return None
     packed, parts, shift = np.zeros(len(columns[0]), dtype=np.int64), [], sum(widths)
@@ -317,7 +316,9 @@ def _packing(
     return packed, parts
 
 
-def _insert_packed(db: sqlite3.Connection, table: str, packed: np.ndarray, parts: list[str]):
+def _insert_packed(
+    db: sqlite3.Connection, table: str, packed: np.ndarray, parts: list[str]
+) -> None:
     """Insert rows packed by :func:`_packing`: sent as a JSON array per chunk that SQLite
     unpacks, twice as fast as executemany (one Python object per row and column made up most
     of the insert time)."""
@@ -528,9 +529,6 @@ def _draw(size: str, seed: int) -> _Draws:
         n_topics, ptopics, gender, position, edu_org, edu_year, mail_no, pub_hex, cand, n_auth,
         cit_refs, cit_u, years, topic, method, adj, kind, n_bench, s1, s2, coda, venues, venue,
     )  # fmt: skip
-
-
-_SYLLABLES = [o + v for o in _ONSETS for v in _VOWELS]
 
 
 def _titles(d: _Draws) -> list[str]:
