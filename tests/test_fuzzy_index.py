@@ -84,3 +84,36 @@ def test_string_table_round_trips_any_text(tmp_path):
     table = StringTable.load(tmp_path, "t")
     assert list(table) == texts and table[-1] == "plain" and table[1:3] == texts[1:3]
     assert table.take(__import__("numpy").array([4, 1])) == ["plain", "Zürich"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abzAZ09 -:é\x00İKßﬁ東", max_size=12), max_size=40),
+    st.integers(min_value=1, max_value=7),
+)
+def test_postings_hold_exactly_each_strings_query_tokens(strings, chunk):
+    """The build splits translated bytes where queries use the regex: both must find the same
+    tokens (non-ASCII letters, case folding, the separator inside a string), chunk by chunk."""
+    from raleval.envs.fuzzy import _Tokenised, tokens
+
+    built = _Tokenised(strings, chunk=chunk)
+    assert built.vocab == sorted({t for s in strings for t in tokens(s.replace("\x00", " "))})
+    found: list[set[str]] = [set() for _ in strings]
+    for tid, word in enumerate(built.vocab):
+        ids = built.postings[built.offsets[tid] : built.offsets[tid + 1]].tolist()
+        assert ids == sorted(set(ids))  # ascending, each string once
+        for i in ids:
+            found[i].add(word)
+    assert found == [set(tokens(s.replace("\x00", " "))) for s in strings]
+
+
+def test_a_restamped_index_keeps_its_arrays(tmp_path):
+    from raleval.envs.fuzzy import cached_index, stamp_index
+
+    INDEX.save(tmp_path / "names")
+    before = {f.name: f.read_bytes() for f in (tmp_path / "names").iterdir()}
+    stamp_index(tmp_path / "names", {"world_bytes": "1"})
+    after = {f.name: f.read_bytes() for f in (tmp_path / "names").iterdir()}
+    assert {k for k in before if before[k] != after[k]} == {"index.json"}
+    reopened = cached_index(tmp_path / "names", {"world_bytes": "1"}, lambda: ["not", "built"])
+    assert len(reopened) == len(NAMES)  # the saved index, not a rebuild

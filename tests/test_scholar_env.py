@@ -251,3 +251,97 @@ def test_search_indexes_are_saved_beside_the_world_and_mapped(tmp_path):
     assert store.names.strings[0] == first  # position i is rowid i + 1
     assert store.names.search(first, 1)[0] == (0, 100.0)
     assert isinstance(store.names.strings._data, mmap.mmap)  # mapped from the saved file
+
+
+def test_a_parallel_build_writes_the_same_world_and_indexes(tmp_path):
+    a = generate_world("tiny", 6, tmp_path / "a" / "w.sqlite", parallel=False)
+    b = generate_world("tiny", 6, tmp_path / "b" / "w.sqlite", parallel=True)
+    assert a.read_bytes() == b.read_bytes()
+    for name in ("names", "titles"):
+        files = sorted(p.name for p in (a.parent / "w.index" / name).iterdir())
+        assert files == sorted(p.name for p in (b.parent / "w.index" / name).iterdir())
+        for f in files:
+            assert (a.parent / "w.index" / name / f).read_bytes() == (
+                b.parent / "w.index" / name / f
+            ).read_bytes()
+    assert sorted(p.name for p in b.parent.iterdir()) == ["w.index", "w.sqlite"]  # no side files
+
+
+def test_a_failed_build_step_fails_the_build_and_leaves_no_world(tmp_path, monkeypatch):
+    from raleval.envs.scholar import world
+
+    def broken(d, path):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(world, "_write_people", broken)
+    with pytest.raises(RuntimeError, match="'people' failed"):
+        generate_world("tiny", 0, tmp_path / "w.sqlite", parallel=True)
+    with pytest.raises(OSError, match="disk full"):
+        generate_world("tiny", 0, tmp_path / "w.sqlite", parallel=False)
+    assert not [p for p in tmp_path.iterdir() if p.suffix != ".index"]  # no world, no tmp
+
+
+_KILLED_BUILD = """
+import multiprocessing, sys, time
+from pathlib import Path
+from raleval.envs.scholar import world
+
+def hang(*args):  # a step still running when the build is killed
+    time.sleep(600)
+
+def links(db, d):
+    pids = [p.pid for p in multiprocessing.active_children() if p.name.endswith("people")]
+    Path(sys.argv[2]).write_text(" ".join(map(str, pids)))
+    time.sleep(600)
+
+world._write_people = hang
+world._write_links = links
+world.generate_world("tiny", 0, Path(sys.argv[1]), parallel=True)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_killed_build_leaves_no_world_and_no_running_steps(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    world, pids = tmp_path / "w.sqlite", tmp_path / "pids"
+    build = subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(world), str(pids)])
+    steps: list[int] = []
+    try:
+        for _ in range(600):
+            if pids.exists() or build.poll() is not None:
+                break
+            time.sleep(0.1)
+        steps = [int(p) for p in pids.read_text().split()]
+        assert len(steps) == 1 and _alive(steps[0])
+        build.send_signal(signal.SIGKILL)
+        build.wait()
+        for _ in range(100):
+            if not any(_alive(p) for p in steps):
+                break
+            time.sleep(0.1)
+        survivors = [p for p in steps if _alive(p)]
+    finally:  # never leave a hanging build behind, whatever failed
+        build.kill()
+        build.wait()
+        for pid in steps:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert survivors == []  # the steps died with the build
+    assert not world.exists()
+    from raleval.envs.scholar.store import ScholarStore
+
+    with pytest.raises(FileNotFoundError):
+        ScholarStore(world)
