@@ -48,7 +48,8 @@ def test_generation_is_deterministic_per_seed(env):
 
 
 TINY_3_3_LEAK = (
-    "issue 20, open: on the tiny scholar world of generator v4 (issue 25) a paper's field word "
+    "known, tiny world only (the small and large worlds pass): on the tiny scholar world of "
+    "generator v4 (issue 25) a paper's field word "
     "predicts its first author's organisation and position, and 3-3 yields only 53 items; a "
     "question-only 4-gram neighbour gets 8 of 53 right (leave one out) against chance 0.05"
 )
