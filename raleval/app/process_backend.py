@@ -1,25 +1,26 @@
 """``--backend processes``: episodes run in worker processes on this machine.
 
-One process of raleval spends about 2 ms of CPU per episode (a LangGraph ``ainvoke`` alone
-costs ~1 ms), so it serves at most ~500 episodes a second however fast the model is; more in
-flight needs more cores. Each worker is a fresh interpreter (``python -m
-raleval.app.process_backend FD``) that receives its configuration, the workflow and its
-episodes through a socket pair, runs :func:`raleval.app.distributed.stream_episodes` and sends
-the finished episodes back in batches; the driver (:func:`raleval.app.distributed.run_on_workers`)
-alone writes the run directory, as with Ray. A worker resolves names (environment, model,
-plugins) as a new process does: from installed packages and entry points.
+One process of raleval spends 1.6-2 ms of CPU per episode (a bare two-node LangGraph
+``ainvoke`` alone costs ~0.7 ms), so it serves at most ~550-600 episodes a second however fast
+the model is; more in flight needs more cores (docs/scale.md).
+
+Each worker is a fresh interpreter (``python -m raleval.app.process_backend FD``) that
+receives its configuration, the workflow and its episodes through a socket pair, runs
+:func:`raleval.app.distributed.stream_episodes` and sends the finished episodes back in
+batches; the driver (:func:`raleval.app.distributed.run_on_workers`) alone writes the run
+directory, as with Ray. A worker is a new process with the driver's interpreter and
+environment variables: it imports raleval and resolves names (environment, model, plugins) as
+any new process would, from installed packages and entry points.
 
 Workers ignore Ctrl-C: the driver stops them and everything written stays whole.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 from multiprocessing.connection import Connection, Pipe, wait
-from pathlib import Path
 from typing import Any
 
 from raleval.app.distributed import Done, Item, WorkerError, run_on_workers, stream_episodes
@@ -58,10 +59,6 @@ class ProcessTransport:
         self.cancel(self._workers)
 
     def start(self, data: dict[str, Any], workflow: Workflow, chunks: list[list[Item]]) -> list:
-        env = dict(os.environ)
-        # the worker imports this raleval, wherever it was imported from
-        here = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
         started = []
         for _ in chunks:  # every interpreter starts (imports) at once, before any is fed
             mine, theirs = Pipe(duplex=True)
@@ -69,7 +66,6 @@ class ProcessTransport:
                 [sys.executable, "-m", "raleval.app.process_backend", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
-                env=env,
             )
             theirs.close()
             started.append(_Worker(proc, mine))
