@@ -142,6 +142,13 @@ class ResultHead(BaseModel):
     failure: str | None = None
 
 
+def result_line(trajectory: Trajectory) -> str:
+    """A trajectory as its line of results.jsonl (no newline). fallback=repr: a value no JSON
+    type holds (a model's stray Python literal in an argument) is written as its repr instead
+    of failing the batch it sits in."""
+    return trajectory.model_dump_json(fallback=repr)
+
+
 class ResultsFile:
     """Append-only ``results.jsonl`` with crash-safe reopening."""
 
@@ -203,9 +210,7 @@ class ResultsFile:
     def append_many(self, trajectories: list[Trajectory]) -> None:
         """Complete lines in one write, then one fsync: a crash leaves every line whole or the
         last one torn, and a torn line is cut by repair() on the next start."""
-        # fallback=repr: a value no JSON type holds (a model's stray Python literal in an
-        # argument) is written as its repr instead of failing the batch it sits in
-        self.append_lines([t.model_dump_json(fallback=repr) for t in trajectories])
+        self.append_lines([result_line(t) for t in trajectories])
 
     def append_lines(self, lines: list[str]) -> None:
         """:meth:`append_many` for trajectories already encoded (one JSON object per string,

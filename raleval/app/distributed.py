@@ -36,18 +36,20 @@ from raleval.app.runner import (
     _open_run_dir,
     _prepare,
     build_env,
+    episode_slots,
     episode_stack,
     failures_on_disk,
     merge_shards,
+    next_attempt,
     pending_episodes,
-    run_episode,
     run_prompts,
+    run_scored,
     shard_of,
+    tally_fields,
 )
 from raleval.config import RunConfig
-from raleval.failures import failure_cause
 from raleval.records import AgentSpec, Task
-from raleval.store import RESULTS, ResultHead, ResultsFile
+from raleval.store import RESULTS, ResultHead, ResultsFile, result_line
 from raleval.workflow import Workflow
 
 ROUNDS = 3  # a lost worker's unreceived episodes are sent out again at most this often
@@ -117,7 +119,6 @@ async def _run_items(
 ) -> None:
     """Run ``items`` as a local run would (``max_connections`` at once), scored, into ``out``."""
     from raleval.agents.agent import resolve_model
-    from raleval.analysis.scoring import score_trajectory
 
     model = resolve_model(config.model, dict(config.model_options), run_dir=None)
     env = build_env(config.env, config.env_options)
@@ -129,24 +130,13 @@ async def _run_items(
     async def worker() -> None:
         while todo:
             task, epoch, attempt = todo.pop()
-            traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
-            score_trajectory(traj, task)
-            traj.failure = failure_cause(traj)
-            traj.attempt = attempt
+            traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
+            f1, termination, label = tally_fields(traj)
             out.put_nowait(
-                Done(
-                    task_id=traj.task_id,
-                    epoch=traj.epoch,
-                    f1=traj.scores.get("f1", 0.0),
-                    termination=traj.termination.value,
-                    error_type=traj.error_type.value if traj.error_type is not None else None,
-                    # fallback=repr: as ResultsFile.append_many writes a stray Python value
-                    line=traj.model_dump_json(fallback=repr),
-                )
+                Done(traj.task_id, traj.epoch, f1, termination, label, result_line(traj))
             )
 
-    n = min(config.max_connections, max(1, len(items)))
-    n = min(n, model.capabilities.max_concurrency or n)
+    n = episode_slots(config, model, len(items))
     try:
         with _long_lived_heap():
             await asyncio.gather(*(worker() for _ in range(n)))
@@ -286,8 +276,7 @@ def _run_rounds(
             break
         chunks: list[list[Item]] = [[] for _ in range(config.workers)]
         for task, epoch in remaining:
-            before = latest.get((task.id, epoch))
-            attempt = before.attempt + 1 if before is not None else 0
+            attempt = next_attempt(latest, task.id, epoch)
             chunks[shard_of(task.id, epoch, config.workers)].append((task, epoch, attempt))
         streams = transport.start(data, workflow, [c for c in chunks if c])
         try:

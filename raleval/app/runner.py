@@ -69,8 +69,7 @@ class Tally:
     labels: dict[str, int] = field(default_factory=dict)
 
     def add(self, traj: Trajectory) -> None:
-        label = traj.error_type.value if traj.error_type is not None else None
-        self.count(traj.scores.get("f1", 0.0), traj.termination.value, label)
+        self.count(*tally_fields(traj))
 
     def count(self, f1: float, termination: str, label: str | None) -> None:
         self.ran += 1
@@ -82,6 +81,12 @@ class Tally:
     @property
     def mean_f1(self) -> float | None:
         return self.f1_sum / self.ran if self.ran else None
+
+
+def tally_fields(traj: Trajectory) -> tuple[float, str, str | None]:
+    """What a run's tally counts of an episode: its F1, termination and error label."""
+    label = traj.error_type.value if traj.error_type is not None else None
+    return traj.scores.get("f1", 0.0), traj.termination.value, label
 
 
 class EndpointLimitedModel(ModelWrapper):
@@ -208,6 +213,40 @@ async def run_episode(
         completion_tokens=rec.completion_tokens,
         extra=rec.extra,
     )
+
+
+async def run_scored(
+    task: Task,
+    model: Any,
+    env: Any,
+    workflow: Workflow,
+    agent: AgentSpec,
+    epoch: int,
+    attempt: int,
+    graph: Any,
+) -> Trajectory:
+    """:func:`run_episode`, scored, with its infrastructure failure cause and its attempt
+    number: the trajectory every backend writes."""
+    from raleval.analysis.scoring import score_trajectory
+
+    traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
+    score_trajectory(traj, task)
+    traj.failure = failure_cause(traj)
+    traj.attempt = attempt
+    return traj
+
+
+def next_attempt(latest: dict[tuple[str, int], ResultHead], task_id: str, epoch: int) -> int:
+    """The attempt number of a new run of (task, epoch): one past the last on disk."""
+    before = latest.get((task_id, epoch))
+    return before.attempt + 1 if before is not None else 0
+
+
+def episode_slots(config: RunConfig, model: Any, n_episodes: int) -> int:
+    """Episodes run at once: ``--max-connections``, no more than there are, and no more than
+    the model serves well at once (llama.cpp's slots)."""
+    n = min(config.max_connections, max(1, n_episodes))
+    return min(n, model.capabilities.max_concurrency or n)
 
 
 async def _close_session(session: Any) -> None:
@@ -562,7 +601,6 @@ def episode_stack(config: RunConfig, model: Any, env: Any) -> tuple[Any, Any, Fa
 
 async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
-    from raleval.analysis.scoring import score_trajectory
     from raleval.app.progress import Phases, make_progress
 
     config = config.with_defaults()
@@ -605,11 +643,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
                 task, epoch = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
-            score_trajectory(traj, task)  # raleval.analysis.scoring
-            traj.failure = failure_cause(traj)
-            before = latest.get((task.id, epoch))
-            traj.attempt = before.attempt + 1 if before is not None else 0
+            attempt = next_attempt(latest, task.id, epoch)
+            traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
             writer.put(traj)
             tally.add(traj)
             progress.advance(tally.mean_f1 or 0.0, traj)
@@ -644,9 +679,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         handling_sigint = False
 
     with progress, _long_lived_heap():
-        n_workers = min(config.max_connections, max(1, len(pending)))
-        # A model may know how many episodes it serves well at once (llama.cpp slots).
-        n_workers = min(n_workers, model.capabilities.max_concurrency or n_workers)
+        n_workers = episode_slots(config, model, len(pending))
         workers.extend(asyncio.ensure_future(worker()) for _ in range(n_workers))
         try:
             await asyncio.gather(*workers, return_exceptions=False)
