@@ -84,6 +84,24 @@ def child(path: str, calls: int) -> dict:
     }
 
 
+def measure_in_child(path: Path, calls: int) -> dict:
+    """:func:`child` on the store at ``path``, in a fresh process (its open time and memory
+    are a new process's)."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), "--calls", str(calls)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def print_latencies(measured: dict) -> None:
+    for kind in ("search_hit", "search_miss", "lookup"):
+        s = measured[kind]
+        print(f"{kind:12s} p50 {s['p50_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms  (n={s['n']})")
+
+
 def generated(args: argparse.Namespace) -> None:
     """Open (building on first use) the generated store of ``--size``, then time it in a new
     process as ``child`` does."""
@@ -94,22 +112,14 @@ def generated(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     generated_store("scholar", args.size, 0)
     build_s = time.perf_counter() - t0 if built else None
-    proc = subprocess.run(
-        [sys.executable, __file__, "--child", str(path), "--calls", str(args.calls)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    measured = json.loads(proc.stdout.strip().splitlines()[-1])
+    measured = measure_in_child(path, args.calls)
     size_gb = path.stat().st_size / 1e9
     built_text = f"built in {build_s:.0f} s" if built else "already built"
     print(
         f"generated {args.size} store: {measured['pages']:,} pages, {size_gb:.2f} GB "
         f"({built_text}); open {measured['load_s']:.2f} s, RSS {measured['rss_gb']:.2f} GB"
     )
-    for kind in ("search_hit", "search_miss", "lookup"):
-        s = measured[kind]
-        print(f"{kind:12s} p50 {s['p50_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms  (n={s['n']})")
+    print_latencies(measured)
     result = {"size": args.size, "generated": True, "build_s": build_s, "store_gb": size_gb}
     print(f"wrote {write_json('wiki_env_generated', {**result, **measured}, args.out)}")
 
@@ -151,13 +161,7 @@ def main() -> None:
         counts = build_store(store_path, [corpus], progress=False)
         build_s = time.perf_counter() - t0
         size_mb = store_path.stat().st_size / 1e6
-        proc = subprocess.run(
-            [sys.executable, __file__, "--child", str(store_path), "--calls", str(args.calls)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        measured = json.loads(proc.stdout.strip().splitlines()[-1])
+        measured = measure_in_child(store_path, args.calls)
     result = {
         "size": args.size,
         "world_load_or_build_s": world_s,
@@ -172,9 +176,7 @@ def main() -> None:
         f"store build from JSON lines: {build_s:.1f} s = {n / build_s:,.0f} pages/s, "
         f"{size_mb:.0f} MB; load {measured['load_s']:.2f} s, RSS {measured['rss_gb']:.2f} GB"
     )
-    for kind in ("search_hit", "search_miss", "lookup"):
-        s = measured[kind]
-        print(f"{kind:12s} p50 {s['p50_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms  (n={s['n']})")
+    print_latencies(measured)
     path = write_json("wiki_env", result, args.out)
     print(f"wrote {path}")
 
