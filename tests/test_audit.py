@@ -103,16 +103,21 @@ def test_cli_audit_json_reports_every_family_and_exits_by_the_verdict():
     assert {"majority", "char_knn", "word_nb", "string_rule", "subject_attr"} <= names
 
 
-def test_cli_audit_fails_on_a_shortcut_task_file(tmp_path):
+def _audit_task_file(tmp_path, tasks):
+    """`raleval audit --env scholar --tasks FILE` on ``tasks`` written to a file."""
     from typer.testing import CliRunner
 
     from raleval.app.cli import app
     from raleval.store import write_tasks
 
-    tasks = [_task(i, f"Is item {i} heavy?", "yes" if i % 10 else "no") for i in range(40)]
     path = tmp_path / "tasks.jsonl"
     write_tasks(path, tasks)
-    result = CliRunner().invoke(app, ["audit", "--env", "scholar", "--tasks", str(path)])
+    return CliRunner().invoke(app, ["audit", "--env", "scholar", "--tasks", str(path)])
+
+
+def test_cli_audit_fails_on_a_shortcut_task_file(tmp_path):
+    tasks = [_task(i, f"Is item {i} heavy?", "yes" if i % 10 else "no") for i in range(40)]
+    result = _audit_task_file(tmp_path, tasks)
     assert result.exit_code == 1, result.stdout
     assert "FAIL" in result.stdout
 
@@ -194,14 +199,7 @@ def test_a_family_too_small_to_judge_says_so():
 
 
 def test_cli_audit_exits_3_when_a_family_is_too_small(tmp_path):
-    from typer.testing import CliRunner
-
-    from raleval.app.cli import app
-    from raleval.store import write_tasks
-
     tasks = [_task(i, f"Is gadget {i} heavy?", "yes" if i % 2 else "no") for i in range(12)]
-    path = tmp_path / "tasks.jsonl"
-    write_tasks(path, tasks)
-    result = CliRunner().invoke(app, ["audit", "--env", "scholar", "--tasks", str(path)])
+    result = _audit_task_file(tmp_path, tasks)
     assert result.exit_code == 3, result.stdout
     assert "too few items" in result.stdout
