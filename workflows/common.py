@@ -37,10 +37,10 @@ __all__ = [
     "SolvedExample",
     "WorkflowConfig",
     "count_tokens",
+    "ended_at_context",
     "episode_env",
     "episode_model",
     "examples_text",
-    "exceeds_context",
     "fit_observation",
     "load_prompt",
     "observation_room",
@@ -144,13 +144,27 @@ def fit_observation(model: Model, text: str, budget: int | None) -> str:
 CHAT_TEMPLATE_TOKENS = 64  # what a chat template adds around the messages (roles, markers)
 
 
-def exceeds_context(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> bool:
-    """Whether a request for ``prompt`` would not fit ``context_limit`` with the model's reply
-    (``max_tokens``) and the chat template's own tokens: such a request is never sent, the
-    episode ends in ``context_limit`` instead. Counting the prompt alone let a ReAct episode
-    creep past llama.cpp's window by the template's tokens (HTTP 400 at 8,218 of 8,192)."""
-    used = count_tokens(model, prompt) + config.max_tokens + CHAT_TEMPLATE_TOKENS
-    return used > context_limit
+def _tokens_left(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> int:
+    """What ``context_limit`` leaves after ``prompt``, the model's reply (``max_tokens``) and
+    the chat template's own tokens around the messages."""
+    return context_limit - count_tokens(model, prompt) - config.max_tokens - CHAT_TEMPLATE_TOKENS
+
+
+def ended_at_context(
+    rec: EpisodeRecord, model: Model, config: WorkflowConfig, context_limit: int, prompt: str
+) -> bool:
+    """End the episode in ``context_limit`` (a configured budget, or the model's own window:
+    a harness limit) when a request for ``prompt`` would not fit with the reply and the chat
+    template's tokens; such a request is never sent. Counting the prompt alone let a ReAct
+    episode creep past llama.cpp's window by the template's tokens (HTTP 400 at 8,218 of
+    8,192)."""
+    if _tokens_left(model, config, context_limit, prompt) >= 0:
+        return False
+    rec.finish(
+        Termination.context_limit,
+        "token_budget" if config.max_context_tokens else "context_window",
+    )
+    return True
 
 
 def observation_room(
@@ -158,13 +172,7 @@ def observation_room(
 ) -> int:
     """Tokens an observation may take: the configured budget, and never more than the context
     leaves after the prompt so far and the model's next reply."""
-    # the reply, and the chat template's own tokens around the messages
-    room = (
-        context_limit
-        - count_tokens(model, prompt_so_far)
-        - config.max_tokens
-        - CHAT_TEMPLATE_TOKENS
-    )
+    room = _tokens_left(model, config, context_limit, prompt_so_far)
     room = max(room, 16)
     return min(room, config.max_obs_tokens) if config.max_obs_tokens else room
 

@@ -34,10 +34,10 @@ from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
+    ended_at_context,
     episode_env,
     episode_model,
     examples_text,
-    exceeds_context,
     fit_observation,
     load_prompt,
     observation_room,
@@ -157,12 +157,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         if node.children:
             messages.append(diversity_message([tree[c] for c in node.children]))
         flat = "\n".join(f"{m.role}: {m.content}" for m in messages)
-        if exceeds_context(ep_model, cfg, context_limit, schema_text + flat):
-            # a configured budget, or the model's own window (a harness limit)
-            rec.finish(
-                Termination.context_limit,
-                "token_budget" if cfg.max_context_tokens else "context_window",
-            )
+        if ended_at_context(rec, ep_model, cfg, context_limit, schema_text + flat):
             return {"rec": rec, "tree": tree, "stack": stack}
         gen = await rec.generate(ep_model, flat, tuple(messages), cfg, (), schemas)
         queries += 1

@@ -30,10 +30,10 @@ from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
+    ended_at_context,
     episode_env,
     episode_model,
     examples_text,
-    exceeds_context,
     fit_observation,
     load_prompt,
     observation_room,
@@ -111,12 +111,7 @@ def build_function_calling_graph(
             rec.finish(Termination.step_limit)
             return {"rec": rec, "messages": new}
         flat = transcript(to_raleval_messages(messages))
-        if exceeds_context(ep_model, cfg, context_limit, schema_text + flat):
-            # a configured budget, or the model's own window (a harness limit)
-            rec.finish(
-                Termination.context_limit,
-                "token_budget" if cfg.max_context_tokens else "context_window",
-            )
+        if ended_at_context(rec, ep_model, cfg, context_limit, schema_text + flat):
             return {"rec": rec, "messages": new}
 
         async def recorded(request: GenerateRequest) -> Generation | None:

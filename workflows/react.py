@@ -27,10 +27,10 @@ from raleval.workflows.common import (
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
+    ended_at_context,
     episode_env,
     episode_model,
     examples_text,
-    exceeds_context,
     fit_observation,
     load_prompt,
     observation_room,
@@ -126,12 +126,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             rec.finish(Termination.step_limit)
             return {"rec": rec}
         pad = f"{scratchpad}\nThought {n}:"
-        if exceeds_context(ep_model, cfg, context_limit, head + pad):
-            # a configured budget, or the model's own window (a harness limit)
-            rec.finish(
-                Termination.context_limit,
-                "token_budget" if cfg.max_context_tokens else "context_window",
-            )
+        if ended_at_context(rec, ep_model, cfg, context_limit, head + pad):
             return {"rec": rec}
         stop: tuple[str, ...] = ("\nObservation",) if cfg.react_style == "single" else ("\n",)
         gen = await rec.generate(ep_model, head + pad, messages_for(head, pad), cfg, stop)
