@@ -8,6 +8,7 @@ family, level, CRAG type/domain/popularity/dynamism) aggregates those stored num
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from raleval.tasks.grading import (
     FREE_TEXT_THRESHOLD,
     PhraseGrammar,
     Verdict,
+    gpt2_tokens,
     grade_task,
 )
 
@@ -36,6 +38,15 @@ def rejects_correctly(task: Task, verdict: Verdict) -> bool:
     if not task.tags.answerable:
         return verdict.correct
     return task.answer_type is AnswerType.invalid_premise and verdict.correct
+
+
+def warm_scoring() -> None:
+    """Load what scoring reads once per process before episodes run: GPT-2's vocabulary
+    (relaxed F1, every verdict; ~0.1 s to read). Loaded lazily, it would stall the event loop
+    while the first finished episodes wait to be scored. Without the vocabulary installed this
+    does nothing: scoring then says what is missing, as before."""
+    with contextlib.suppress(RuntimeError):
+        gpt2_tokens("")
 
 
 def score_trajectory(

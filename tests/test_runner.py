@@ -185,6 +185,44 @@ def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
     assert summary.failures == {"harness_error": 2}
 
 
+def test_an_episode_that_never_ends_is_stopped_by_the_safety_net(scholar_env, monkeypatch):
+    """A workflow that hangs past its own time limit is stopped (timeout, episode_wall_clock);
+    a cancellation from outside (Ctrl-C) is still an interruption, not a timeout."""
+    import asyncio
+
+    from raleval.agents.agent import resolve_model
+    from raleval.app import runner
+    from raleval.records import AgentSpec
+    from raleval.registry import workflows
+    from raleval.tasks.catalog import load_tasks
+
+    class Hangs:
+        async def ainvoke(self, state, config):
+            await asyncio.sleep(3600)
+
+    workflow = workflows.get("react").configure({"time_limit_s": 1.0})
+    monkeypatch.setattr(runner, "SAFETY_NET_S", -0.95)  # stopped after 0.05 s
+    task = load_tasks("scholar-ks", scholar_env, "scholar", 1, 0)[0]
+    agent = AgentSpec(workflow="react", model="scripted/oracle", env="scholar")
+    model = resolve_model("scripted/oracle")
+
+    async def run_one():
+        return await runner.run_episode(task, model, scholar_env, workflow, agent, graph=Hangs())
+
+    traj = asyncio.run(asyncio.wait_for(run_one(), 10))  # a broken net fails, never hangs
+    assert (traj.termination, traj.termination_cause) == (Termination.timeout, "episode_wall_clock")
+
+    async def cancelled():
+        episode = asyncio.ensure_future(run_one())
+        await asyncio.sleep(0.01)
+        episode.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await episode
+
+    monkeypatch.setattr(runner, "SAFETY_NET_S", 30.0)
+    asyncio.run(cancelled())
+
+
 def test_results_file_lines_are_complete_json(tmp_path):
     summary, _ = run_config(tmp_path, limit=3)
     lines = (summary.run_dir / RESULTS).read_text().splitlines()

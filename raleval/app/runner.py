@@ -142,6 +142,21 @@ def _long_lived_heap() -> Any:
         gc.unfreeze()
 
 
+SAFETY_NET_S = 30.0  # an episode is stopped this long after its workflow's time limit
+
+# Python 3.11+: a deadline on the episode's own task; wait_for starts a task per episode
+# (3.10 has only wait_for).
+_deadline = getattr(asyncio, "timeout", None)
+
+
+async def _within(awaitable: Any, timeout: float) -> Any:
+    """``awaitable``'s result, or :class:`asyncio.TimeoutError` after ``timeout`` seconds."""
+    if _deadline is None:
+        return await asyncio.wait_for(awaitable, timeout)
+    async with _deadline(timeout):
+        return await awaitable
+
+
 async def run_episode(
     task: Task,
     model: Any,
@@ -168,7 +183,7 @@ async def run_episode(
         episode_model = model.for_episode(task, session, workflow)
         if graph is None:
             graph = workflow.build(episode_model, session)
-        await asyncio.wait_for(
+        await _within(
             graph.ainvoke(
                 {"question": task.question, "rec": rec},
                 {
@@ -182,7 +197,7 @@ async def run_episode(
                 },
             ),
             # The workflow enforces the budget itself; this is the safety net.
-            timeout=workflow.config.time_limit_s + 30,
+            timeout=workflow.config.time_limit_s + SAFETY_NET_S,
         )
         if rec.termination is None:
             rec.finish(Termination.harness_error, "workflow_ended_without_termination")
@@ -619,6 +634,9 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     model, env, faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
     graph = workflow.build(model, env)  # compiled once; episodes differ in `configurable`
+    from raleval.analysis.scoring import warm_scoring
+
+    warm_scoring()  # before the first episode waits on it
 
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for item in pending:
