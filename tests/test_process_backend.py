@@ -40,9 +40,15 @@ def workers_of(pid: int) -> list[psutil.Process]:
     return out
 
 
-def test_a_processes_run_equals_the_local_run_and_resumes(tmp_path):
+@pytest.mark.parametrize("slots", [None, 1])
+def test_a_processes_run_equals_the_local_run_and_resumes(tmp_path, slots):
+    """With one slot per worker each holds two episodes at a time and is handed the rest one
+    by one as it returns them (the driver's top-up and its word that no more will come)."""
+    fed = {"max_connections": slots} if slots else {}
     local, _ = run_config(tmp_path / "local", **OPTIONS)
-    pooled, results = run_config(tmp_path / "pool", backend="processes", workers=2, **OPTIONS)
+    pooled, results = run_config(
+        tmp_path / "pool", backend="processes", workers=2, **fed, **OPTIONS
+    )
     assert pooled.ran == 24 and pooled.mean_f1 == 1.0 and pooled.worker_errors == []
     assert sorted(p.name for p in pooled.run_dir.iterdir()) == [
         "header.json",
@@ -51,7 +57,7 @@ def test_a_processes_run_equals_the_local_run_and_resumes(tmp_path):
     ]
     assert len(results) == 24 and {t.attempt for t in results} == {0}
     assert comparable(pooled.run_dir.parent) == comparable(local.run_dir.parent)
-    again, _ = run_config(tmp_path / "pool", backend="processes", workers=2, **OPTIONS)
+    again, _ = run_config(tmp_path / "pool", backend="processes", workers=2, **fed, **OPTIONS)
     assert again.ran == 0 and again.skipped == 24  # resume skips what is on disk
 
 

@@ -21,6 +21,7 @@ as a local run does.
 from __future__ import annotations
 
 import asyncio
+import collections
 import signal
 import sys
 import threading
@@ -114,33 +115,86 @@ class WorkerError(Exception):
         self.stream = stream
 
 
+class Feed:
+    """The episodes a worker holds and has not started. A Ray worker's are all it will get; a
+    process worker's driver adds more as it returns finished ones (:meth:`add`) and says when
+    there are no more (:meth:`close`), so that workers finish together instead of one running
+    the last of a fixed share while the other idles."""
+
+    def __init__(self, items: list[Item], more_coming: bool = False) -> None:
+        self.todo: collections.deque[Item] = collections.deque(items)
+        self.closed = not more_coming
+        self._changed: asyncio.Event | None = None
+
+    def add(self, items: list[Item]) -> None:
+        self.todo.extend(items)
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    def listen(self) -> None:
+        """Called in the worker's event loop before its episodes start: a feed that receives
+        episodes while they run starts listening for them here."""
+
+    def stop_listening(self) -> None:
+        """Called in the worker's event loop once its episodes are done."""
+
+    async def next(self) -> Item | None:
+        """The next episode to run, waiting for the driver's next ones; None when done."""
+        while not self.todo:
+            if self.closed:
+                return None
+            self._changed = self._changed or asyncio.Event()
+            self._changed.clear()
+            await self._changed.wait()
+        return self.todo.popleft()
+
+
+# What stream_episodes yields once the worker is set up (model, environment, graph, scoring):
+# an empty batch. Its consumer may hold the worker there (the processes backend starts every
+# worker's episodes together); the episodes start when the generator is resumed.
+READY: list[Done] = []
+
+
 async def _run_items(
-    config: RunConfig, workflow: Workflow, items: list[Item], out: asyncio.Queue[Done]
+    config: RunConfig, workflow: Workflow, feed: Feed, out: asyncio.Queue, go: asyncio.Event
 ) -> None:
-    """Run ``items`` as a local run would (``max_connections`` at once), scored, into ``out``."""
+    """Run ``feed``'s episodes as a local run would (``max_connections`` at once), scored, into
+    ``out``; ``READY`` first, once set up, and nothing runs before ``go`` is set."""
     from raleval.agents.agent import resolve_model
+    from raleval.analysis.scoring import warm_scoring
 
     model = resolve_model(config.model, dict(config.model_options), run_dir=None)
     env = build_env(config.env, config.env_options)
     model, env, _faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
     graph = workflow.build(model, env)
-    todo = list(reversed(items))
+    warm_scoring()  # before the first episode waits on it
+    out.put_nowait(READY)
+    await go.wait()
+    feed.listen()
 
     async def worker() -> None:
-        while todo:
-            task, epoch, attempt = todo.pop()
+        while (item := await feed.next()) is not None:
+            task, epoch, attempt = item
             traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
             f1, termination, label = tally_fields(traj)
             out.put_nowait(
                 Done(traj.task_id, traj.epoch, f1, termination, label, result_line(traj))
             )
 
-    n = episode_slots(config, model, len(items))
+    n = episode_slots(config, model, len(feed.todo))
     try:
         with _long_lived_heap():
             await asyncio.gather(*(worker() for _ in range(n)))
     finally:
+        feed.stop_listening()
         if cache is not None:
             cache.close()
         await _close_session(env)
@@ -148,22 +202,30 @@ async def _run_items(
 
 
 def stream_episodes(
-    config_data: dict[str, Any], workflow: Workflow, items: list[Item]
+    config_data: dict[str, Any], workflow: Workflow, items: list[Item] | Feed
 ) -> Iterator[list[Done]]:
-    """Run ``items`` and yield the finished episodes in batches (a worker's body).
+    """Run ``items`` and yield the finished episodes in batches (a worker's body): first
+    :data:`READY` (empty) once set up, then batches.
 
     The asyncio loop runs while the generator waits for the next batch; between batches it
-    pauses only for as long as the transport takes to send one."""
+    pauses only for as long as the transport takes to send one (and, with a :class:`Feed`,
+    to hand over more episodes)."""
     config = RunConfig.model_validate(config_data)
+    feed = items if isinstance(items, Feed) else Feed(items)
     loop = asyncio.new_event_loop()
-    out: asyncio.Queue[Done] = asyncio.Queue()
-    producer = loop.create_task(_run_items(config, workflow, items, out))
+    out: asyncio.Queue[Any] = asyncio.Queue()
+    go = asyncio.Event()
+    producer = loop.create_task(_run_items(config, workflow, feed, out, go))
     try:
         while True:
             getter = loop.create_task(out.get())
             loop.run_until_complete(
                 asyncio.wait({getter, producer}, return_when=asyncio.FIRST_COMPLETED)
             )
+            if getter.done() and getter.result() is READY:
+                yield READY
+                go.set()
+                continue
             if getter.done():
                 # a little longer: what finishes meanwhile goes in the same message
                 loop.run_until_complete(asyncio.wait({producer}, timeout=BATCH_S))
