@@ -23,6 +23,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from raleval.records import OutcomeKind
+from raleval.scheduling import outside_turn
 
 
 class ToolFault(Exception):
@@ -259,7 +260,8 @@ class Environment:
         else:
             spec, kwargs = checked
             if inspect.iscoroutinefunction(spec.func):
-                result = await _run_async(spec, kwargs)
+                # it may wait on the network (MCP, a served environment): outside the turn
+                result = await outside_turn(_run_async(spec, kwargs))
             else:
                 result = _run(spec, kwargs)
         result.latency_s = time.perf_counter() - start

@@ -29,6 +29,7 @@ from raleval.model import (
     bound_reply,
 )
 from raleval.records import LLMCall, OutcomeKind, Step, Termination
+from raleval.scheduling import within
 from raleval.workflow import DEFAULT_CONTEXT_TOKENS, SolvedExample, WorkflowConfig
 
 __all__ = [
@@ -279,7 +280,7 @@ class EpisodeRecord:
         error: str | None = None
         gen: Generation | None = None
         try:
-            gen = await asyncio.wait_for(model.generate(request), timeout=remaining)
+            gen = await within(model.generate(request), timeout=remaining)
         except asyncio.TimeoutError:
             error = "timeout"
             self.finish(Termination.timeout, "model_call")

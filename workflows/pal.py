@@ -19,6 +19,7 @@ from raleval.environment import Environment
 from raleval.model import GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.scheduling import outside_turn
 from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
     EpisodeRecord,
@@ -119,8 +120,15 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
             return result.data
 
         try:
-            outcome = await run_program(
-                program, [t.name for t in env.tools], call_tool, limits, enforce=not cfg.pal_unsafe
+            # the program runs in a subprocess: the episode waits for it outside its turn
+            outcome = await outside_turn(
+                run_program(
+                    program,
+                    [t.name for t in env.tools],
+                    call_tool,
+                    limits,
+                    enforce=not cfg.pal_unsafe,
+                )
             )
         except SandboxUnavailable as exc:
             rec.add_step(

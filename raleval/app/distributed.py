@@ -50,6 +50,7 @@ from raleval.app.runner import (
 )
 from raleval.config import RunConfig
 from raleval.records import AgentSpec, Task
+from raleval.scheduling import Turns
 from raleval.store import RESULTS, ResultHead, ResultsFile, result_line
 from raleval.workflow import Workflow
 
@@ -180,10 +181,13 @@ async def _run_items(
     await go.wait()
     feed.listen()
 
+    turns = Turns()  # episodes do their harness work one at a time, in arrival order
+
     async def worker() -> None:
         while (item := await feed.next()) is not None:
             task, epoch, attempt = item
-            traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
+            async with turns.turn():
+                traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
             f1, termination, label = tally_fields(traj)
             out.put_nowait(
                 Done(traj.task_id, traj.epoch, f1, termination, label, result_line(traj))

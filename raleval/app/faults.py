@@ -26,6 +26,7 @@ from tenacity import (
 
 from raleval.model import GenerateRequest, Generation, ModelError, ModelWrapper
 from raleval.records import OutcomeKind
+from raleval.scheduling import outside_turn
 
 TOOL_FAULTS = ("timeout", "http_500", "rate_limited", "truncated", "malformed", "slow")
 TRANSIENT_TOOL = {"timeout", "http_500", "rate_limited"}
@@ -114,6 +115,11 @@ class FaultyEnvironment:
         return kind
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        # an injected slow or retried call waits as a remote backend's would: outside the
+        # episode's turn (raleval.scheduling)
+        return await outside_turn(self._call(name, arguments))
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> Any:
         call = self._calls
         self._calls += 1
         attempt = 0

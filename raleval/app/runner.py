@@ -25,6 +25,7 @@ from raleval.config import ConfigError, RunConfig, redact
 from raleval.failures import failure_cause, failures_by_cause
 from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
 from raleval.records import AgentSpec, RunHeader, Task, Termination, Trajectory
+from raleval.scheduling import TurnModel, Turns, within
 from raleval.store import (
     HEADER,
     RESULTS,
@@ -144,18 +145,6 @@ def _long_lived_heap() -> Any:
 
 SAFETY_NET_S = 30.0  # an episode is stopped this long after its workflow's time limit
 
-# Python 3.11+: a deadline on the episode's own task; wait_for starts a task per episode
-# (3.10 has only wait_for).
-_deadline = getattr(asyncio, "timeout", None)
-
-
-async def _within(awaitable: Any, timeout: float) -> Any:
-    """``awaitable``'s result, or :class:`asyncio.TimeoutError` after ``timeout`` seconds."""
-    if _deadline is None:
-        return await asyncio.wait_for(awaitable, timeout)
-    async with _deadline(timeout):
-        return await awaitable
-
 
 async def run_episode(
     task: Task,
@@ -183,7 +172,7 @@ async def run_episode(
         episode_model = model.for_episode(task, session, workflow)
         if graph is None:
             graph = workflow.build(episode_model, session)
-        await _within(
+        await within(
             graph.ainvoke(
                 {"question": task.question, "rec": rec},
                 {
@@ -611,7 +600,8 @@ def episode_stack(config: RunConfig, model: Any, env: Any) -> tuple[Any, Any, Fa
 
         cache = ResponseCache(config.cache_path or default_cache_path())
         model = CachedModel(model, cache)
-    return model, env, faults, cache
+    # outermost: all of the above (retry waits, the endpoint limit) waits outside the turn
+    return TurnModel(model), env, faults, cache
 
 
 async def run(config: RunConfig, display: str = "rich") -> RunSummary:
@@ -643,6 +633,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         queue.put_nowait(item)
     tally = Tally()
     progress = make_progress(display, total=len(pending), title=config.slug())
+    turns = Turns()  # episodes do their harness work one at a time, in arrival order
 
     def on_write_error(exc: OSError) -> None:
         # Stop before the next model call: nothing more can be saved. Episodes in flight are
@@ -662,7 +653,8 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
             except asyncio.QueueEmpty:
                 return
             attempt = next_attempt(latest, task.id, epoch)
-            traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
+            async with turns.turn():
+                traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
             writer.put(traj)
             tally.add(traj)
             progress.advance(tally.mean_f1 or 0.0, traj)
