@@ -50,7 +50,7 @@ from raleval.app.runner import (
 )
 from raleval.config import RunConfig
 from raleval.records import AgentSpec, Task
-from raleval.scheduling import Turns
+from raleval.scheduling import Turns, outside_turn
 from raleval.store import RESULTS, ResultHead, ResultsFile, result_line
 from raleval.workflow import Workflow
 
@@ -146,6 +146,10 @@ class Feed:
     def stop_listening(self) -> None:
         """Called in the worker's event loop once its episodes are done."""
 
+    def pop(self) -> Item | None:
+        """The next episode if one is here, else None (without waiting)."""
+        return self.todo.popleft() if self.todo else None
+
     async def next(self) -> Item | None:
         """The next episode to run, waiting for the driver's next ones; None when done."""
         while not self.todo:
@@ -184,14 +188,17 @@ async def _run_items(
     turns = Turns()  # episodes do their harness work one at a time, in arrival order
 
     async def worker() -> None:
-        while (item := await feed.next()) is not None:
-            task, epoch, attempt = item
-            async with turns.turn():
+        # One turn for the slot (see raleval.scheduling): an episode's end and the next one's
+        # start are one stretch of harness work, with no hand-over between them; waiting for
+        # the driver's next episodes happens outside it.
+        async with turns.turn():
+            while (item := feed.pop() or await outside_turn(feed.next())) is not None:
+                task, epoch, attempt = item
                 traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
-            f1, termination, label = tally_fields(traj)
-            out.put_nowait(
-                Done(traj.task_id, traj.epoch, f1, termination, label, result_line(traj))
-            )
+                f1, termination, label = tally_fields(traj)
+                out.put_nowait(
+                    Done(traj.task_id, traj.epoch, f1, termination, label, result_line(traj))
+                )
 
     n = episode_slots(config, model, len(feed.todo))
     try:

@@ -645,19 +645,21 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     writer = ResultsWriter(results, on_error=on_write_error)
 
     async def worker() -> None:
-        while True:
-            if stopping.is_set():
-                return
-            try:
-                task, epoch = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            attempt = next_attempt(latest, task.id, epoch)
-            async with turns.turn():
+        # One turn for the slot (raleval.scheduling): an episode's end and the next one's
+        # start are one stretch of harness work, with no hand-over between them.
+        async with turns.turn():
+            while True:
+                if stopping.is_set():
+                    return
+                try:
+                    task, epoch = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                attempt = next_attempt(latest, task.id, epoch)
                 traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
-            writer.put(traj)
-            tally.add(traj)
-            progress.advance(tally.mean_f1 or 0.0, traj)
+                writer.put(traj)
+                tally.add(traj)
+                progress.advance(tally.mean_f1 or 0.0, traj)
 
     stopping = asyncio.Event()
     workers: list[asyncio.Task[None]] = []
