@@ -70,9 +70,11 @@ def serve(port: int, latency: float) -> None:
 
     It stands for a remote endpoint, whose CPU would not be this machine's: it is kept lean so
     that it takes as little as it can from the cores raleval is measured on (and its CPU per
-    request is reported). At 256 in flight it cost 0.06-0.08 ms of CPU per request here (load
-    ~1), against 0.13-0.17 ms for the aiohttp web server it replaced and 0.26-0.33 ms for a
-    threaded server before that."""
+    request is reported). It runs on uvloop where installed (the ``bench`` extra): since
+    raleval's episodes take turns (raleval.scheduling) requests arrive one at a time rather than
+    in bursts, and on asyncio's loop it cost 0.13-0.15 ms of CPU per request at 256 in flight,
+    on uvloop 0.08-0.09 ms (the aiohttp web server before it: 0.13-0.17 ms with bursts; a
+    threaded server: 0.26-0.33 ms)."""
     import asyncio
 
     class Completion(asyncio.Protocol):
@@ -106,7 +108,12 @@ def serve(port: int, latency: float) -> None:
         async with server:
             await server.serve_forever()
 
-    loop = asyncio.new_event_loop()
+    try:  # libuv's loop where installed: less of the shared cores for the stand-in endpoint
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
     loop.run_until_complete(listen())
 
 
