@@ -45,7 +45,7 @@ async def _episodes(n: int, turns: Turns | None) -> list[str]:
 
 def test_turns_finish_a_burst_in_arrival_order_not_round_robin():
     round_robin = asyncio.run(_episodes(4, None))
-    in_turns = asyncio.run(_episodes(4, Turns()))
+    in_turns = asyncio.run(_episodes(4, Turns(at_once=1)))
     # the loop alone advances every episode a step per pass: the first finishes last but three
     assert round_robin[:4] == ["a0", "b0", "c0", "d0"]
     assert round_robin.index("a2") > round_robin.index("d1")
@@ -53,9 +53,32 @@ def test_turns_finish_a_burst_in_arrival_order_not_round_robin():
     assert in_turns == [f"{c}{s}" for c in "abcd" for s in range(3)]
 
 
+def test_no_more_than_at_once_episodes_hold_the_turn():
+    async def main() -> int:
+        turns, inside, most = Turns(at_once=3), 0, 0
+
+        async def work() -> None:  # harness work with a loop pass in it
+            nonlocal inside, most
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0)
+            inside -= 1
+
+        async def episode() -> None:
+            async with turns.turn():
+                await work()
+                await outside_turn(asyncio.sleep(0.001))  # a model call
+                await work()
+
+        await asyncio.gather(*(episode() for _ in range(12)))
+        return most
+
+    assert asyncio.run(within(main(), 5)) == 3
+
+
 def test_waiting_outside_the_turn_lets_the_others_run():
     async def main() -> list[str]:
-        turns, said, order = Turns(), asyncio.Event(), []
+        turns, said, order = Turns(at_once=1), asyncio.Event(), []
 
         async def waits() -> None:
             async with turns.turn():
@@ -77,7 +100,7 @@ def test_waiting_outside_the_turn_lets_the_others_run():
 
 def test_an_episode_cancelled_while_queueing_for_its_turn_leaves_the_turn_free():
     async def main() -> list[str]:
-        turns, reply, order = Turns(), asyncio.Event(), []
+        turns, reply, order = Turns(at_once=1), asyncio.Event(), []
 
         async def long_turn() -> None:
             async with turns.turn():
@@ -117,7 +140,7 @@ class _SlowModel(ModelBase):
 @pytest.mark.parametrize("where", ["model", "async tool"])
 def test_model_replies_and_asynchronous_tools_are_awaited_outside_the_turn(where):
     async def main() -> str:
-        turns, gate = Turns(), asyncio.Event()
+        turns, gate = Turns(at_once=1), asyncio.Event()
 
         async def tool() -> str:
             await gate.wait()
