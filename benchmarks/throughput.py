@@ -117,6 +117,18 @@ def serve(port: int, latency: float) -> None:
     loop.run_until_complete(listen())
 
 
+def reference_ms() -> float:
+    """CPU milliseconds of a fixed pure-Python loop: how fast this machine's cores run right
+    now. On the 2-core machine the numbers in docs/scale.md come from, the same loop took
+    83-155 ms from one run to the next within an hour, nothing else running, and raleval's CPU
+    per episode moved between 1.3 and 2.5 ms; each level records the loop before and after,
+    so that a ratio can be read against the machine's speed at the time."""
+    start, total = time.process_time(), 0
+    for i in range(3_000_000):
+        total += i
+    return 1e3 * (time.process_time() - start)
+
+
 def _at(samples: list[tuple[float, int, float]], t: float) -> tuple[int, float]:
     """RSS and CPU seconds of the first sample taken at or after ``t`` (the last if none)."""
     for when, rss, cpu in samples:
@@ -271,9 +283,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for level in (int(x) for x in args.levels.split(",")):
                 episodes = max(40, args.waves * level)
+                before = reference_ms()
                 row = run_at(
                     url, level, episodes, Path(tmp), server.pid, args.backend, args.workers
                 )
+                row["reference_loop_ms"] = [before, reference_ms()]
                 ideal = level / args.latency
                 row.update(
                     ideal_episodes_per_s=ideal,
@@ -290,7 +304,8 @@ def main() -> None:
                     f"{row['server_cpu_ms_per_episode']:.2f} ms; model call median "
                     f"{row['model_call_median_s']:.3f} s; steady RSS "
                     f"{row['steady_rss_gb']:.3f} GB; "
-                    f"failed {row['failed']}; load {row['load_average'][0]:.1f}"
+                    f"failed {row['failed']}; load {row['load_average'][0]:.1f}; reference "
+                    f"loop {row['reference_loop_ms'][0]:.0f}/{row['reference_loop_ms'][1]:.0f} ms"
                 )
     finally:
         server.terminate()
