@@ -12,12 +12,12 @@ writes it to a folder and :meth:`FuzzyIndex.load` maps it back in milliseconds: 
 without re-tokenising its millions of strings, and processes that open it share the pages.
 
 The trade-off: a typo'd token is matched within buckets of a similar length that share its
-first or last two letters (failing that, its first or last letter), so a *different* string
-that a full scan would score slightly higher can be missed; the string the user meant is
-found whenever a full scan finds it with one typo (a property test checks this; 0 misses in
-5,455 random single typos). With two or more it can be lost: typos at both ends of a token
-("Rovoldra" -> "aovoldua") leave no blocking key, and a bucket's closest eight tokens can
-crowd the intended one out.
+first or last two letters (failing that, both its first and its last letter), so a
+*different* string that a full scan would score slightly higher can be missed; the string the
+user meant is found whenever a full scan finds it with one typo (a property test checks this;
+0 misses in 5,455 random single typos). With two or more it can be lost: typos at both ends of
+a token ("Rovoldra" -> "aovoldua") leave no blocking key, and a bucket's closest eight tokens
+can crowd the intended one out.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import shutil
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
