@@ -37,6 +37,7 @@ from raleval.app.runner import (
     _open_run_dir,
     _prepare,
     build_env,
+    episode_graph,
     episode_slots,
     episode_stack,
     failures_on_disk,
@@ -173,19 +174,17 @@ async def _run_items(
     """Run ``feed``'s episodes as a local run would (``max_connections`` at once), scored, into
     ``out``; ``READY`` first, once set up, and nothing runs before ``go`` is set."""
     from raleval.agents.agent import resolve_model
-    from raleval.analysis.scoring import warm_scoring
 
     model = resolve_model(config.model, dict(config.model_options), run_dir=None)
     env = build_env(config.env, config.env_options)
     model, env, _faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
-    graph = workflow.build(model, env)
-    warm_scoring()  # before the first episode waits on it
+    graph = episode_graph(workflow, model, env)
     out.put_nowait(READY)
     await go.wait()
     feed.listen()
 
-    turns = Turns()  # episodes do their harness work one at a time, in arrival order
+    turns = Turns()  # episodes do their harness work in arrival order (raleval.scheduling)
 
     async def worker() -> None:
         # One turn for the slot (see raleval.scheduling): an episode's end and the next one's

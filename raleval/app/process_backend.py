@@ -1,8 +1,8 @@
 """``--backend processes``: episodes run in worker processes on this machine.
 
-One process of raleval spends 1.6-2 ms of CPU per episode (a bare two-node LangGraph
-``ainvoke`` alone costs ~0.7 ms), so it serves at most ~550-600 episodes a second however fast
-the model is; more in flight needs more cores (docs/scale.md).
+One process of raleval spends 1.3-2.5 ms of CPU per episode on the 2-core machine measured (a
+one-node LangGraph ``ainvoke`` alone ~0.5-0.9 ms), so it serves at most ~500-700 episodes a
+second however fast the model is; more in flight needs more cores (docs/scale.md).
 
 Each worker is a fresh interpreter (``python -m raleval.app.process_backend FD``) that
 receives its configuration, the workflow and its episodes through a socket pair, runs

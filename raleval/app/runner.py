@@ -604,6 +604,17 @@ def episode_stack(config: RunConfig, model: Any, env: Any) -> tuple[Any, Any, Fa
     return TurnModel(model), env, faults, cache
 
 
+def episode_graph(workflow: Workflow, model: Any, env: Any) -> Any:
+    """The workflow compiled once for a run's episodes (they differ in ``configurable``), with
+    what scoring reads once per process already loaded, so that the first finished episodes
+    do not wait on it inside the event loop."""
+    from raleval.analysis.scoring import warm_scoring
+
+    graph = workflow.build(model, env)
+    warm_scoring()
+    return graph
+
+
 async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     """Run (or resume) one configuration and return its summary."""
     from raleval.app.progress import Phases, make_progress
@@ -623,17 +634,14 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     selected = tasks
     model, env, faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
-    graph = workflow.build(model, env)  # compiled once; episodes differ in `configurable`
-    from raleval.analysis.scoring import warm_scoring
-
-    warm_scoring()  # before the first episode waits on it
+    graph = episode_graph(workflow, model, env)
 
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
     for item in pending:
         queue.put_nowait(item)
     tally = Tally()
     progress = make_progress(display, total=len(pending), title=config.slug())
-    turns = Turns()  # episodes do their harness work one at a time, in arrival order
+    turns = Turns()  # episodes do their harness work in arrival order (raleval.scheduling)
 
     def on_write_error(exc: OSError) -> None:
         # Stop before the next model call: nothing more can be saved. Episodes in flight are
