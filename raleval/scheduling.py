@@ -50,7 +50,7 @@ async def within(awaitable: Awaitable[T], timeout: float) -> T:
 class _Hold:
     """One episode's claim on its loop's turn."""
 
-    def __init__(self, lock: asyncio.Lock | asyncio.Semaphore) -> None:
+    def __init__(self, lock: asyncio.Semaphore) -> None:
         self.lock = lock
         self.held = False
 
@@ -83,7 +83,7 @@ class Turns:
 
     def __init__(self, at_once: int = AT_ONCE) -> None:
         # FIFO: a release wakes the longest waiter
-        self._lock = asyncio.Lock() if at_once == 1 else asyncio.Semaphore(at_once)
+        self._lock = asyncio.Semaphore(at_once)
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
