@@ -3,21 +3,26 @@
 A linear scan (rapidfuzz over every string, or BM25 over every document as CRAG's mock API does)
 costs hundreds of milliseconds at a million names. This index first finds candidates through
 token postings: each query token is expanded to near-identical vocabulary tokens (typos,
-case), the rarest tokens' postings are intersected (or united when the intersection is empty),
+case), a token running two words together ("ofvalokator") is also read as the two words, the
+strings holding the most of the query's words are kept (usually those holding all of them),
 and only those candidates are scored with rapidfuzz.
 
 Everything the index holds is a few flat arrays (the strings and the sorted vocabulary packed as
 UTF-8 buffers with offsets, postings as one int32 array with offsets), so :meth:`FuzzyIndex.save`
 writes it to a folder and :meth:`FuzzyIndex.load` maps it back in milliseconds: a world opens
-without re-tokenising its millions of strings, and processes that open it share the pages.
+without re-tokenising its millions of strings, and processes that open it share the pages. The
+first misspelt query decodes the vocabulary once (tens of milliseconds, ~60 bytes per token).
 
 The trade-off: a typo'd token is matched within buckets of a similar length that share its
-first or last two letters (failing that, both its first and its last letter), so a
-*different* string that a full scan would score slightly higher can be missed; the string the
-user meant is found whenever a full scan finds it with one typo (a property test checks this;
-0 misses in 5,455 random single typos). With two or more it can be lost: typos at both ends of
-a token ("Rovoldra" -> "aovoldua") leave no blocking key, and a bucket's closest eight tokens
-can crowd the intended one out.
+first or last three letters (failing that two, failing that both its first and its last
+letter), so a *different* string that a full scan would score slightly higher can be missed.
+The string the user meant is found whenever a full scan finds it with one character typed
+wrong, space included (property tests check this), unless the typo spells another word and
+the query's words still all occur together in some string ("Kamiro Season" finds "The Season
+of Kamiro", not "Kamipo Season"): 42 of 228,710 such queries over the test's titles (every
+fifth title, every position, every letter), 25 of 179,021 over its names. With two or more
+typos the name can be lost: typos at both ends of a token ("Rovoldra" -> "aovoldua") leave no
+blocking key, and a bucket's closest eight tokens can crowd the intended one out.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ MAX_CANDIDATES = 20_000
 # Tokens are [a-z0-9]+, so every token with a given prefix sorts before prefix + "{".
 _AFTER_Z = "{"
 INDEX_FORMAT = 2
+# A bucket of vocabulary tokens: their ids and the tokens, in the same order.
+_Bucket = tuple[np.ndarray, tuple[str, ...]]
+MAX_HELD = 1 << 21  # tokens held in memoised buckets (~32 MB: a reference and an id each)
 
 
 def _hash64(token: str) -> int:
@@ -115,6 +123,18 @@ class StringTable(Sequence[str]):
             else:
                 hi = mid
         return lo
+
+    def between(self, lo: int, hi: int) -> list[str]:
+        """The strings at positions lo..hi-1, with one decode of the bytes they occupy
+        together (a decode per string is several times slower)."""
+        if hi <= lo:
+            return []
+        start, end = int(self.offsets[lo]), int(self.offsets[hi])
+        text = self._data[start:end].decode()
+        if len(text) != end - start:  # not ASCII: byte offsets are not character offsets
+            return self[lo:hi]
+        cuts = (self.offsets[lo : hi + 1] - start).tolist()
+        return [text[x:y] for x, y in itertools.pairwise(cuts)]
 
     def take(self, ids: np.ndarray) -> list[str]:
         """The strings at ``ids``, in that order."""
@@ -233,7 +253,9 @@ class FuzzyIndex:
         # binary search in Python over the mapped vocabulary cost ~10 us per token.
         self._hashes = hashes  # sorted
         self._hash_ids = hash_ids  # ... and each one's position in ``vocab``
-        self._buckets: dict[tuple[Any, ...], dict[int, str]] = {}
+        self._buckets: dict[tuple[Any, ...], _Bucket] = {}
+        self._held = 0  # tokens the buckets hold
+        self._words: tuple[tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray] | None = None
         self._seen: dict[str, int | None] = {}
 
     # --- persistence ---------------------------------------------------------------------------
@@ -316,105 +338,158 @@ class FuzzyIndex:
     def _posting(self, tid: int) -> np.ndarray:
         return self._postings[self._post_offsets[tid] : self._post_offsets[tid + 1]]
 
-    def _bucket(self, forward: bool, prefix: str, lo_len: int, hi_len: int) -> dict[int, str]:
-        """Vocabulary tokens (id -> token) of length lo..hi that start with ``prefix`` (or,
-        not ``forward``, end with it spelt backwards). Memoised: queries share buckets, and
-        decoding a bucket from the mapped vocabulary costs more than scoring it."""
+    def _spellings(self) -> tuple[tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
+        """Every vocabulary token as a Python string, in vocabulary order and in reversed-
+        spelling order (spelt forwards), with their lengths: made once, on the first misspelt
+        query (tens of milliseconds and ~60 bytes per token), so that a bucket is a slice of
+        a list. Decoding each bucket from the mapped table instead cost 5-8 ms per cold
+        bucket at CRAG's large size (30,000 tokens end in "or"), most of a misspelt query."""
+        if self._words is None:
+            # tuples of strings: the garbage collector stops tracking them after one pass,
+            # where it would walk a list's hundreds of thousands of items at every collection
+            words = tuple(self.vocab.between(0, len(self.vocab)))
+            lengths = np.diff(self.vocab.offsets)
+            backwards = tuple(map(words.__getitem__, self._rvocab_ids.tolist()))
+            self._words = (words, backwards, lengths, lengths[self._rvocab_ids])
+        return self._words
+
+    def _bucket(self, forward: bool, prefix: str, lo_len: int, hi_len: int) -> _Bucket:
+        """Vocabulary tokens of length lo..hi that start with ``prefix`` (or, not ``forward``,
+        end with it spelt backwards), in a fixed order. Memoised: queries share buckets."""
         key = (forward, prefix, lo_len)
         found = self._buckets.get(key)
         if found is None:
+            words, backwards, lengths, rlengths = self._spellings()
             table = self.vocab if forward else self._rvocab
             lo = table.lower_bound(prefix)
             hi = table.lower_bound(prefix + _AFTER_Z, lo)
-            lengths = np.diff(table.offsets[lo : hi + 1])
-            pos = lo + np.flatnonzero((lengths >= lo_len) & (lengths <= hi_len))
-            ids = pos if forward else self._rvocab_ids[pos]
-            found = dict(zip(ids.tolist(), self.vocab.take(ids), strict=True))
-            if len(self._buckets) >= 4096:
-                self._buckets.clear()
-            self._buckets[key] = found
+            size = (lengths if forward else rlengths)[lo:hi]
+            keep = (size >= lo_len) & (size <= hi_len)
+            # forward in vocabulary order; backward in reversed-spelling order, not by id:
+            # one fixed order either way, so ties among equal scores are deterministic
+            ids = np.flatnonzero(keep) + lo if forward else self._rvocab_ids[lo:hi][keep]
+            found = (ids, tuple(itertools.compress((words if forward else backwards)[lo:hi], keep)))
+            self._memo(key, found)
         return found
 
-    def _ends(self, first: str, last: str, lo_len: int, hi_len: int) -> dict[int, str]:
-        """Vocabulary tokens (id -> token) of length lo..hi that start with ``first`` and end
-        with ``last``; memoised with the buckets."""
+    def _memo(self, key: tuple[Any, ...], bucket: _Bucket) -> None:
+        # bounded by the tokens held (a large world's bucket can hold 30,000), not by count
+        self._held += len(bucket[0])
+        if self._held > MAX_HELD:
+            self._buckets.clear()
+            self._held = len(bucket[0])
+        self._buckets[key] = bucket
+
+    def _ends(self, first: str, last: str, lo_len: int, hi_len: int) -> _Bucket:
+        """Vocabulary tokens of length lo..hi that start with ``first`` and end with
+        ``last``, in vocabulary order; memoised with the buckets."""
         key = ("ends", first, last, lo_len)
         found = self._buckets.get(key)
         if found is None:
-            starts = self._bucket(True, first, lo_len, hi_len)
-            ends = self._bucket(False, last, lo_len, hi_len)
-            found = {i: starts[i] for i in sorted(starts.keys() & ends.keys())}
-            if len(self._buckets) >= 4096:
-                self._buckets.clear()
-            self._buckets[key] = found
+            ids, words = self._bucket(True, first, lo_len, hi_len)
+            keep = np.isin(ids, self._bucket(False, last, lo_len, hi_len)[0])
+            found = (ids[keep], tuple(itertools.compress(words, keep)))
+            self._memo(key, found)
         return found
 
-    def _expand(self, tok: str, tid: int | None) -> list[int]:
-        """Vocabulary ids standing for ``tok`` (id ``tid``, None if unknown): itself if known,
-        else its near spellings."""
-        if tid is not None:
-            return [tid]
+    def _near(self, tok: str, last_resort: bool = True) -> list[int]:
+        """Vocabulary ids of the tokens spelt most like ``tok`` (at most eight, closest first;
+        ``tok`` itself among them when it is in the vocabulary); without ``last_resort``,
+        not among the tokens that share only its first and last letter."""
         if len(tok) <= 2:
             return []
         # Out-of-vocabulary tokens (typos) are matched within buckets of similar length that
-        # share the first or last two letters (one edit in a token of four or more letters
-        # always leaves one of the two intact), and only when those hold nothing close, among
-        # the tokens that share both the first and the last letter (an edit inside a token
-        # keeps both). A large world's vocabulary has tens of thousands of tokens per first
-        # letter and length: scoring every token that shares either letter took ~20 ms per
-        # typo (the p99 of CRAG's name searches at large), those sharing both a twentieth.
-        lo_len, hi_len, rtok = len(tok) - 2, len(tok) + 2, tok[::-1]
-        for k in (2, 1):
-            if k == 2:
-                pool = {**self._bucket(True, tok[:2], lo_len, hi_len)}
-                pool.update(self._bucket(False, rtok[:2], lo_len, hi_len))
+        # share the first or last three letters (one edit in a token of six or more letters
+        # always leaves one of the two intact), failing that two (four or more letters), and
+        # only when those hold nothing close, among the tokens that share both the first and
+        # the last letter (an edit inside a token keeps both). A large world's vocabulary is
+        # hundreds of thousands of tokens: scoring every token that shares either first or
+        # last letter took ~20 ms per typo (the p99 of CRAG's name searches at large), every
+        # one sharing two letters 2-4 ms (30,000 song-title tokens end in "or").
+        lo_len, hi_len = len(tok) - 2, len(tok) + 2
+        for k in ((3, 2) if len(tok) >= 6 else (2,)) + ((1,) if last_resort else ()):
+            if k > 1:
+                pools = [
+                    self._bucket(True, tok[:k], lo_len, hi_len),
+                    self._bucket(False, tok[: -k - 1 : -1], lo_len, hi_len),
+                ]
             else:
-                pool = self._ends(tok[0], tok[-1], lo_len, hi_len)
-            if not pool:
-                continue
-            ids = sorted(pool)  # vocabulary order: ties among equal scores are deterministic
-            close = process.extract(
-                tok,
-                [pool[i] for i in ids],
-                scorer=fuzz.ratio,
-                score_cutoff=self.token_cutoff,
-                limit=8,
-            )
-            if close:
-                return [ids[j] for _, _, j in close]
+                pools = [self._ends(tok[0], tok[-1], lo_len, hi_len)]
+            # Each pool scored on its own (a token in both scores the same in both); the
+            # closest eight overall, ties in the pools' fixed orders, then by id.
+            scored = {
+                int(ids[j]): score
+                for ids, words in pools
+                for _, score, j in process.extract(
+                    tok, words, scorer=fuzz.ratio, score_cutoff=self.token_cutoff, limit=8
+                )
+            }
+            if scored:
+                return sorted(scored, key=lambda i: (-scored[i], i))[:8]
         return []
 
+    def _splits(self, tok: str) -> list[int]:
+        """Vocabulary ids of two words that ``tok`` runs together, its space dropped
+        ("ofvalokator") or typed as another character ("ofxvalokator"); each word at least
+        two letters."""
+        pairs = []
+        for i in range(2, len(tok) - 1):
+            pairs.append((tok[:i], tok[i:]))
+            if i < len(tok) - 2:
+                pairs.append((tok[:i], tok[i + 1 :]))
+        words = list(dict.fromkeys(w for pair in pairs for w in pair))
+        ids = dict(zip(words, self._token_ids(words), strict=True))
+        found: dict[int, None] = {}
+        for a, b in pairs:
+            first, second = ids[a], ids[b]
+            if first is not None and second is not None:
+                found[first] = found[second] = None
+        return list(found)
+
+    def _group(self, ids: list[int]) -> list[np.ndarray]:
+        """The postings of ``ids``: a union kept as its parts (the near spellings of "the"
+        hold hundreds of thousands of strings; merging them cost more than the search)."""
+        return [self._posting(t) for t in ids]
+
     def candidates(self, query: str) -> np.ndarray:
-        groups: list[np.ndarray] = []
+        """Ids of the strings worth scoring against ``query``: those holding every query
+        token's word (or a near spelling of it) that can be held together."""
         toks = list(dict.fromkeys(tokens(query)))
+        groups: list[list[np.ndarray]] = []
+        known: list[tuple[int, str, int]] = []  # (group, token, id) of in-vocabulary tokens
+        run_together: list[int] = []
         for tok, tid in zip(toks, self._token_ids(toks), strict=True):
-            expanded = self._expand(tok, tid)
-            if not expanded:
+            if tid is not None:
+                known.append((len(groups), tok, tid))
+                groups.append([self._posting(tid)])
                 continue
-            arrays = [self._posting(t) for t in expanded]
-            groups.append(np.unique(np.concatenate(arrays)) if len(arrays) > 1 else arrays[0])
+            # two words run together ("ofvalokator") are looked up as the two words; the
+            # expensive last resort for a misspelt word is then not needed
+            split = self._splits(tok) if len(tok) >= 5 else []
+            run_together += split
+            near = self._near(tok, last_resort=not split)
+            if near:
+                groups.append(self._group(near))
+        have = {tid for _, _, tid in known}
+        groups += [[self._posting(t)] for t in dict.fromkeys(run_together) if t not in have]
         if not groups:
             return np.empty(0, dtype=np.int32)
-        groups.sort(key=len)
-        # Narrow the rarest group by each other group it agrees with; membership is a binary
-        # search, so common words ("for", "the") cost O(candidates), not O(postings).
-        result, disagreed = groups[0], False
-        for g in groups[1:]:
-            pos = np.searchsorted(g, result)
-            pos[pos == len(g)] = 0
-            both = result[g[pos] == result]
-            if len(both):
-                result = both
-            else:
-                disagreed = True
-        if disagreed:
-            # Some token shares no string with the others (a typo expanded to the wrong words):
-            # add the small groups back, so the string the user meant stays a candidate.
-            small = [result, *(g for g in groups if len(g) <= MAX_CANDIDATES)]
-            result = np.unique(np.concatenate(small))
-        if len(result) > MAX_CANDIDATES:
-            result = result[:MAX_CANDIDATES]
-        return np.asarray(result)
+        result, skipped = _narrow(groups)
+        if skipped:
+            # A word that no string shares with the others may be a typo that spells another
+            # word ("Duncorzor" for "Dunzorzor"), and so may the rarest word, which decided
+            # what the others were checked against: look again with their near spellings too.
+            rarest = min(known, key=lambda k: _size(groups[k[0]]), default=None)
+            again = False
+            for g, tok, tid in known:
+                if g in skipped or (g, tok, tid) == rarest:
+                    near = [t for t in self._near(tok) if t != tid]
+                    if near:
+                        groups[g] = self._group([tid, *near])
+                        again = True
+            if again:
+                result, skipped = _narrow(groups)
+        return result
 
     def search(
         self, query: str, limit: int = 10, cutoff: float = 60.0, scorer=fuzz.WRatio
@@ -438,6 +513,79 @@ class FuzzyIndex:
         return [
             int(i) for i, s in zip(cand, self.strings.take(cand), strict=True) if s.lower() == q
         ]
+
+
+def _size(parts: list[np.ndarray]) -> int:
+    return sum(map(len, parts))
+
+
+def _member(ids: np.ndarray, group: list[np.ndarray]) -> np.ndarray:
+    """Which of ``ids`` are in ``group`` (a union of sorted id arrays): a binary search per
+    id, so common words ("for", "the") cost O(candidates), not O(postings)."""
+    found = np.zeros(len(ids), dtype=bool)
+    for g in group:
+        if len(g):
+            pos = np.searchsorted(g, ids)
+            pos[pos == len(g)] = 0
+            found |= g[pos] == ids
+    return found
+
+
+def _within(parts: list[np.ndarray], group: list[np.ndarray]) -> list[np.ndarray]:
+    """``parts`` (sorted id arrays) narrowed to the ids in ``group``."""
+    out = []
+    for part in parts:
+        keep = _member(part, group)
+        if keep.any():
+            out.append(part[keep])
+    return out
+
+
+def _lowest(parts: list[np.ndarray], limit: int) -> np.ndarray:
+    """The ``limit`` lowest distinct ids of a union (each part sorted)."""
+    if len(parts) == 1:
+        return np.asarray(parts[0][:limit])
+    if not parts:
+        return np.empty(0, dtype=np.int32)
+    return np.unique(np.concatenate([p[:limit] for p in parts]))[:limit]
+
+
+def _narrow(groups: list[list[np.ndarray]]) -> tuple[np.ndarray, set[int]]:
+    """The strings that hold the most groups (each group a union of sorted id arrays, one per
+    query word), at most MAX_CANDIDATES of them, and the groups they miss.
+
+    Usually one string holds every group: the rarest group narrowed by each other one finds
+    it. When none does (a typo expanded to the wrong words, or spelt another word), each
+    group small enough to score in turn seeds an intersection with every other group, rarest
+    first, that skips a group sharing nothing with what is left; the seeds that hold the
+    most groups together win, and their results are joined when they tie. A wrong word must
+    neither empty the result nor, when it is the rarest, decide it, and what the other words
+    share must be kept (the index once added back every small group instead: all 15,000
+    titles holding "hearts" for "Tde Hearts of Nixmelka" at CRAG's large size, 15-20 ms of
+    scoring)."""
+    sizes = [_size(g) for g in groups]
+    order = sorted(range(len(groups)), key=sizes.__getitem__)
+    best, tied, missed = -1, [], set()
+    for seed in order:
+        if best >= 0 and sizes[seed] > MAX_CANDIDATES:
+            break
+        result, skipped = groups[seed], []
+        for i in order:
+            if i != seed:
+                both = _within(result, groups[i])
+                if both:
+                    result = both
+                else:
+                    skipped.append(i)
+        if not skipped:
+            return _lowest(result, MAX_CANDIDATES), set()
+        held = len(groups) - len(skipped)
+        if held > best:
+            best, tied, missed = held, list(result), set(skipped)
+        elif held == best:
+            tied += result
+            missed.update(skipped)
+    return _lowest(tied, MAX_CANDIDATES), missed
 
 
 def linear_scan(
