@@ -294,6 +294,15 @@ def links(db, d):
     Path(sys.argv[2]).write_text(" ".join(map(str, pids)))
     time.sleep(600)
 
+slow = float(sys.argv[3])
+if slow:  # a step slow to start: the build is killed before it asks to die with it
+    ask = world._die_with_parent
+
+    def late(*parent):
+        time.sleep(slow)
+        ask(*parent)
+
+    world._die_with_parent = late
 world._write_people = hang
 world._write_links = links
 world.generate_world("tiny", 0, Path(sys.argv[1]), parallel=True)
@@ -309,7 +318,8 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_killed_build_leaves_no_world_and_no_running_steps(tmp_path):
+@pytest.mark.parametrize("slow", [0.0, 1.0])
+def test_a_killed_build_leaves_no_world_and_no_running_steps(tmp_path, slow):
     import os
     import signal
     import subprocess
@@ -317,7 +327,9 @@ def test_a_killed_build_leaves_no_world_and_no_running_steps(tmp_path):
     import time
 
     world, pids = tmp_path / "w.sqlite", tmp_path / "pids"
-    build = subprocess.Popen([sys.executable, "-c", _KILLED_BUILD, str(world), str(pids)])
+    build = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_BUILD, str(world), str(pids), str(slow)]
+    )
     steps: list[int] = []
     try:
         for _ in range(600):

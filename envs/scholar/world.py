@@ -675,12 +675,17 @@ def _new_db(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when the build that forked it dies (even by SIGKILL),
-    so that a killed build leaves no step running; elsewhere a no-op."""
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this process when the build that forked it (``parent``) dies, even
+    by SIGKILL, so that a killed build leaves no step running; elsewhere a no-op. A build
+    killed before this step got that far has already handed it to another parent: the step
+    then stops here (under load a forked step can take a second to get this far, and a CI
+    run once killed the build first and found the step still running)."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 @contextlib.contextmanager
@@ -692,8 +697,8 @@ def _timed(step: str):
     _log.debug("scholar world: %s took %.1f s (%.1f s CPU)", step, wall, cpu)
 
 
-def _step(target, *args) -> None:
-    _die_with_parent()
+def _step(parent: int, target, *args) -> None:
+    _die_with_parent(parent)
     with _timed(target.__name__.strip("_")):
         target(*args)
 
@@ -712,7 +717,10 @@ class _Steps:
                 target(*args)
             return
         process = multiprocessing.get_context("fork").Process(
-            target=_step, args=(target, *args), name=f"scholar-world-{name}", daemon=True
+            target=_step,
+            args=(os.getpid(), target, *args),
+            name=f"scholar-world-{name}",
+            daemon=True,
         )
         process.start()
         self.running[name] = process
