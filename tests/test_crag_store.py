@@ -239,3 +239,39 @@ def test_a_world_built_domain_by_domain_is_the_file_of_the_whole_world(tmp_path)
         order = "fold" if table.endswith("_fold") else "rowid"  # WITHOUT ROWID: by key
         rows = f"SELECT * FROM {table} ORDER BY {order}"
         assert a.execute(rows).fetchall() == b.execute(rows).fetchall(), table
+
+
+def test_song_search_filters_hits_by_saved_release_dates_without_reading_records(pair, monkeypatch):
+    """A stored world's song search drops songs not yet out by the release dates saved with
+    its index (at the large size reading each hit's record was a disk read per hit while the
+    page cache was cold); the hits are those of the records' own dates, on either world."""
+    from datetime import date
+
+    from raleval.envs.crag.api.common import search
+
+    made, reopened = pair
+    assert (reopened.backing.indexes / "song" / "released.npy").is_file()
+    reopened.warm()
+    rng = random.Random(3)
+    queries = [n for n in rng.sample(sorted(made.songs), 12)]
+    queries += [_typo(rng, q) for q in queries if len(q) > 3]
+    dates = sorted({s["release_date"] for s in made.songs.values()})
+    cuts = [date.fromisoformat(d) for d in (dates[len(dates) // 4], dates[len(dates) // 2])]
+    cuts.append(date(2024, 3, 1))
+    reads = []
+    real_query = WorldFile.query
+    monkeypatch.setattr(
+        WorldFile, "query", lambda self, *a: reads.append(a) or real_query(self, *a)
+    )
+    dropped = 0
+    for as_of in cuts:
+        envs = [CragEnv(w, as_of=as_of) for w in (made, reopened)]
+        for q in queries:
+            hits = search(made.song_index, q)
+            expected = [s for s in hits if made.songs[s]["release_date"] <= as_of.isoformat()]
+            dropped += len(hits) - len(expected)
+            for env in envs:
+                result = env.call_sync("music_search_song_entity_by_name", {"query": q})
+                assert result.data == expected, (as_of, q)
+    assert dropped > 0  # some hits were not out yet at the earlier dates
+    assert reads == []  # no record, no SQLite page: the index and its dates answered

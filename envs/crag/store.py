@@ -23,10 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from raleval.envs._sqlite import insert_batched
 from raleval.envs.crag.world import GENERATOR_VERSION, CragWorld, generate_domains
-from raleval.envs.crag.world.indexes import NAME_INDEXES, MovieYears, make_index, save_index
+from raleval.envs.crag.world.indexes import (
+    NAME_INDEXES,
+    MovieYears,
+    make_index,
+    release_days,
+    save_index,
+)
 
 # store name -> (key SQL type, columns kept beside the record for searches and indexes)
 STORES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -323,6 +330,8 @@ def save_indexes(path: Path) -> Path:
     for kind in NAME_INDEXES:
         index, keys = make_index(world, kind)
         save_index(tmp, kind, index, keys)
+        if kind == "song":
+            np.save(tmp / kind / "released.npy", release_days(world.songs, keys))
         del index, keys
     MovieYears.make(world).save(tmp)
     try:

@@ -92,8 +92,12 @@ def _year(value: int | str) -> int:
 
 def search(index: tuple[Any, list[Any]], query: str) -> list[Any]:
     """The keys of the (up to ``MAX_HITS``) names that match ``query``."""
-    fuzzy, keys = index
-    return [keys[i] for i, _ in fuzzy.search(query, MAX_HITS, CUTOFF)]
+    return [index[1][i] for i in search_ids(index, query)]
+
+
+def search_ids(index: tuple[Any, list[Any]], query: str) -> list[int]:
+    """The index ids of the (up to ``MAX_HITS``) names that match ``query``, best first."""
+    return [i for i, _ in index[0].search(query, MAX_HITS, CUTOFF)]
 
 
 _UNREAD = object()

@@ -18,6 +18,7 @@ from raleval.envs.crag.api.common import (
     _parse_date,
     _year,
     search,
+    search_ids,
     specs,
 )
 from raleval.envs.crag.world import BILLBOARD_ATTRIBUTES, CragWorld
@@ -41,8 +42,14 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
     def music_search_artist_entity_by_name(query: str) -> list[str]:
         return search(w.artist_index, query)
 
+    today = int(as_of.strftime("%Y%m%d"))
+
     def music_search_song_entity_by_name(query: str) -> list[str]:
-        return [s for s in search(w.song_index, query) if song(s) is not None]
+        released = w.song_released
+        if released is None:  # an index folder without release dates: read each hit's
+            return [s for s in search(w.song_index, query) if song(s) is not None]
+        names = w.song_index[1]
+        return [names[i] for i in search_ids(w.song_index, query) if released[i] <= today]
 
     def music_get_billboard_rank_date(rank: int, date: str | None = None) -> list[Any]:
         # CRAG: [[songs], [artists]] at ``rank`` on the chart dated exactly ``date`` (empty

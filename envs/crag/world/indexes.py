@@ -63,6 +63,20 @@ def save_index(folder: Path, kind: str, index: FuzzyIndex, keys: Sequence[Any]) 
         np.save(folder / kind / "keys.npy", np.asarray(keys, dtype=np.int64))
 
 
+def release_days(songs: Mapping[str, dict[str, Any]], names: Sequence[str]) -> np.ndarray:
+    """The release dates (YYYYMMDD) of the songs ``names``, in that order: by song-index id,
+    the date a search's hits are filtered by without reading a record each."""
+    dates = dict(key_values(songs, "release_date"))
+    return np.array([int(dates[n].replace("-", "")) for n in names], dtype=np.int32)
+
+
+def load_release_days(folder: Path) -> np.ndarray | None:
+    """The saved :func:`release_days` of the song index (memory-mapped), or None for a
+    folder saved before they were (its searches then read each hit's record)."""
+    path = folder / "song" / "released.npy"
+    return np.load(path, mmap_mode="r").view(np.ndarray) if path.exists() else None
+
+
 def load_index(folder: Path, kind: str) -> tuple[FuzzyIndex, Sequence[Any]]:
     index = FuzzyIndex.load(folder / kind)
     ids = folder / kind / "keys.npy"
