@@ -275,3 +275,31 @@ def test_song_search_filters_hits_by_saved_release_dates_without_reading_records
                 assert result.data == expected, (as_of, q)
     assert dropped > 0  # some hits were not out yet at the earlier dates
     assert reads == []  # no record, no SQLite page: the index and its dates answered
+
+
+def test_opening_a_stored_world_reads_its_files_ahead_once(tmp_path, monkeypatch):
+    """Opening a stored world reads its index files and then its SQLite file, front to back,
+    in a background thread (records are otherwise read at random, a disk read each while the
+    page cache is cold); a second open of the same file in the process reads nothing."""
+    path = save_world(generate_world("tiny", 6), tmp_path / "w.sqlite")
+    folder = save_indexes(path)
+
+    def join() -> None:
+        for thread in threading.enumerate():
+            if thread.name == f"read-ahead {path.name}":
+                thread.join(10)
+
+    join()  # the indexes' build opened the file without them: read ahead already
+    opened: list = []
+    real_open = open
+    monkeypatch.setattr(
+        crag_store,
+        "open",
+        lambda f, *a, **k: opened.append(f) or real_open(f, *a, **k),
+        raising=False,
+    )
+    for _ in range(2):
+        WorldFile(path).world()
+    join()
+    files = sorted(f for f in folder.rglob("*") if f.is_file())
+    assert len(files) > 10 and opened == [*files, path]

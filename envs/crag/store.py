@@ -11,6 +11,7 @@ APIs do not). A reopened world answers every API exactly as the generated one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -190,6 +191,32 @@ def _write_part(db: sqlite3.Connection, world: CragWorld) -> None:
 # --- reading ------------------------------------------------------------------------------
 
 
+_READ_AHEAD: set[tuple[Path, Path | None]] = set()
+
+
+def _read_ahead(path: Path, indexes: Path | None) -> None:
+    """Read a world's index files and then its SQLite file once, front to back, in a
+    background thread, so that their pages are in the OS page cache before the APIs ask for
+    them. Records are read one by one where a call asks: on a cold page cache each was a
+    random disk read (5-8 ms on this project's machine, 1.2 GB sequentially in 1.9 s), and the
+    first calls of the large world's record-reading APIs spent their p99 waiting for them.
+    Once a process for each (file, index folder); a file already cached reads in a fraction
+    of a second."""
+    if (path, indexes) in _READ_AHEAD:
+        return
+    _READ_AHEAD.add((path, indexes))
+    files = sorted(f for f in indexes.rglob("*") if f.is_file()) if indexes else []
+
+    def read() -> None:
+        buffer = bytearray(1 << 20)
+        for file in [*files, path]:
+            with contextlib.suppress(OSError), open(file, "rb", buffering=0) as fh:
+                while fh.readinto(buffer):
+                    pass
+
+    threading.Thread(target=read, name=f"read-ahead {path.name}", daemon=True).start()
+
+
 class WorldFile:
     """One world file, read-only; a connection per thread (SQLite connections are not
     shared across threads)."""
@@ -240,6 +267,7 @@ class WorldFile:
 
     def world(self) -> CragWorld:
         """The world this file holds; records are read from disk as they are asked for."""
+        _read_ahead(self.path, self.indexes)
         m = self.meta
         series = {name: decode(m[name]) for name in SERIES}
         stores = {name: RecordStore(self, name) for name in STORES}
