@@ -754,6 +754,7 @@ def generate_world(size: str, seed: int, path: Path, parallel: bool | None = Non
         raise ValueError(f"unknown world size {size!r}; choose one of {', '.join(SIZES)}")
     if parallel is None:
         parallel = SIZES[size][1] >= 100_000 and (os.cpu_count() or 1) > 1
+    path.parent.mkdir(parents=True, exist_ok=True)  # before any step writes a file into it
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     # steps that write tables into files of their own, copied in when done
     sides = {"coauthors": (_write_coauthors, ("coauthors",)), "people": (_write_people, PEOPLE)}
