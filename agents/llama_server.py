@@ -7,28 +7,10 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 
-
-def _die_with_parent(parent_pid: int | None) -> None:
-    """Ask Linux to send SIGKILL when the parent dies, however it dies (even SIGKILL or
-    ``os._exit``), so the server is never left running on its own. SIGKILL, not SIGTERM: a
-    SIGTERM handler runs only when the interpreter next gets control, which a model still
-    loading inside llama.cpp does not give it for many seconds on a busy machine (the orphan
-    outlived its parent by over 15 s); the server holds nothing that could be lost."""
-    import ctypes
-    import os
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    pr_set_pdeathsig = 1
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if parent_pid is not None and os.getppid() != parent_pid:
-        sys.exit(0)  # the parent died before the request was made
+from raleval.processes import die_with_parent
 
 
 def main() -> None:
@@ -40,7 +22,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args()
-    _die_with_parent(args.parent_pid)
+    if not die_with_parent(args.parent_pid):
+        sys.exit(0)  # the parent died before the request was made
 
     import xllamacpp
 

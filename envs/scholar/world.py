@@ -17,15 +17,12 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import logging
 import multiprocessing
 import os
 import random
-import signal
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -34,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from raleval.envs.fuzzy import FuzzyIndex, stamp_index
+from raleval.processes import die_with_parent
 
 GENERATOR_VERSION = 4
 
@@ -676,15 +674,11 @@ def _new_db(path: Path) -> sqlite3.Connection:
 
 
 def _die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this process when the build that forked it (``parent``) dies, even
-    by SIGKILL, so that a killed build leaves no step running; elsewhere a no-op. A build
-    killed before this step got that far has already handed it to another parent: the step
-    then stops here (under load a forked step can take a second to get this far, and a CI
-    run once killed the build first and found the step still running)."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
+    """Die with the build that forked this step (``parent``), so that a killed build leaves
+    no step running; a build killed before the step got that far (under load a forked step
+    can take a second to, and a CI run once killed the build first and found the step still
+    running) stops it here."""
+    if not die_with_parent(parent):
         os._exit(1)
 
 
