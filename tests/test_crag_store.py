@@ -253,7 +253,7 @@ def test_song_search_filters_hits_by_saved_release_dates_without_reading_records
     assert (reopened.backing.indexes / "song" / "released.npy").is_file()
     reopened.warm()
     rng = random.Random(3)
-    queries = [n for n in rng.sample(sorted(made.songs), 12)]
+    queries = rng.sample(sorted(made.songs), 12)
     queries += [_typo(rng, q) for q in queries if len(q) > 3]
     dates = sorted({s["release_date"] for s in made.songs.values()})
     cuts = [date.fromisoformat(d) for d in (dates[len(dates) // 4], dates[len(dates) // 2])]

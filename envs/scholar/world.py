@@ -594,15 +594,15 @@ def _write_people(d: _Draws, path: Path) -> None:
     titles = _titles(d)
     # an abstract is one of topics x methods x benchmark counts: formatted once each and
     # picked by code (a million f-strings a second formatted the same few thousand again)
-    n_bench, n_methods = int(d.n_bench.max(initial=0)) + 1, len(_METHOD)
+    bench_counts, n_methods = int(d.n_bench.max(initial=0)) + 1, len(_METHOD)
     texts = [
         f"We study {topic} and propose a {method.lower()} method. "
         f"Experiments on {n} benchmarks show consistent gains."
         for topic in TOPICS
         for method in _METHOD
-        for n in range(n_bench)
+        for n in range(bench_counts)
     ]
-    codes = (d.topic * n_methods + d.method) * n_bench + d.n_bench
+    codes = (d.topic * n_methods + d.method) * bench_counts + d.n_bench
     abstracts = [texts[c] for c in codes.tolist()]
     _insert(
         db,

@@ -46,7 +46,7 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
 
     def music_search_song_entity_by_name(query: str) -> list[str]:
         released = w.song_released
-        if released is None:  # an index folder without release dates: read each hit's
+        if released is None:  # an index folder saved without release dates: read the records
             return [s for s in search(w.song_index, query) if song(s) is not None]
         names = w.song_index[1]
         return [names[i] for i in search_ids(w.song_index, query) if released[i] <= today]
