@@ -303,3 +303,31 @@ def test_opening_a_stored_world_reads_its_files_ahead_once(tmp_path, monkeypatch
     join()
     files = sorted(f for f in folder.rglob("*") if f.is_file())
     assert len(files) > 10 and opened == [*files, path]
+
+
+def test_song_search_in_an_index_folder_saved_without_release_dates_reads_the_records(
+    tmp_path, monkeypatch
+):
+    """An index folder saved before release dates were kept still answers song searches as
+    the generated world does: it reads each hit's record for its date instead."""
+    from datetime import date
+
+    made = generate_world("tiny", 6)
+    path = save_world(made, tmp_path / "w.sqlite")
+    (save_indexes(path) / "song" / "released.npy").unlink()
+    old = WorldFile(path).world()
+    assert old.song_released is None
+    reads = []
+    real_query = WorldFile.query
+    monkeypatch.setattr(
+        WorldFile, "query", lambda self, *a: reads.append(a) or real_query(self, *a)
+    )
+    dates = sorted(s["release_date"] for s in made.songs.values())
+    as_of = date.fromisoformat(dates[len(dates) // 2])
+    envs = [CragEnv(w, as_of=as_of) for w in (made, old)]
+    for q in random.Random(4).sample(sorted(made.songs), 12):
+        first, second = (
+            env.call_sync("music_search_song_entity_by_name", {"query": q}).data for env in envs
+        )
+        assert first == second, q
+    assert reads  # the records answered
