@@ -101,13 +101,22 @@ def test_list_envs_is_full_plain_text():
     assert "or -E backend=live (MediaWiki API, responses cached in http_cache)." in text
 
 
+def test_a_log_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    (tmp_path / "logs").write_text("")
+    cmd = [*RUN, "-E", "size=tiny", "--limit", "1", "--log-dir", str(tmp_path / "logs")]
+    res = runner.invoke(app, [*cmd, "--tasks", "scholar-ks", "--tasks-per-family", "2"])
+    assert res.exit_code == 2
+    assert "cannot use run directory" in res.output and "Not a directory" in res.output
+
+
 @pytest.mark.parametrize("debug", [False, True])
 def test_unexpected_errors_are_one_line_unless_debug(tmp_path, debug):
-    # a --log-dir that is a file: an error no check anticipates
-    (tmp_path / "logs").write_text("")
+    # a prompt file that is a folder: an error no check anticipates
+    (tmp_path / "prompt").mkdir()
     cmd = [sys.executable, "-m", "raleval", *(["--debug"] if debug else [])]
     cmd += [*RUN, "-E", "size=tiny", "--limit", "1", "--log-dir", str(tmp_path / "logs")]
-    cmd += ["--run-name", "r", "--tasks", "scholar-ks", "--tasks-per-family", "2"]
+    cmd += ["--tasks", "scholar-ks", "--tasks-per-family", "2"]
+    cmd += ["-W", f"prompt_file={tmp_path / 'prompt'}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     if debug:

@@ -191,7 +191,7 @@ def test_an_episode_that_never_ends_is_stopped_by_the_safety_net(scholar_env, mo
     import asyncio
 
     from raleval.agents.agent import resolve_model
-    from raleval.app import runner
+    from raleval.app import episodes as runner
     from raleval.records import AgentSpec
     from raleval.registry import workflows
     from raleval.tasks.catalog import load_tasks
