@@ -57,7 +57,7 @@ def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
     )
 
 
-def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
+def episode_view(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
     task = run.tasks.get(t.task_id)
     golds = task.answers if task else []
     return {
@@ -310,7 +310,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         )
 
     episodes = [
-        _episode(i, run, t, threshold)
+        episode_view(i, run, t, threshold)
         for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
     ]
     # each run's system prompt and demonstrations once, not once per episode: the viewer
