@@ -38,8 +38,8 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
     days = world_trading_days()
 
     def company_name(r: random.Random) -> str:
-        kind = r.choice(["Systems", "Energy", "Labs", "Bank", "Motors", "Foods"])
-        return f"{random_name(r, 1)} {kind}"
+        first = random_name(r, 1)  # drawn before the kind: the world's draws stay in order
+        return f"{first} {r.choice(['Systems', 'Energy', 'Labs', 'Bank', 'Motors', 'Foods'])}"
 
     names: list[tuple[str, bool, int]] = []
     for i in range(n_core):
