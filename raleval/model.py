@@ -70,6 +70,30 @@ class ModelError(Exception):
 
 
 @dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, in US dollars per million tokens. ``source`` says where the
+    figures came from (the built-in table and its date, ``-M price_in/price_out``, or
+    ``local``: a model on this machine, priced at 0, whose compute seconds are recorded)."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    source: str = ""
+
+    @property
+    def free(self) -> bool:
+        return self.input_per_mtok == 0 and self.output_per_mtok == 0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """US dollars for ``prompt_tokens`` in and ``completion_tokens`` out."""
+        return (
+            prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok
+        ) / 1_000_000
+
+
+LOCAL_PRICE = Price(0.0, 0.0, "local")
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a model declares about itself; workflows and the runner read these fields and
     never probe a model for attributes."""
@@ -84,6 +108,9 @@ class Capabilities:
     # Replies may be kept in the response cache (scripted models cost nothing to ask again
     # and are the cache's own test subjects).
     cacheable: bool = True
+    # What its tokens cost (set where the model is resolved, raleval.agents.pricing); None:
+    # unknown, and the episode's cost is left unrecorded.
+    price: Price | None = None
 
 
 @runtime_checkable
