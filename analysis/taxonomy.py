@@ -14,8 +14,9 @@ The label is a pure function (:func:`label`) of four facts about an episode:
 
 See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Budgets never
 decide between classes: a step, time, token or cost budget, or the model's context window, all
-stop the episode the same way, so a slower machine cannot turn a TE into an ME or a GE. A stop by the
-machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the label.
+stop the episode the same way, so a slower machine cannot turn a TE into an ME or a GE. A stop by
+the machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the
+label.
 """
 
 from __future__ import annotations
