@@ -153,6 +153,12 @@ class ModelBase:
         """The model for repeat ``epoch`` of a task (an uncached model is the same model)."""
         return self
 
+    def use_adaptive_limit(self, limit: Any) -> bool:
+        """Take each request's slot from ``limit`` (a :class:`raleval.concurrency.AdaptiveLimit`)
+        and tell it which requests the endpoint refused for load; False: this model sends no
+        requests anywhere that could refuse them (the limit then stays where it starts)."""
+        return False
+
     async def aclose(self) -> None:
         """Release connections inside the event loop that opened them."""
 
@@ -187,6 +193,9 @@ class ModelWrapper(ModelBase):
     def with_epoch(self, epoch: int) -> Model:
         inner = self._model.with_epoch(epoch)
         return self if inner is self._model else self.rewrap(inner)
+
+    def use_adaptive_limit(self, limit: Any) -> bool:
+        return bool(self._model.use_adaptive_limit(limit))
 
     async def aclose(self) -> None:
         await self._model.aclose()

@@ -62,8 +62,12 @@ def run(
     ] = None,
     seed: Annotated[int | None, typer.Option(envvar="RALEVAL_SEED")] = None,
     max_connections: Annotated[
-        int | None,
-        typer.Option(envvar="RALEVAL_MAX_CONNECTIONS", help="episodes in flight at once"),
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_MAX_CONNECTIONS",
+            help="episodes in flight at once, or auto: found from the endpoint's 429/503 "
+            "answers (AIMD), recorded in concurrency.jsonl",
+        ),
     ] = None,
     max_connections_per_endpoint: Annotated[
         int | None,
@@ -333,6 +337,16 @@ def _run_one(cfg: Any, display: str) -> bool:
         f"results in {summary.run_dir / RESULTS}",
         highlight=False,
     )
+    if cfg.max_connections == "auto":
+        from raleval.concurrency import LOG_NAME, settled
+
+        level = settled(summary.run_dir)
+        if level is not None:
+            console.print(
+                f"max-connections auto: settled at {level.get('settled', level['limit'])} "
+                f"({summary.run_dir / LOG_NAME})",
+                highlight=False,
+            )
     for label, rates in robustness_rates(run).items():
         shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
         console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
