@@ -123,3 +123,14 @@ def test_files_written_before_costs_still_load_and_show_no_cost():
     rows = summarize(old, {})
     assert rows[-1].cost_usd is None
     assert cost_table(rows) is None  # no cost known: no cost table
+
+
+def test_cost_budget_without_a_price_is_refused_before_any_episode(tmp_path):
+    cmd = [
+        "run", "--model", "openai-compatible/x@http://127.0.0.1:9/v1", "-W", "max_cost_usd=1",
+        "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks", "--limit", "1",
+        "--display", "none", "--log-dir", str(tmp_path), "--run-name", "r",
+    ]  # fmt: skip
+    res = CliRunner().invoke(app, cmd)
+    assert res.exit_code == 2 and "max_cost_usd needs the model's price" in res.output
+    assert not (tmp_path / "r" / RESULTS).exists()
