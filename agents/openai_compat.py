@@ -203,6 +203,8 @@ class OpenAICompatibleModel(ModelBase):
         self.retries_used = 0
         self.max_reply_bytes = max_reply_bytes
         self._adaptive: Any = None  # --max-connections auto (raleval.concurrency)
+        # a server on this machine: what measures its CPU per call (raleval.agents.local)
+        self.cpu_meter: Any = None
 
     def use_adaptive_limit(self, limit: Any) -> bool:
         """Each request attempt takes a slot of ``limit`` and reports 429/503 to it."""
@@ -332,6 +334,17 @@ class OpenAICompatibleModel(ModelBase):
             kwargs["tools"] = list(request.tools)
         if self.extra_body:
             kwargs.update(self.extra_body)
+        if self.cpu_meter is None:
+            return await self._generate(kwargs, request)
+        call = self.cpu_meter.start()
+        try:
+            gen = await self._generate(kwargs, request)
+        finally:
+            cpu_s = self.cpu_meter.end(call)
+        gen.cpu_s = cpu_s
+        return gen
+
+    async def _generate(self, kwargs: dict[str, Any], request: GenerateRequest) -> Generation:
         try:
             body = await self._create_retrying(kwargs)
         except ReplyTooLarge as exc:

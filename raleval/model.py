@@ -39,6 +39,9 @@ class Generation:
     cached_tokens: int | None = None
     cache_hit: bool = False
     server_time_s: float | None = None  # compute time the server reports (llama.cpp timings)
+    # CPU seconds the model's own process on this machine spent on this call (the embedded
+    # llama.cpp server, shared equally among the calls it served at once), where measured
+    cpu_s: float | None = None
     truncated: bool = False  # the reply was longer than reply_char_limit and was cut
 
 

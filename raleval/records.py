@@ -198,8 +198,9 @@ class Trajectory(Record):
     # US dollars the episode's tokens cost at the model's price (raleval.agents.pricing);
     # None: the price is unknown (and in files written before costs were recorded).
     cost_usd: float | None = None
-    # A model on this machine (priced at 0): the seconds of compute its calls took, as its
-    # server reports them (llama.cpp's timings), else the calls' wall time.
+    # A model on this machine (priced at 0): the compute its calls took, in CPU seconds of the
+    # embedded llama.cpp server's process, else the compute time a server reports, else the
+    # calls' wall time.
     compute_s: float | None = None
     scores: dict[str, float] = Field(default_factory=dict)
     error_type: ErrorType | None = None

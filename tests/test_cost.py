@@ -134,3 +134,28 @@ def test_cost_budget_without_a_price_is_refused_before_any_episode(tmp_path):
     res = CliRunner().invoke(app, cmd)
     assert res.exit_code == 2 and "max_cost_usd needs the model's price" in res.output
     assert not (tmp_path / "r" / RESULTS).exists()
+
+
+def test_server_cpu_is_shared_among_the_calls_in_flight():
+    """The embedded server's CPU seconds per call: what the process spent while a call was
+    alone is that call's; while two were in flight, each gets half."""
+    import os
+
+    from raleval.agents.local import ServerCpu, process_cpu_seconds
+
+    def burn(seconds: float) -> None:
+        start = process_cpu_seconds(os.getpid())
+        while process_cpu_seconds(os.getpid()) - start < seconds:
+            sum(i * i for i in range(10_000))
+
+    meter = ServerCpu(os.getpid())  # this process plays the server
+    a = meter.start()
+    burn(0.2)  # a alone
+    b = meter.start()
+    burn(0.2)  # a and b
+    spent_b = meter.end(b)
+    spent_a = meter.end(a)
+    assert spent_a is not None and spent_b is not None
+    # b: half of the shared stretch; a: the same half plus its stretch alone (to a tick)
+    assert spent_b >= 0.09 and spent_a - spent_b >= 0.18
+    assert meter.start() is not None and process_cpu_seconds(-1) is None  # no such process

@@ -330,7 +330,11 @@ class EpisodeRecord:
             self.finish(Termination.llm_error, f"provider_exception:{type(exc).__name__}")
         latency = time.perf_counter() - start
         self.model_time_s += latency
-        if gen is not None and gen.server_time_s is not None:
+        # a model on this machine: its process's CPU seconds where measured (the embedded
+        # llama.cpp server), else the compute time its server reports, else the wall time
+        if gen is not None and gen.cpu_s is not None:
+            self.compute_s += gen.cpu_s
+        elif gen is not None and gen.server_time_s is not None:
             self.compute_s += gen.server_time_s
         else:
             self.compute_s += latency
