@@ -42,7 +42,7 @@ DESIGNS = {
         task_sd=1.2,
         diff_template_sd=0.0,
         diff_task_sd=0.8,
-    ),  # fmt: skip
+    ),
     # shown, not checked: ten clusters, where the unclustered test goes most wrong
     "few clusters 10x12, 1 epoch": Design(
         templates=10, per_template=12, epochs=1, diff_template_sd=0.8
