@@ -16,7 +16,7 @@ from itertools import combinations
 
 import numpy as np
 
-from raleval.analysis.runs import Run
+from raleval.analysis.runs import Run, cluster_of
 from raleval.analysis.stats import (
     EpochSpread,
     Interval,
@@ -28,31 +28,6 @@ from raleval.analysis.stats import (
     paired_difference,
     tasks_for_power,
 )
-from raleval.records import Task
-
-
-def cluster_of(task: Task | None, task_id: str, by: str = "auto") -> str:
-    """The cluster a task's score shares its noise with.
-
-    ``auto``: the task's declared ``metadata["cluster"]`` (e.g. a CRAG entity) if it has one,
-    else its family and ``metadata["template"]`` (tasks generated from one question template),
-    else the task alone. ``family``: the task family. ``task``: no clustering. Any other
-    value names a metadata key (``person_id`` for scholar's person); a task without it is a
-    cluster of its own."""
-    if task is None or by == "task":
-        return task_id
-    if by == "family":
-        return task.family
-    if by != "auto":
-        value = task.metadata.get(by)
-        return task_id if value is None else f"{by}:{value}"
-    declared = task.metadata.get("cluster")
-    if declared is not None:
-        return f"cluster:{declared}"
-    template = task.metadata.get("template")
-    if template is not None:
-        return f"{task.family}:{template}"
-    return task_id
 
 
 @dataclass

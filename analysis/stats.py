@@ -302,3 +302,23 @@ def tasks_for_power(
     z = float(st.norm.ppf(1 - alpha / 2) + st.norm.ppf(power))
     var = max(0.0, var_between) + max(0.0, var_within) / max(1, epochs)
     return max(2, math.ceil((z / diff) ** 2 * var * (deff if deff == deff else 1.0)))
+
+
+def combine_means(parts: Sequence[Interval], level: float = 0.95) -> Interval:
+    """Interval of the unweighted mean of independent means (R-Eval's averages over task
+    families, which share no task): ``SE = sqrt(sum SE_f^2) / F``, with Welch-Satterthwaite
+    degrees of freedom ``(sum SE_f^2)^2 / sum(SE_f^4 / df_f)``. NaN if a part has no SE."""
+    from scipy import stats as st
+
+    f = len(parts)
+    est = sum(p.estimate for p in parts) / f if f else float("nan")
+    clusters = sum(p.clusters for p in parts)
+    if not f or any(p.se != p.se for p in parts):
+        return Interval(est, float("nan"), float("nan"), float("nan"), float("nan"), clusters)
+    var = sum(p.se**2 for p in parts)
+    se = math.sqrt(var) / f
+    if var == 0:
+        return Interval(est, est, est, 0.0, float("inf"), clusters)
+    df = var**2 / sum(p.se**4 / p.df for p in parts if p.se > 0)
+    h = float(st.t.ppf(0.5 + level / 2, df)) * se
+    return Interval(est, est - h, est + h, se, df, clusters)

@@ -47,6 +47,14 @@ def table(
         list[Path], typer.Argument(help="run directories, or log directories holding runs")
     ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
+    ci: Annotated[
+        bool | None,
+        typer.Option(
+            "--ci/--no-ci",
+            help="each mean with ± its 95% interval, clustered by template (default: on for "
+            "rich, off for csv, markdown and latex)",
+        ),
+    ] = None,
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
     from rich.console import Console
@@ -59,9 +67,9 @@ def table(
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
     if fmt == "rich":
-        Console().print(t.to_rich())
+        Console().print(t.to_rich(ci=ci))
     elif fmt in renderers:
-        typer.echo(renderers[fmt](), nl=False)
+        typer.echo(renderers[fmt](ci=bool(ci)), nl=False)
     else:
         fail(f"--format must be rich, csv, markdown or latex, not {fmt!r}")
 
