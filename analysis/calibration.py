@@ -82,13 +82,15 @@ def population_means(design: Design, shift: float, draws: int = 2_000_000, seed:
     return float(pa.mean()), float(pb.mean())
 
 
-def shift_for_difference(design: Design, target: float, seed: int = 1) -> float:
-    """The logit shift that makes B's population mean exceed A's by ``target`` (bisection on
-    common random numbers, so the search is monotone)."""
+def shift_for_difference(
+    design: Design, target: float, seed: int = 1, draws: int = 400_000
+) -> float:
+    """The logit shift that makes B's population mean exceed A's by ``target`` (bisection to
+    1e-5 on common random numbers, so the search is monotone)."""
     lo, hi = -4.0, 4.0
-    for _ in range(40):
+    for _ in range(20):
         mid = (lo + hi) / 2
-        a, b = population_means(design, mid, draws=400_000, seed=seed)
+        a, b = population_means(design, mid, draws=draws, seed=seed)
         if b - a < target:
             lo = mid
         else:
@@ -137,10 +139,15 @@ def comparison_rate(
 
 
 def coverage(
-    design: Design, sims: int, seed: int = 0, clustered: bool = True, level: float = 0.95
+    design: Design,
+    sims: int,
+    seed: int = 0,
+    clustered: bool = True,
+    level: float = 0.95,
+    draws: int = 2_000_000,
 ) -> float:
     """Share of A's mean intervals that cover A's population mean."""
-    truth, _ = population_means(design, 0.0)
+    truth, _ = population_means(design, 0.0, draws=draws)
     rng = np.random.default_rng(seed)
     clusters = design.clusters if clustered else None
     hits = 0

@@ -47,6 +47,11 @@ def power(
         plan = power_plan(units, diff, corr, ks, alpha, power)
     except (*user_errors(), ValueError) as exc:
         fail(str(exc))
+    if plan.var_between == 0 and not plan.var_within:
+        fail(
+            "the pilot's scores do not vary from task to task, so they say nothing about how "
+            "many tasks a study needs"
+        )
     echo = typer.echo
     echo(f"pilot: {plan.tasks} tasks in {plan.clusters} clusters, {plan.pilot_epochs} epoch(s)")
     echo(f"variance of the difference from {plan.source}")
