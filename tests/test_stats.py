@@ -251,3 +251,18 @@ def test_power_plan_splits_task_and_epoch_variance():
     assert plan.var_between == pytest.approx(1 / 6 - 0.25 / 2)
     assert plan.needed[4] < plan.needed[1]
     assert plan.pilot_epochs == 2 and plan.clusters == 2
+
+
+def test_reval_table_prints_each_mean_with_its_interval():
+    from raleval.analysis.tables import RevalTable
+
+    a = Interval(50.0, 40.0, 60.0, se=5.0, df=10, clusters=11)
+    b = Interval(30.0, 24.0, 36.0, se=3.0, df=10, clusters=11)
+    table = RevalTable({"s": {"1-3": 50.0, "2-4": 30.0}}, intervals={"s": {"1-3": a, "2-4": b}})
+    header, (row,) = table.rows(ci=True)
+    assert row[1:3] == ["50.0 ±10.0", "30.0 ±6.0"]
+    avg = combine_means([a, b])
+    assert avg.se == pytest.approx(math.sqrt(34) / 2)
+    assert row[header.index("avg_all")] == f"40.0 ±{avg.half_width:.1f}"
+    assert table.rows()[1][0][1] == "50.0"  # without ci: the published table, unchanged
+    assert r"$\pm$" in table.to_latex(ci=True)
