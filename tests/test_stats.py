@@ -221,6 +221,12 @@ def test_compare_three_runs_prints_every_pair_holm_mdd_and_flip_rate(tmp_path):
     assert rows["C"][-1] == "11.1%" and rows["A"][-1] == "0.0%"
     assert rows["A"][-3] == "2"  # epochs
 
+    # a log directory stands for the runs below it; one run is not a comparison
+    res = runner.invoke(app, ["compare", str(tmp_path)], env={"COLUMNS": "100"})
+    assert res.exit_code == 0 and "Holm over 3 comparisons" in res.output, res.output
+    res = runner.invoke(app, ["compare", str(oracle)])
+    assert res.exit_code == 2 and "at least two" in res.output
+
     res = runner.invoke(app, ["power", "--runs", str(flaky), "--diff", "0.1"])
     assert res.exit_code == 0, res.output
     assert "between epochs (sigma_A^2 + sigma_B^2)" in res.output
@@ -229,9 +235,9 @@ def test_compare_three_runs_prints_every_pair_holm_mdd_and_flip_rate(tmp_path):
     assert res.exit_code == 2 and "do not vary" in res.output
 
 
-def test_compare_needs_two_runs_and_shared_tasks(tmp_path):
+def test_compare_needs_runs(tmp_path):
     res = runner.invoke(app, ["compare", str(tmp_path)])
-    assert res.exit_code == 2 and "at least two" in res.output
+    assert res.exit_code == 2 and "no run directory" in res.output
 
 
 def test_power_plan_splits_task_and_epoch_variance():

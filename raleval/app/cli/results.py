@@ -77,7 +77,8 @@ def table(
 @app.command()
 def compare(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="two or more run directories (A B [C ...])")
+        list[Path],
+        typer.Argument(help="two or more run directories (A B [C ...]), or a log directory"),
     ],
     threshold: Annotated[float, typer.Option(envvar="RALEVAL_THRESHOLD")] = 0.5,
     cluster: Annotated[
@@ -96,12 +97,13 @@ def compare(
     from rich.console import Console
 
     from raleval.analysis.compare import compare_runs, render_comparison, run_units
-    from raleval.analysis.runs import load_run
+    from raleval.analysis.runs import find_runs, load_run
 
-    if len(run_dirs) < 2:
-        fail("compare needs at least two run directories")
     try:
-        units = [run_units(load_run(p), threshold, cluster, label=str(p)) for p in run_dirs]
+        found = find_runs(run_dirs)
+        if len(found) < 2:
+            fail("compare needs at least two run directories")
+        units = [run_units(load_run(p), threshold, cluster, label=str(p)) for p in found]
     except (*user_errors(), ValueError) as exc:
         fail(str(exc))
     result = compare_runs(units, alpha, power)
