@@ -1,5 +1,7 @@
 """Per-family summary of a run: episodes, accuracy, mean F1/EM, abstentions and the error-type
-mix, all read from the per-episode verdicts through ``raleval.analysis.scoring.aggregate``."""
+mix, all read from the per-episode verdicts through ``raleval.analysis.scoring.aggregate``;
+mean F1 with the half-width of its 95% interval, clustered by template (task means over epochs
+as units: ``raleval.analysis.stats.mean_interval``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from raleval.analysis.runs import cluster_of
+from raleval.analysis.stats import Interval, mean_interval
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
 
@@ -35,6 +39,7 @@ class SummaryRow:
     completion_tokens: int = 0
     cost_usd: float | None = None
     compute_s: float | None = None
+    f1_ci: Interval | None = None  # clustered 95% interval of the mean F1
 
 
 def _usage(row: SummaryRow, trajs: list[Trajectory]) -> None:
@@ -88,6 +93,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
                 failed=failed[family],
+                f1_ci=_f1_interval(trajs, tasks),
             )
         )
         _usage(row, trajs)
@@ -106,12 +112,24 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.call_precision = _mean_score(everything, "call_precision")
             total.call_recall = _mean_score(everything, "call_recall")
             _usage(total, everything)
+            total.f1_ci = _f1_interval(everything, tasks)
         for r in rows:
             total.labels.update(r.labels)
         scored = [r for r in rows if r.n]
         total.family_mean_f1 = sum(r.f1 for r in scored) / len(scored) if scored else 0.0
         rows.append(total)
     return rows
+
+
+def _f1_interval(trajs: list[Trajectory], tasks: dict[str, Task]) -> Interval:
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        per_task[t.task_id].append(t.scores.get("f1", 0.0))
+    ids = sorted(per_task)
+    return mean_interval(
+        [sum(per_task[k]) / len(per_task[k]) for k in ids],
+        [cluster_of(tasks.get(k), k) for k in ids],
+    )
 
 
 def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
@@ -130,7 +148,7 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     failed = any(r.failed for r in rows)
     fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
     scores = Table(title=title, padding=(0, 1), collapse_padding=True)
-    columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1"]
+    columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1", "±"]
     columns += ["exact", "missing", *(["call P", "call R"] if calls else []), "s/ep"]
     for col in columns:
         scores.add_column(col, justify="left" if col in ("family", "level") else "right")
@@ -141,15 +159,20 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
         if r.n == 0:  # every episode failed: nothing was scored
-            cells += ["-"] * (5 + (2 if calls else 0))
+            cells += ["-"] * (6 + (2 if calls else 0))
             scores.add_row(*cells)
             continue
-        cells += [pct(r.correct), pct(r.f1), pct(r.em), pct(r.missing)]
+        ci = r.f1_ci
+        half = "-" if ci is None or ci.low != ci.low else f"{100 * ci.half_width:.1f}"
+        cells += [pct(r.correct), pct(r.f1), half, pct(r.em), pct(r.missing)]
         cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)
+    scores.caption = "±: 95% interval of F1, clustered by template"
     if fam_mean is not None:
-        scores.caption = f"all: mean over episodes; mean of family F1 {100 * fam_mean:.1f}"
+        scores.caption = (
+            f"all: mean over episodes; mean of family F1 {100 * fam_mean:.1f}; {scores.caption}"
+        )
     mix = Table(title="error types (R-Eval taxonomy)", padding=(0, 1), collapse_padding=True)
     mix.add_column("family")
     for lb in LABELS:

@@ -186,7 +186,7 @@ def _usd(interval: Any) -> str:
 def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     """The report's HTML text."""
     table = per_task_table(runs)
-    header, body = table.rows()
+    header, body = table.rows(ci=True)  # mean ±half-width of its clustered 95% interval
     reval_html = _table(header, body)
 
     intervals = per_task_intervals(runs)
