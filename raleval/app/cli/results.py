@@ -45,9 +45,8 @@ def table(
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
-    from rich.console import Console
-
     from raleval.analysis.runs import load_run, per_task_table
+    from raleval.app.console import make_console
 
     try:
         t = per_task_table([load_run(p) for p in run_dirs])
@@ -55,7 +54,7 @@ def table(
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
     if fmt == "rich":
-        Console().print(t.to_rich())
+        make_console().print(t.to_rich())
     elif fmt in renderers:
         typer.echo(renderers[fmt](), nl=False)
     else:
@@ -69,11 +68,10 @@ def compare(
     threshold: Annotated[float, typer.Option(envvar="RALEVAL_THRESHOLD")] = 0.5,
 ) -> None:
     """Paired comparison of two runs on the tasks they share (bootstrap and McNemar)."""
-    from rich.console import Console
-
     from raleval.analysis.runs import load_run
     from raleval.analysis.stats import compare as paired
     from raleval.analysis.stats import tasks_needed
+    from raleval.app.console import make_console
 
     try:
         a, b = load_run(run_a), load_run(run_b)
@@ -88,7 +86,7 @@ def compare(
     f1b = [fb[k].scores.get("f1", 0.0) for k in common]
     result = paired(f1a, f1b, [x >= threshold for x in f1a], [x >= threshold for x in f1b])
     diffs = [x - y for x, y in zip(f1a, f1b, strict=True)]
-    c = Console()
+    c = make_console()
     c.print(f"A = {a.system} ({run_a})\nB = {b.system} ({run_b})", highlight=False)
     c.print(
         f"{result.n} shared tasks: mean F1 A {result.mean_a:.3f}, B {result.mean_b:.3f}",
@@ -113,16 +111,20 @@ def compare(
 def export(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     fmt: Annotated[str, typer.Option("--format", help="parquet | csv | inspect")] = "parquet",
-    out: Annotated[Path, typer.Option(help="output file (steps go beside it)")] = Path(
-        "episodes.parquet"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="output file; steps go beside it (episodes.steps.parquet)",
+            show_default="episodes.parquet, episodes.csv or run.eval",
+        ),
+    ] = None,
 ) -> None:
     """Export a run: episodes (and steps) as Parquet or CSV, or an Inspect AI eval log."""
-    from raleval.analysis.export import export_run
+    from raleval.analysis.export import MissingExtraError, export_run
 
     try:
         written = export_run(run_dir, fmt, out)
-    except user_errors() as exc:
+    except (*user_errors(), MissingExtraError) as exc:
         fail(str(exc))
     for path in written:
         typer.echo(f"wrote {path}")
