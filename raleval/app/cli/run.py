@@ -33,8 +33,8 @@ _OPT = {"show_envvar": False}
 
 RUN_HELP = (
     "Run (or resume) an evaluation and print its results table.\n\n"
-    "Every option also reads an environment variable: RALEVAL_ and its name in capitals "
-    "(RALEVAL_MODEL, RALEVAL_LIMIT, RALEVAL_MODEL_OPTIONS for -M, ...).\n\n"
+    "Every option but --force also reads an environment variable: RALEVAL_ and its name "
+    "in capitals (RALEVAL_MODEL, RALEVAL_LIMIT, RALEVAL_MODEL_OPTIONS for -M, ...).\n\n"
     "Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them "
     "with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."
 )
