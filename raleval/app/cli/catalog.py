@@ -101,7 +101,10 @@ def models() -> None:
     from raleval.agents.local import LOCAL_MODELS, is_installed
     from raleval.app.console import make_console
 
-    table = Table(title="local models (local/<name>)")
+    table = Table(
+        title="local models (local/<name>)",
+        caption="any other GGUF file: local/<path>.gguf (its context window from its metadata)",
+    )
     for col in ("name", "installed", "size", "RAM", "description"):
         table.add_column(col)
     for name, w in LOCAL_MODELS.items():
