@@ -91,7 +91,7 @@ class _PerLoop(NamedTuple):
     sem: asyncio.Semaphore | None
 
 
-def _env_proxy(url: str) -> str | None:
+def env_proxy(url: str) -> str | None:
     """The proxy the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) names for ``url``."""
     parts = urllib.parse.urlsplit(url)
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
@@ -188,7 +188,7 @@ class OpenAICompatibleModel(ModelBase):
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         # HTTP(S)_PROXY / NO_PROXY, read once (aiohttp's trust_env reads ~/.netrc in a worker
         # thread on every request, which doubled the client's CPU per call)
-        self._proxy = _env_proxy(self._url)
+        self._proxy = env_proxy(self._url)
         # a session and a semaphore per event loop (both belong to the loop that made them)
         self._per_loop: dict[int, _PerLoop] = {}
         self.max_retries = max_retries

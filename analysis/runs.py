@@ -74,6 +74,39 @@ def verdict_changes(
     return lines
 
 
+RUN_MARKERS = (RESULTS,)  # a folder holding one of these is a run directory
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
+
+
+def find_runs(paths: Iterable[Path | str]) -> list[Path]:
+    """The run directories ``paths`` name: each path that is a run, and every run below a
+    path that is a log directory (``runs/``, a matrix's folder), in sorted order, each once.
+    Files and folders holding no run (a matrix's ``matrix.md``, a report) are skipped, and
+    so are runs set aside by ``--force`` (``superseded-*``). Raises FileNotFoundError when
+    no path holds a run."""
+    found: dict[Path, None] = {}
+    given = [Path(p) for p in paths]
+    for path in given:
+        if is_run_dir(path):
+            found[path] = None
+            continue
+        if not path.is_dir():
+            continue
+        below = sorted({m.parent for marker in RUN_MARKERS for m in path.rglob(marker)})
+        for run in below:
+            if not any(part.startswith("superseded-") for part in run.relative_to(path).parts):
+                found[run] = None
+    if not found:
+        shown = ", ".join(str(p) for p in given[:3]) + (" ..." if len(given) > 3 else "")
+        raise FileNotFoundError(
+            f"no run directory in {shown or 'nothing'} (a run directory holds {RESULTS})"
+        )
+    return list(found)
+
+
 def load_run(path: Path) -> Run:
     if not (path / RESULTS).exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")

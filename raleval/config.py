@@ -123,7 +123,7 @@ class RunConfig(BaseModel):
             return self.run_name
         model = self.model.replace("/", "_").replace("@", "_at_").replace(":", "_")
         spec = self.with_defaults().tasks or ""
-        tasks = Path(spec).stem if spec.endswith(".jsonl") else spec
+        tasks = task_file_identity(Path(spec)) if spec.endswith(".jsonl") else spec
         return "__".join([self.env, self.workflow, model, tasks])
 
     @property
@@ -152,6 +152,25 @@ class RunConfig(BaseModel):
             },
         )
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def task_file_identity(path: Path) -> str:
+    """A task file's name in run directory names: the set and season of a ``tasks build``
+    folder (its manifest.json) or the file's stem, and a short hash of the file's bytes, so
+    two seasons' ``test.jsonl`` never share a run directory and a moved file keeps its own."""
+    label = path.stem
+    try:
+        manifest = json.loads((path.parent / "manifest.json").read_text(encoding="utf-8"))
+        if isinstance(manifest, dict) and manifest.get("season") is not None:
+            label = f"{manifest.get('set')}-{manifest['season']}-{path.stem}"
+    except (OSError, ValueError):
+        pass
+    label = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    except OSError:
+        return label  # no file (yet): loading the tasks will say so
+    return f"{label}-{digest}"
 
 
 _AXES = {"workflow": ("workflows", "workflow"), "model": ("models", "model"), "tasks": ("tasks",)}

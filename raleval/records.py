@@ -230,5 +230,5 @@ class RunHeader(Record):
     python: str
     platform: str
     # The exact prompts of the run: the workflow's template and the demonstration tasks
-    # (ids per family) with their rendered text (see raleval.app.runner.run_prompts).
+    # (ids per family) with their rendered text (see raleval.app.plan.run_prompts).
     prompts: dict[str, Any] = Field(default_factory=dict)

@@ -158,3 +158,11 @@ def test_help_is_fast_and_loads_no_plugins():
     seconds, heavy = out.stdout.split()
     assert heavy == "False"
     assert float(seconds) < 1.0
+
+
+def test_list_envs_states_each_default_world_and_task_set():
+    res = runner.invoke(app, ["list", "envs"], env={"COLUMNS": "200"})
+    text = " ".join(res.output.split())
+    assert "Default world: size=tiny, seed=0. Default task set: crag-kg." in text
+    assert "Default world: size=small, seed=0. Default task set: scholar." in text
+    assert "Default world: backend=generated, size=small, seed=0. Default task set: wiki." in text

@@ -125,3 +125,40 @@ def test_inspect_log_reads_back_through_inspect_ai(run_dir, tmp_path):
     calls = [c.function for m in sample.messages for c in (getattr(m, "tool_calls", None) or [])]
     assert calls and calls[0] == "searchPerson"
     assert read.results.scores[0].metrics["mean_f1"].value == 1.0
+
+
+def test_a_log_directory_stands_for_every_run_below_it(tmp_path):
+    """`runs/` with two runs, a matrix's files and a run set aside by --force: load_runs, export,
+    table and report each read the two runs and skip the rest."""
+    from raleval.analysis.export import load_runs
+    from raleval.analysis.runs import find_runs
+
+    logs = tmp_path / "runs"
+    dirs = []
+    for workflow in ("react", "function_calling"):
+        cfg = build_config(
+            {"env": "scholar", "env_options": {"size": "tiny"}, "tasks": "scholar-ks",
+             "tasks_per_family": 2, "model": "scripted/oracle", "workflow": workflow,
+             "log_dir": logs}
+        )  # fmt: skip
+        dirs.append(run_sync(cfg).run_dir)
+    for name in ("matrix.md", "matrix.json", "matrix-report.html"):
+        (logs / name).write_text("{}")
+    aside = dirs[0] / "superseded-20260101T000000"
+    aside.mkdir()
+    (aside / "results.jsonl").write_text((dirs[0] / "results.jsonl").read_text())
+    assert find_runs([logs]) == sorted(dirs)
+    assert find_runs(sorted(logs.iterdir())) == sorted(dirs)  # `runs/*` as a shell gives it
+    frame = load_runs(logs)
+    assert len(frame) == 4 and frame["run"].nunique() == 2
+    runner = CliRunner()
+    out = tmp_path / "all.parquet"
+    assert runner.invoke(app, ["export", str(logs), "--out", str(out)]).exit_code == 0
+    assert len(pd.read_parquet(out)) == 4
+    table = runner.invoke(app, ["table", str(logs), "--format", "csv"])
+    assert table.exit_code == 0 and table.output.count("scripted/oracle") == 2, table.output
+    html = tmp_path / "report.html"
+    report = runner.invoke(app, ["report", *map(str, sorted(logs.iterdir())), "--out", str(html)])
+    assert report.exit_code == 0, report.output
+    empty = runner.invoke(app, ["report", str(tmp_path / "nothing")])
+    assert empty.exit_code == 2 and "no run directory" in empty.output

@@ -13,7 +13,7 @@ from raleval.analysis.runs import load_run
 from raleval.store import HEADER, RESULTS, TASKS, ResultsFile, read_header, read_tasks, write_tasks
 
 from .conftest import run_config
-from .test_report import _chromium
+from .test_report import chromium_driver
 
 # Each one ends, re-opens or escapes a script element, an attribute, a comment, a template
 # marker or a JS template literal, or is text a parser may choke on.
@@ -139,7 +139,7 @@ def test_hostile_report_in_a_real_browser(tmp_path):
     # the page's own structure, whatever the data: two script elements, nothing else
     assert html.count("<script") == 2 and html.count("</script>") == 2
 
-    driver = _chromium(tmp_path)
+    driver = chromium_driver(tmp_path)
     try:
         driver.get(report.as_uri())
         count = driver.find_element(By.ID, "count").text

@@ -88,7 +88,7 @@ def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
     )
 
 
-def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
+def episode_view(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
     task = run.tasks.get(t.task_id)
     golds = task.answers if task else []
     return {
@@ -349,7 +349,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         )
 
     episodes = [
-        _episode(i, run, t, threshold)
+        episode_view(i, run, t, threshold)
         for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
     ]
     # each run's system prompt and demonstrations once, not once per episode: the viewer
@@ -418,10 +418,13 @@ def write_report(
     """Write the report for ``run_dirs`` to ``out`` (default: a new file in the current
     directory, :func:`default_report_path`). Never into a run directory: a run's own
     ``report.html`` is written by ``raleval run`` and left alone here."""
+    from raleval.analysis.runs import find_runs
+
+    run_dirs = find_runs(run_dirs)  # a log directory stands for every run below it
     target = (out or default_report_path(run_dirs)).resolve()
     if (target.parent / "results.jsonl").exists() or (target.parent / "header.json").exists():
         raise ValueError(
             f"--out {out} is inside the run {target.parent}; reports of runs go outside any run"
         )
-    runs = [load_run(Path(p)) for p in run_dirs]
+    runs = [load_run(p) for p in run_dirs]
     return save_report(runs, target, threshold)

@@ -16,6 +16,24 @@ from raleval.app.cli.base import (
     user_errors,
 )
 
+WORLD_OPTIONS = ("backend", "size", "seed")  # the options that choose an environment's world
+
+
+def default_world(env_entry: object) -> str:
+    """`` Default world: size=tiny, seed=0.`` for an environment whose factory chooses its
+    world by options (none for one that takes a path or a server)."""
+    import inspect
+
+    params = getattr(env_entry, "parameters", lambda: None)() or {}
+    shown = [
+        f"{k}={params[k].default}"
+        for k in WORLD_OPTIONS
+        if k in params and params[k].default not in (inspect.Parameter.empty, None)
+    ]
+    default_tasks = getattr(env_entry, "default_tasks", None)
+    text = f" Default world: {', '.join(shown)}." if shown else ""
+    return text + (f" Default task set: {default_tasks}." if default_tasks else "")
+
 
 @app.command("list")
 def list_plugins(
@@ -77,6 +95,8 @@ def list_plugins(
             desc = f"{obj.level.value} {obj.domain}, metric {obj.metric}: {obj.description}"
         else:
             desc = plain_doc(obj)
+        if kind == "envs" and not isinstance(obj, Exception):
+            desc += default_world(obj)
         entries.append((name, desc))
     if kind == "tasks":
         for name in registry.task_sets.names():

@@ -16,7 +16,9 @@ from raleval.app.cli.base import (
 
 @app.command()
 def report(
-    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+    ],
     out: Annotated[
         Path | None,
         typer.Option(
@@ -41,15 +43,17 @@ def report(
 
 @app.command()
 def table(
-    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
-    from raleval.analysis.runs import load_run, per_task_table
+    from raleval.analysis.runs import find_runs, load_run, per_task_table
     from raleval.app.console import make_console
 
     try:
-        t = per_task_table([load_run(p) for p in run_dirs])
+        t = per_task_table([load_run(p) for p in find_runs(run_dirs)])
     except user_errors() as exc:
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
@@ -109,7 +113,9 @@ def compare(
 
 @app.command()
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="a run directory, or a log directory: every run below it")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="parquet | csv | inspect")] = "parquet",
     out: Annotated[
         Path | None,

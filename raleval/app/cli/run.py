@@ -464,23 +464,16 @@ def _matrix_report(configs: list[Any]) -> None:
 def _run_one(cfg: Any, display: str) -> bool:
     """Run one configuration and print its results; False if episodes failed or went
     unwritten (the run is then incomplete, and the exit status 1)."""
-    import asyncio
-
     from rich.markup import escape
 
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.console import make_console
-    from raleval.app.runner import run as run_async
+    from raleval.app.runner import run_sync
     from raleval.store import RESULTS
 
     console = make_console()
     try:
-        if cfg.backend == "local":
-            summary = asyncio.run(run_async(cfg, display=display))
-        else:  # episodes in worker processes, this one writing
-            from raleval.app.runner import run_sync
-
-            summary = run_sync(cfg, display)
+        summary = run_sync(cfg, display)
     except KeyboardInterrupt:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
