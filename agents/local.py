@@ -228,6 +228,7 @@ class LlamaServer:
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
+        self.cpu = ServerCpu(self.proc.pid)  # one per server, whichever models share it
         _live.add(self)  # stopped by stop_servers() even if it never became ready
         atexit.register(self.stop)
 
@@ -268,6 +269,55 @@ class LlamaServer:
                 self.proc.wait()
         if not self._log.closed:
             self._log.close()
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of process ``pid`` and all its threads (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state is fields[0]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCpu:
+    """CPU seconds a server process spends on each call: the process's CPU time between any
+    two starts or ends of calls is shared equally among the calls in flight then (llama.cpp
+    decodes its slots in one batch); CPU spent with no call in flight is nobody's."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._lock = threading.Lock()
+        self._calls: dict[int, float] = {}
+        self._next = 0
+        self._last = process_cpu_seconds(pid)
+
+    def _advance(self) -> None:
+        now = process_cpu_seconds(self.pid)
+        if now is None or self._last is None:
+            self._last = now
+            return
+        delta, self._last = max(0.0, now - self._last), now
+        if self._calls:
+            share = delta / len(self._calls)
+            for call in self._calls:
+                self._calls[call] += share
+
+    def start(self) -> int:
+        with self._lock:
+            self._advance()
+            call, self._next = self._next, self._next + 1
+            self._calls[call] = 0.0
+            return call
+
+    def end(self, call: int) -> float | None:
+        """The call's CPU seconds (None where /proc cannot be read)."""
+        with self._lock:
+            self._advance()
+            spent = self._calls.pop(call, None)
+            return spent if self._last is not None else None
 
 
 START_ATTEMPTS = 3
@@ -400,4 +450,5 @@ def make_local_model(
         **options,
     )
     model.endpoint = f"local/{name}"
+    model.cpu_meter = server.cpu  # tokens cost 0 here: CPU seconds instead
     return model

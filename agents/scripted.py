@@ -19,6 +19,7 @@ from typing import Any
 
 from raleval.families import answer_of
 from raleval.model import (
+    LOCAL_PRICE,
     Capabilities,
     GenerateRequest,
     Generation,
@@ -42,7 +43,7 @@ class ScriptedModel(ModelBase):
     """Base: subclasses produce the raw text for a prompt; stop sequences apply as on a server."""
 
     endpoint = "scripted"
-    capabilities = Capabilities(cacheable=False)
+    capabilities = Capabilities(cacheable=False, price=LOCAL_PRICE)
 
     def __init__(self, name: str) -> None:
         self.name = f"scripted/{name}"
@@ -171,7 +172,7 @@ class OracleModel(ScriptedModel):
 
     def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         bound = OracleModel(task, env, workflow, self.variant)
-        bound.latency_s = self.latency_s
+        bound.latency_s, bound.capabilities = self.latency_s, self.capabilities
         return bound
 
     def solution(self) -> list[ToolCall]:
@@ -233,7 +234,7 @@ class AlternatingModel(OracleModel):
         n = self.visits.get(task.id, 0)
         self.visits[task.id] = n + 1
         bound = OracleModel(task, env, workflow, "oracle" if n % 2 == 0 else "oracle-wrong")
-        bound.latency_s = self.latency_s
+        bound.latency_s, bound.capabilities = self.latency_s, self.capabilities
         return bound
 
 
@@ -287,7 +288,7 @@ class ReplayModel(ScriptedModel):
         if outputs is None:
             raise ValueError(f"scripted/replay: task {task.id} is not in {self.path}")
         bound = ReplayModel(self.path, list(outputs))
-        bound.latency_s = self.latency_s
+        bound.latency_s, bound.capabilities = self.latency_s, self.capabilities
         return bound
 
     def respond(self, prompt: str) -> str:

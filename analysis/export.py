@@ -86,6 +86,8 @@ def episode_row(run: Run, t: Trajectory) -> dict[str, Any]:
         "n_llm_calls": t.n_llm_calls,
         "prompt_tokens": t.prompt_tokens,
         "completion_tokens": t.completion_tokens,
+        "cost_usd": t.cost_usd,  # None: the model's price is unknown
+        "compute_s": t.compute_s,  # a model on this machine
         "wall_time_s": t.wall_time_s,
         "model_time_s": t.model_time_s,
         "tool_time_s": t.tool_time_s,

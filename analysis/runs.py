@@ -121,11 +121,14 @@ def task_key(run: Run, traj: Trajectory) -> str:
 
 
 def per_task_table(runs: Iterable[Run]) -> RevalTable:
-    """F1 x 100 per system per task family; families outside R-Eval's 12 keep their domain."""
+    """F1 x 100 per system per task family (families outside R-Eval's 12 keep their domain),
+    and each system's US dollars per episode."""
     scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     tasks_meta = dict(REVAL_TASKS)
+    costs: dict[str, list[float | None]] = defaultdict(list)
     for run in runs:
         for t in run.scored:
+            costs[run.system].append(t.cost_usd)
             task = run.tasks.get(t.task_id)
             family = task.family if task else "?"
             if task:  # a run's own tasks say their domain (scholar, not R-Eval's "aminer")
@@ -134,6 +137,11 @@ def per_task_table(runs: Iterable[Run]) -> RevalTable:
     return RevalTable(
         {s: {f: sum(v) / len(v) for f, v in fams.items()} for s, fams in scores.items()},
         tasks=tasks_meta,
+        costs={
+            s: None if None in c else sum(c) / len(c)  # type: ignore[arg-type]
+            for s, c in costs.items()
+            if c
+        },
     )
 
 
@@ -236,6 +244,9 @@ class SystemSummary:
     tokens: float = 0.0
     calls: float = 0.0
     steps: float = 0.0
+    # US dollars per episode with its 95% interval (None: some episode's price is unknown)
+    cost_usd: Interval | None = None
+    compute_s: float | None = None  # per episode, a model on this machine
 
 
 def summarize_system(run: Run, seed: int = 0) -> SystemSummary:
@@ -254,11 +265,17 @@ def summarize_system(run: Run, seed: int = 0) -> SystemSummary:
         tokens=sum(t.prompt_tokens + t.completion_tokens for t in r) / n,
         calls=sum(t.n_llm_calls for t in r) / n,
         steps=sum(len(t.steps) for t in r) / n,
+        cost_usd=bootstrap_ci([t.cost_usd for t in r if t.cost_usd is not None], seed=seed)
+        if r and all(t.cost_usd is not None for t in r)
+        else None,
+        compute_s=sum(t.compute_s for t in r if t.compute_s is not None) / n
+        if any(t.compute_s is not None for t in r)
+        else None,
     )
 
 
 def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
-    """Systems not dominated in (lower time, higher F1), fastest first."""
+    """Systems not dominated in (lower time or cost, higher F1), cheapest first."""
     front = []
     for name, (time_s, f1) in points.items():
         dominated = any(

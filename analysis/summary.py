@@ -29,6 +29,22 @@ class SummaryRow:
     call_precision: float | None = None
     call_recall: float | None = None
     family_mean_f1: float | None = None  # the all row: unweighted mean of the families' F1
+    # what the scored episodes used and cost (totals): tokens, US dollars at the model's price
+    # (None when any episode's price is unknown), compute seconds of a model on this machine
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    compute_s: float | None = None
+
+
+def _usage(row: SummaryRow, trajs: list[Trajectory]) -> None:
+    """Fill ``row``'s token, cost and compute totals from ``trajs``."""
+    row.prompt_tokens = sum(t.prompt_tokens for t in trajs)
+    row.completion_tokens = sum(t.completion_tokens for t in trajs)
+    costs = [t.cost_usd for t in trajs]
+    row.cost_usd = sum(c for c in costs if c is not None) if trajs and None not in costs else None
+    compute = [t.compute_s for t in trajs if t.compute_s is not None]
+    row.compute_s = sum(compute) if compute else None
 
 
 def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
@@ -59,7 +75,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             continue
         agg = aggregate(trajs)["all"]
         rows.append(
-            SummaryRow(
+            row := SummaryRow(
                 family=family,
                 level=level,
                 n=n,
@@ -74,6 +90,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 failed=failed[family],
             )
         )
+        _usage(row, trajs)
     if len(rows) > 1:
         everything = [t for g in groups.values() for t in g]
         total = SummaryRow("all", "-", n=len(everything), failed=sum(failed.values()))
@@ -88,6 +105,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.wall_s = sum(t.wall_time_s for t in everything) / len(everything)
             total.call_precision = _mean_score(everything, "call_precision")
             total.call_recall = _mean_score(everything, "call_recall")
+            _usage(total, everything)
         for r in rows:
             total.labels.update(r.labels)
         scored = [r for r in rows if r.n]
@@ -152,4 +170,36 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for r in rows:
         mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
     # the notes as lines of their own, not captions: a caption wraps to its table's width
-    return Group(scores, Text(TIME_NOTE), mix, Text(LABEL_LEGEND))
+    parts = [scores, Text(TIME_NOTE), mix, Text(LABEL_LEGEND)]
+    cost = cost_table(rows)
+    return Group(*parts) if cost is None else Group(*parts, cost)
+
+
+def usd(value: float | None) -> str:
+    """US dollars to the millionth (a token at $1 per million tokens)."""
+    return "-" if value is None else f"{value:.6f}"
+
+
+def cost_table(rows: list[SummaryRow]) -> object | None:
+    """Tokens and what they cost per family (totals and per episode), with the compute
+    seconds of a model on this machine; None when no episode recorded a cost."""
+    from rich.table import Table
+
+    shown = [r for r in rows if r.n]
+    if not any(r.cost_usd is not None or r.compute_s is not None for r in shown):
+        return None
+    compute = any(r.compute_s is not None for r in shown)
+    table = Table(title="tokens and cost", padding=(0, 1), collapse_padding=True)
+    columns = ["family", "n", "tokens in", "tokens out", "USD", "USD/ep"]
+    columns += ["compute s/ep"] if compute else []
+    for col in columns:
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for r in shown:
+        per_ep = None if r.cost_usd is None else r.cost_usd / r.n
+        cells = [r.family, str(r.n), str(r.prompt_tokens), str(r.completion_tokens)]
+        cells += [usd(r.cost_usd), usd(per_ep)]
+        if compute:
+            cells.append("-" if r.compute_s is None else f"{r.compute_s / r.n:.3f}")
+        table.add_row(*cells)
+    table.caption = "USD = (in x price_in + out x price_out) / 1M"
+    return table

@@ -70,6 +70,13 @@ class RevalTable:
 
     scores: dict[str, dict[str, float]]  # system -> family -> score
     tasks: dict[str, tuple[str, str]] = field(default_factory=lambda: dict(REVAL_TASKS))
+    # system -> US dollars per episode (None: unknown price); a ``usd_per_ep`` column follows
+    # the ranks when some system's tokens cost money
+    costs: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def shows_cost(self) -> bool:
+        return any(c for c in self.costs.values())
 
     @property
     def systems(self) -> list[str]:
@@ -128,6 +135,7 @@ class RevalTable:
             "avg_all",
             *[f"rank_{d}" for d in domains],
             "rank_all",
+            *(["usd_per_ep"] if self.shows_cost else []),
         ]
         body = []
         for s in self.systems:
@@ -140,6 +148,9 @@ class RevalTable:
             cells.append(f"{avgs[s]['avg_all']:.{precision}f}")
             cells += [ordinal(ranks[s][f"rank_{d}"]) for d in domains]
             cells.append(ordinal(ranks[s]["rank_all"]))
+            if self.shows_cost:
+                cost = self.costs.get(s)
+                cells.append("-" if cost is None else f"{cost:.6f}")
             body.append(cells)
         return header, body
 

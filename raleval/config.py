@@ -6,10 +6,17 @@ import hashlib
 import itertools
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 
 class ConfigError(ValueError):
@@ -34,7 +41,9 @@ class RunConfig(BaseModel):
     limit: int | None = Field(None, ge=1)
     sample_ids: list[str] | None = None  # --sample-id: exactly these tasks
     seed: int = 0
-    max_connections: int = Field(8, ge=1)
+    # episodes in flight at once; "auto": found by AIMD from the endpoint's answers
+    # (raleval.concurrency), within one process
+    max_connections: Annotated[int, Field(ge=1)] | Literal["auto"] = 8
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
@@ -65,6 +74,15 @@ class RunConfig(BaseModel):
         if "/" not in v:
             raise ValueError(f"model spec {v!r} must look like provider/name")
         return v
+
+    @model_validator(mode="after")
+    def _auto_is_local(self) -> RunConfig:
+        if self.max_connections == "auto" and self.backend != "local":
+            raise ValueError(
+                "max_connections auto adapts within one process: use --backend local, or a "
+                "number of connections with --backend processes or ray"
+            )
+        return self
 
     def with_defaults(self) -> RunConfig:
         """The config with omitted values that depend on a plugin filled in (the env's default

@@ -99,8 +99,9 @@ def test_public_load_runs_one_row_per_episode_with_every_field(run_dir):
     assert frame["task_id"].is_unique
     for col in ("score_f1", "score_correct", "error_type", "error_cause", "stop_reason",
                 "failure", "attempt", "wall_time_s", "model_time_s", "tag_answerable",
-                "family", "level"):  # fmt: skip
+                "family", "level", "cost_usd", "compute_s"):  # fmt: skip
         assert col in frame.columns, col
+    assert (frame["cost_usd"] == 0.0).all()  # a scripted model: tokens cost nothing
     assert set(frame["error_type"]) == {"EM"} and frame["failure"].isna().all()
     assert frame["score_f1"].mean() == 1.0
     steps = load_steps(run_dir)

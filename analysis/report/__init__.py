@@ -2,9 +2,9 @@
 
 Tables (R-Eval's per-task table with averages and ranks, per-system F1 and costs with bootstrap
 intervals, error types, CRAG slices when tasks carry the tags), figures (radar per workflow,
-F1 by domain x level, error mix, time versus F1 with the Pareto front) and a trajectory viewer
-(filter by system, task, error type; open any episode to read every step and why it got its
-label). Everything is inlined: the file opens without a network.
+F1 by domain x level, error mix, time and cost versus F1 with their Pareto fronts) and a
+trajectory viewer (filter by system, task, error type; open any episode to read every step and
+why it got its label). Everything is inlined: the file opens without a network.
 """
 
 from __future__ import annotations
@@ -215,6 +215,13 @@ def _tree(nodes: Any) -> list[dict[str, Any]] | None:
     return out
 
 
+def _usd(interval: Any) -> str:
+    """Dollars per query with their interval, to the millionth; '-' when unknown."""
+    if interval is None:
+        return "-"
+    return f"{interval.estimate:.6f} [{interval.low:.6f}, {interval.high:.6f}]"
+
+
 def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     """The report's HTML text."""
     table = per_task_table(runs)
@@ -236,6 +243,13 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         if s.wall_s and s.n
     }
     front = pareto_front({k: (v[0], v[3]) for k, v in points.items()})
+    # cost versus F1, for the systems whose every episode has a price (0 for local models)
+    cost_points = {
+        s.system: (s.cost_usd.estimate, s.cost_usd.low, s.cost_usd.high, s.f1.estimate)
+        for s in summaries
+        if s.cost_usd is not None and s.n
+    }
+    cost_front = pareto_front({k: (v[0], v[3]) for k, v in cost_points.items()})
     sys_rows = [
         [
             s.system,
@@ -249,6 +263,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             f"{s.calls:.1f}",
             f"{s.steps:.1f}",
             "yes" if s.system in front else "",
+            _usd(s.cost_usd),
+            "-" if s.compute_s is None else f"{s.compute_s:.3f}",
+            "yes" if s.system in cost_front else "",
         ]
         for s in summaries
     ]
@@ -265,6 +282,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "LLM calls/query",
             "steps/query",
             "Pareto (time vs F1)",
+            "USD/query [95% interval]",
+            "compute s/query",
+            "Pareto (cost vs F1)",
         ],
         sys_rows,
     )
@@ -340,6 +360,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             figures.append(("errors", plots.error_bars(labels)))
         if points:
             figures.append(("deployment", plots.deployment(points, front)))
+        # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)
+        if any(v[0] > 0 for v in cost_points.values()):
+            figures.append(("cost", plots.cost(cost_points, cost_front)))
         noise = robustness(runs)
         if noise:
             figures.append(("robustness", plots.robustness(noise)))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.app.faults import FaultLog, FaultyEnvironment, FaultyModel, RetryingModel
+from raleval.concurrency import AUTO_MAX
 from raleval.config import RunConfig
 from raleval.failures import failure_cause
 from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
@@ -175,6 +176,8 @@ async def run_episode(
         n_llm_calls=len(rec.llm_calls),
         prompt_tokens=rec.prompt_tokens,
         completion_tokens=rec.completion_tokens,
+        cost_usd=rec.cost_usd,
+        compute_s=rec.compute_seconds,
         extra=rec.extra,
     )
 
@@ -209,8 +212,10 @@ def resolve_model(config: RunConfig, run_dir: Path | None = None) -> Model:
 
 def episode_slots(config: RunConfig, model: Any, n_episodes: int) -> int:
     """Episodes run at once: ``--max-connections``, no more than there are, and no more than
-    the model serves well at once (llama.cpp's slots)."""
-    n = min(config.max_connections, max(1, n_episodes))
+    the model serves well at once (llama.cpp's slots); with ``auto`` its ceiling, and the
+    adaptive limit admits them (raleval.concurrency)."""
+    cap = AUTO_MAX if config.max_connections == "auto" else config.max_connections
+    n = min(cap, max(1, n_episodes))
     return min(n, model.capabilities.max_concurrency or n)
 
 

@@ -31,6 +31,7 @@ from raleval.app.rundir import (
     open_run_dir,
     pending_episodes,
 )
+from raleval.concurrency import AdaptiveLimit, adaptive_limit, episode_room
 from raleval.records import AgentSpec, Task
 from raleval.scheduling import Turns
 from raleval.store import RESULTS, ResultsFile, ResultsWriter
@@ -63,9 +64,11 @@ async def run_local(plan: RunPlan, display: str = "rich") -> RunSummary:
         agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
         graph = episode_graph(plan.workflow, model, env)
         progress = make_progress(display, total=len(pending), title=config.slug())
+        limit = adaptive_limit(config, model, episode_slots(config, model, len(pending)), run_dir)
         writer = await _run_pending(
-            plan, pending, latest, (model, env, agent, graph), results, tally, progress, stopping
-        )
+            plan, pending, latest, (model, env, agent, graph), results, tally, progress, stopping,
+            limit,
+        )  # fmt: skip
         if cache is not None:
             cache.close()
         await close_session(env)  # the environment's connections (MCP servers it started)
@@ -102,9 +105,11 @@ async def _run_pending(
     tally: Tally,
     progress: Any,
     stopping: asyncio.Event,
+    limit: AdaptiveLimit | None = None,
 ) -> ResultsWriter:
     """Run ``pending`` with ``stack`` (model, environment, agent, graph) until done, Ctrl-C or
-    a write error; returns the writer (closed: every finished episode is on disk)."""
+    a write error, admitting episodes by ``limit`` when adaptive (``--max-connections auto``);
+    returns the writer (closed: every finished episode is on disk)."""
     model, env, agent, graph = stack
     workflow = plan.workflow
     queue: asyncio.Queue[tuple[Task, int]] = asyncio.Queue()
@@ -134,7 +139,10 @@ async def _run_pending(
                 except asyncio.QueueEmpty:
                     return
                 attempt = next_attempt(latest, task.id, epoch)
-                traj = await run_scored(task, model, env, workflow, agent, epoch, attempt, graph)
+                async with episode_room(limit):
+                    traj = await run_scored(
+                        task, model, env, workflow, agent, epoch, attempt, graph
+                    )
                 writer.put(traj)
                 tally.add(traj)
                 progress.advance(tally.mean_f1 or 0.0, traj)

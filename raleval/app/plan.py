@@ -74,6 +74,23 @@ def check_model_spec(spec: str) -> None:
     registry.models.get(provider)  # UnknownNameError names the known ones
 
 
+def check_cost_budget(config: RunConfig, max_cost_usd: float | None) -> None:
+    """Refuse a cost budget (``-W max_cost_usd``) for a model whose price is unknown: it could
+    never be kept (the price comes from the spec and ``-M``; no model is loaded)."""
+    from raleval.agents.agent import ModelSpec
+    from raleval.agents.pricing import model_price, split_price_options
+
+    if max_cost_usd is None:
+        return
+    spec = ModelSpec.parse(config.model)
+    price_options, _ = split_price_options(dict(config.model_options))
+    if model_price(spec.provider, spec.name, price_options) is None:
+        raise ConfigError(
+            f"-W max_cost_usd needs the model's price: {config.model} is not in the built-in "
+            "table; give it with -M price_in=<USD per 1M tokens> -M price_out=<USD per 1M>"
+        )
+
+
 def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> RunPlan:
     """Resolve and validate ``config`` into a :class:`RunPlan`. The caller holds the run
     directory's lock (a ``--force`` sets the old run aside here); nothing is written into it."""
@@ -81,6 +98,7 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
     check_env_options(config.env, config.env_options)
     check_model_spec(config.model)
     workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
+    check_cost_budget(config, workflow.config.max_cost_usd)
     try:  # e.g. PAL refuses to run where it cannot sandbox code
         workflow.preflight()
     except RuntimeError as exc:

@@ -55,7 +55,7 @@ class RunDirLock:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._fd: int | None = None
-        self._made_dir = False
+        self._made: list[Path] = []  # the folders acquire() created, innermost first
 
     def __enter__(self) -> RunDirLock:
         self.acquire()
@@ -65,33 +65,47 @@ class RunDirLock:
         self.release()
 
     def acquire(self) -> None:
-        self._made_dir = not self.run_dir.exists()
-        try:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise ConfigError(f"cannot use run directory {self.run_dir}: {exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        for _ in range(5):
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise RunDirBusy(
+                    f"another raleval run (pid {holder}) is writing {self.run_dir}; wait for it "
+                    "to finish, or give this run another --run-name or --log-dir"
+                ) from None
+            try:  # a refused run removes the lock file it made: is ours still the one there?
+                current = os.stat(self.run_dir / LOCK).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                break
             os.close(fd)
-            raise RunDirBusy(
-                f"another raleval run (pid {holder}) is writing {self.run_dir}; wait for it to "
-                "finish, or give this run another --run-name or --log-dir"
-            ) from None
+        else:
+            raise ConfigError(f"cannot lock run directory {self.run_dir}: it keeps changing")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
+
+    def _open(self) -> int:
+        self._made = [p for p in [self.run_dir, *self.run_dir.parents] if not p.exists()]
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            return os.open(self.run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"cannot use run directory {self.run_dir}: {exc}") from None
 
     def release(self) -> None:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
-        if self._made_dir and [p.name for p in self.run_dir.iterdir()] == [LOCK]:
+        if self._made and [p.name for p in self.run_dir.iterdir()] == [LOCK]:
             with contextlib.suppress(OSError):  # refused before writing: leave nothing
                 (self.run_dir / LOCK).unlink()
-                self.run_dir.rmdir()
+                for folder in self._made:  # the log directory too, if this made it
+                    folder.rmdir()
         os.close(fd)  # closing the descriptor releases the lock
 
 

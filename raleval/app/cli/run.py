@@ -200,10 +200,11 @@ def run(
         ),
     ] = None,
     max_connections: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             envvar="RALEVAL_MAX_CONNECTIONS",
-            help="episodes in flight at once",
+            help="episodes in flight at once, or auto: found from the endpoint's 429/503 "
+            "answers (AIMD), recorded in concurrency.jsonl",
             show_default="8",
             rich_help_panel=BUDGETS,
             **_OPT,
@@ -498,6 +499,16 @@ def _run_one(cfg: Any, display: str) -> bool:
         f"results in {summary.run_dir / RESULTS}",
         highlight=False,
     )
+    if cfg.max_connections == "auto":
+        from raleval.concurrency import LOG_NAME, settled
+
+        level = settled(summary.run_dir)
+        if level is not None:
+            console.print(
+                f"max-connections auto: settled at {level.get('settled', level['limit'])} "
+                f"({summary.run_dir / LOG_NAME})",
+                highlight=False,
+            )
     for label, rates in robustness_rates(run).items():
         shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
         console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
