@@ -40,11 +40,18 @@ STEP_COLUMNS = [
 ]
 
 
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it."""
+
+
 def _pandas() -> Any:
     try:
         import pandas as pd
     except ImportError as exc:
-        raise ValueError('export needs pandas and pyarrow: pip install "raleval[export]"') from exc
+        raise MissingExtraError(
+            "load_runs, load_steps and export need pandas and pyarrow: "
+            'pip install "raleval[export]"'
+        ) from exc
     return pd
 
 
@@ -157,7 +164,7 @@ def _as(df: Any, frame: str) -> Any:
         try:
             import polars as pl
         except ImportError as exc:
-            raise ValueError("frame='polars' needs polars: pip install polars") from exc
+            raise MissingExtraError("frame='polars' needs polars: pip install polars") from exc
         return pl.from_pandas(df)
     raise ValueError(f"frame must be 'pandas' or 'polars', not {frame!r}")
 
@@ -167,13 +174,18 @@ def steps_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}.steps{out.suffix}")
 
 
-def export_run(run_dir: Path | list[Path], fmt: str, out: Path) -> list[Path]:
+# Where ``raleval export`` writes when no --out is given: a name that says the format.
+DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv", "inspect": "run.eval"}
+
+
+def export_run(run_dir: Path | list[Path], fmt: str, out: Path | None = None) -> list[Path]:
     """Write the run ``run_dir`` (or every run below a log directory, or several) as ``fmt``
-    to ``out``; returns the files written. Parquet and CSV hold every run's episodes in one
-    table (``run`` names each row's); an Inspect log is one file per run (``out`` itself for
-    one run, ``<stem>.<run name><suffix>`` beside it for several)."""
+    to ``out`` (default :data:`DEFAULT_OUT`); returns the files written. Parquet and CSV hold
+    every run's episodes in one table (``run`` names each row's); an Inspect log is one file
+    per run (``out`` itself for one run, ``<stem>.<run name><suffix>`` beside it for several)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    out = out or Path(DEFAULT_OUT[fmt])
     runs = [load_run(p) for p in find_runs(_paths(run_dir))]
     for run in runs:
         run.rescore()  # current scores (call-level ones too), as the report shows them
@@ -191,7 +203,7 @@ def export_run(run_dir: Path | list[Path], fmt: str, out: Path) -> list[Path]:
         try:
             import pyarrow  # noqa: F401
         except ImportError as exc:
-            raise ValueError('Parquet needs pyarrow: pip install "raleval[export]"') from exc
+            raise MissingExtraError('Parquet needs pyarrow: pip install "raleval[export]"') from exc
         episodes.to_parquet(out, index=False)
         steps.to_parquet(written[1], index=False)
     else:
@@ -207,7 +219,7 @@ def _inspect() -> Any:
     try:
         import inspect_ai.log as log
     except ImportError as exc:
-        raise ValueError(
+        raise MissingExtraError(
             'the Inspect AI log format needs inspect-ai: pip install "raleval[inspect]"'
         ) from exc
     return log

@@ -24,11 +24,18 @@ def available() -> bool:
     return True
 
 
-def _figure(width: float = 6.0, height: float = 4.0):  # type: ignore[no-untyped-def]
+def _configure() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "raleval"  # stable element ids
+    # labels are system and family names, which come from task files and model specs: a "$"
+    # in them is text, not mathtext (which would fail on "$\\frac" and stop the report)
+    matplotlib.rcParams["text.parse_math"] = False
+
+
+def _figure(width: float = 6.0, height: float = 4.0):  # type: ignore[no-untyped-def]
+    _configure()
     import matplotlib.pyplot as plt
 
     return plt.subplots(figsize=(width, height))
@@ -46,6 +53,7 @@ def _svg(fig) -> str:  # type: ignore[no-untyped-def]
 
 def radar(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
     """One polygon per system (LLM) over the same axes (domain x level), F1 in [0, 1]."""
+    _configure()
     import matplotlib.pyplot as plt
 
     axes = sorted({a for s in series.values() for a in s})

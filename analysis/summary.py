@@ -137,12 +137,25 @@ def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+# One line under the label mix: what each of R-Eval's labels means (docs/taxonomy.md)
+LABEL_LEGEND = (
+    "EM right, from tool evidence; AM right, without it; GE wrong despite evidence; "
+    "RE wrong, nothing found; TE misuse, unparseable or out of budget; ME model or tool failed"
+)
+TIME_NOTE = (
+    "s/ep: mean wall-clock seconds per episode; episodes overlap (--max-connections), "
+    "so a run takes less than n x s/ep"
+)
+
+
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     """Two rich tables, each within 80 columns: scores per family (the ``all`` row is the mean
     over episodes; ``fam. mean`` the unweighted mean of the families' F1), then the label mix.
-    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class."""
+    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class. Scores are
+    fractions with three decimals, as in the matrix and the README."""
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     calls = any(r.call_precision is not None for r in rows)
     failed = any(r.failed for r in rows)
@@ -153,8 +166,8 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for col in columns:
         scores.add_column(col, justify="left" if col in ("family", "level") else "right")
 
-    def pct(v: float | None) -> str:
-        return "-" if v is None else f"{100 * v:.1f}"
+    def frac(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
 
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
@@ -163,15 +176,15 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
             scores.add_row(*cells)
             continue
         ci = r.f1_ci
-        half = "-" if ci is None or ci.low != ci.low else f"{100 * ci.half_width:.1f}"
-        cells += [pct(r.correct), pct(r.f1), half, pct(r.em), pct(r.missing)]
-        cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
+        half = "-" if ci is None or ci.low != ci.low else f"{ci.half_width:.3f}"
+        cells += [frac(r.correct), frac(r.f1), half, frac(r.em), frac(r.missing)]
+        cells += [frac(r.call_precision), frac(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)
     scores.caption = "±: 95% interval of F1, clustered by template"
     if fam_mean is not None:
         scores.caption = (
-            f"all: mean over episodes; mean of family F1 {100 * fam_mean:.1f}; {scores.caption}"
+            f"all: mean over episodes; mean of family F1 {fam_mean:.3f}; {scores.caption}"
         )
     mix = Table(title="error types (R-Eval taxonomy)", padding=(0, 1), collapse_padding=True)
     mix.add_column("family")
@@ -179,8 +192,10 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
         mix.add_column(lb, justify="right")
     for r in rows:
         mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
+    # the notes as lines of their own, not captions: a caption wraps to its table's width
+    parts = [scores, Text(TIME_NOTE), mix, Text(LABEL_LEGEND)]
     cost = cost_table(rows)
-    return Group(scores, mix) if cost is None else Group(scores, mix, cost)
+    return Group(*parts) if cost is None else Group(*parts, cost)
 
 
 def usd(value: float | None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -52,6 +54,26 @@ def test_csv_export(run_dir, tmp_path):
     assert res.exit_code == 0, res.output
     assert len(pd.read_csv(out)) == 6
     assert (tmp_path / "e.steps.csv").is_file()
+
+
+def test_csv_export_without_out_writes_csv_files(run_dir, tmp_path, monkeypatch):
+    # issue 38: --format csv used to write CSV into episodes.parquet
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "episodes.steps.csv"]
+    assert len(pd.read_csv(tmp_path / "episodes.csv")) == 6
+
+
+def test_load_runs_without_pandas_names_the_extra(run_dir, monkeypatch):
+    """An ImportError (not a ValueError) that names raleval[export]; the CLI says it too."""
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    from raleval.analysis import load_runs
+
+    with pytest.raises(ImportError, match=r"raleval\[export\]"):
+        load_runs([run_dir])
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv", "--out", "x.csv"])
+    assert res.exit_code == 2 and "raleval[export]" in res.output
 
 
 def test_unknown_format_is_a_user_error(run_dir, tmp_path):

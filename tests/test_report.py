@@ -132,7 +132,8 @@ def _overlap(a, b, slack=0.5):
     return min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack
 
 
-def _chromium(tmp_path):
+def chromium_driver(tmp_path):
+    """A headless Chromium for a test (skipped, or failed on CI, without one)."""
     if not (CHROMIUM and CHROMEDRIVER):
         if os.environ.get("CI"):
             pytest.fail("CI must install chromium and chromium-driver (.ci/run does)")
@@ -171,7 +172,7 @@ def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
     single, _ = run_config(tmp_path, limit=4)  # scholar KS only: one axis
     many = write_report([react.run_dir, dfsdt.run_dir], tmp_path / "many.html")
     one = write_report([single.run_dir], tmp_path / "one.html")
-    driver = _chromium(tmp_path)
+    driver = chromium_driver(tmp_path)
     try:
         driver.get(many.as_uri())
         figures = driver.execute_script(FIGURE_LAYOUT_JS)

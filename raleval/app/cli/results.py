@@ -57,9 +57,8 @@ def table(
     ] = None,
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
-    from rich.console import Console
-
     from raleval.analysis.runs import find_runs, load_run, per_task_table
+    from raleval.app.console import make_console
 
     try:
         t = per_task_table([load_run(p) for p in find_runs(run_dirs)])
@@ -67,7 +66,7 @@ def table(
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
     if fmt == "rich":
-        Console().print(t.to_rich(ci=ci))
+        make_console().print(t.to_rich(ci=ci))
     elif fmt in renderers:
         typer.echo(renderers[fmt](ci=bool(ci)), nl=False)
     else:
@@ -94,10 +93,9 @@ def compare(
     """Every pair of runs on their shared tasks: clustered paired t test on F1 (tasks of one
     template are one cluster; with epochs a task's mean is the unit), Holm-corrected p-values,
     the minimum detectable difference, and each run's between-epoch flip rate."""
-    from rich.console import Console
-
     from raleval.analysis.compare import compare_runs, render_comparison, run_units
     from raleval.analysis.runs import find_runs, load_run
+    from raleval.app.console import make_console
 
     try:
         found = find_runs(run_dirs)
@@ -110,7 +108,7 @@ def compare(
     if not result.pairs:
         fail("no two runs share a task")
     letters = [chr(ord("A") + i) if i < 26 else f"R{i}" for i in range(len(units))]
-    c = Console()
+    c = make_console()
     for letter, u in zip(letters, units, strict=True):
         c.print(f"{letter} = {u.system} ({u.label})", highlight=False, markup=False)
     c.print(render_comparison(result, letters))
@@ -122,16 +120,20 @@ def export(
         Path, typer.Argument(help="a run directory, or a log directory: every run below it")
     ],
     fmt: Annotated[str, typer.Option("--format", help="parquet | csv | inspect")] = "parquet",
-    out: Annotated[Path, typer.Option(help="output file (steps go beside it)")] = Path(
-        "episodes.parquet"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="output file; steps go beside it (episodes.steps.parquet)",
+            show_default="episodes.parquet, episodes.csv or run.eval",
+        ),
+    ] = None,
 ) -> None:
     """Export a run: episodes (and steps) as Parquet or CSV, or an Inspect AI eval log."""
-    from raleval.analysis.export import export_run
+    from raleval.analysis.export import MissingExtraError, export_run
 
     try:
         written = export_run(run_dir, fmt, out)
-    except user_errors() as exc:
+    except (*user_errors(), MissingExtraError) as exc:
         fail(str(exc))
     for path in written:
         typer.echo(f"wrote {path}")
