@@ -140,6 +140,9 @@ class RunConfig(BaseModel):
         if self.run_name:
             return self.run_name
         model = self.model.replace("/", "_").replace("@", "_at_").replace(":", "_")
+        if len(model) > 60:  # a model named by a path (local/<file>.gguf): its file's name
+            digest = hashlib.sha256(self.model.encode()).hexdigest()[:8]
+            model = f"{self.model.split('/', 1)[0]}_{Path(self.model).name[:40]}-{digest}"
         spec = self.with_defaults().tasks or ""
         tasks = task_file_identity(Path(spec)) if spec.endswith(".jsonl") else spec
         return "__".join([self.env, self.workflow, model, tasks])
