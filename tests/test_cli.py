@@ -173,6 +173,6 @@ def test_a_model_named_by_a_long_path_gets_a_short_run_directory_name():
 
     path = "/" + "/".join(["deep"] * 20) + "/SmolLM2-135M-Instruct.Q4_1.gguf"
     slug = RunConfig(model=f"local/{path}").slug()
-    other = RunConfig(model=f"local//elsewhere/SmolLM2-135M-Instruct.Q4_1.gguf").slug()
+    other = RunConfig(model="local//elsewhere/SmolLM2-135M-Instruct.Q4_1.gguf").slug()
     assert "local_SmolLM2-135M-Instruct.Q4_1.gguf-" in slug and "deep" not in slug
     assert slug != other  # same file name, other file: its own run directory
