@@ -148,7 +148,7 @@ def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:
         "call_precision": best[0],
         "call_recall": best[1],
         "call_f1": best[2],
-        "evidence_retrieved": float(evidence_found(traj, task.evidence or task.answers)),
+        "evidence_retrieved": float(evidence_found(traj, task.answers, task.evidence)),
     }
     departure = first_departure(made, paths)
     scores["on_gold_path"] = float(departure is None)

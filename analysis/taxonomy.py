@@ -13,10 +13,12 @@ The label is a pure function (:func:`label`) of four facts about an episode:
   arguments, an action that did not parse, an id argument no tool had returned).
 
 See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Budgets never
-decide between classes: a step, time, token or cost budget, or the model's context window, all
-stop the episode the same way, so a slower machine cannot turn a TE into an ME or a GE. A stop by
-the machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the
-label.
+decide between classes: a step, time, token or cost budget, or the model's context window, all halt
+the retrieval the same way (R-Eval: "There is an issue with the logic of the retrieval if the
+process is halted": RE), so a slower machine cannot move a label; the budget stays in the cause
+(``RE:step_budget``). Only improper use of the tools (an invalid call, output no parser took, a
+program the sandbox refused) makes a TE, whatever stopped the episode after it. A stop by the
+machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the label.
 """
 
 from __future__ import annotations
@@ -37,18 +39,18 @@ REVAL_THRESHOLD = 0.05
 EXTERNAL = frozenset(
     {StopReason.tool_failure, StopReason.model_failure, StopReason.harness_failure}
 )
-# Stops where the agent's use of the tools ran out its allowance or broke the protocol.
-INTERRUPTED_BY_USE = frozenset(
+# Budgets: the retrieval halted on an allowance (R-Eval's RE, the budget kept in the cause).
+BUDGETS = frozenset(
     {
         StopReason.step_budget,
         StopReason.time_budget,
         StopReason.token_budget,
         StopReason.cost_budget,
         StopReason.context_overflow,
-        StopReason.unparseable_output,
-        StopReason.policy_violation,
     }
 )
+# Stops that are themselves improper use: output no parser took, a program the sandbox refused.
+MISUSE_STOPS = frozenset({StopReason.unparseable_output, StopReason.policy_violation})
 # Limits of the machine rather than of the protocol: reported beside the label.
 HARNESS_LIMITS = frozenset({StopReason.time_budget, StopReason.context_overflow})
 
@@ -93,17 +95,19 @@ def _observations(trajectory: Trajectory) -> list[str]:
     ]
 
 
-def evidence_found(trajectory: Trajectory, golds: Sequence[str]) -> bool:
-    """Whether a gold alias appears, token-aligned, in an observation returned by a tool."""
+def evidence_found(
+    trajectory: Trajectory, golds: Sequence[str], every: Sequence[str] | None = None
+) -> bool:
+    """Whether a gold alias appears, token-aligned, in an observation returned by a tool; with
+    ``every`` (the values a computed answer reads), whether each of them appears in one."""
+    seen = [normalize_answer(obs).split() for obs in _observations(trajectory)]
+    if every:
+        needles = [normalize_answer(v).split() for v in every]
+        needles = [n for n in needles if n]
+        return bool(needles) and all(any(contains_tokens(t, n) for t in seen) for n in needles)
     needles = [normalize_answer(g).split() for g in golds]
     needles = [n for n in needles if n]
-    if not needles:
-        return False
-    for obs in _observations(trajectory):
-        tokens = normalize_answer(obs).split()
-        if any(contains_tokens(tokens, n) for n in needles):
-            return True
-    return False
+    return any(contains_tokens(t, n) for t in seen for n in needles)
 
 
 _ID_ARG = re.compile(r"(?:^|_)ids?$", re.IGNORECASE)
@@ -140,9 +144,9 @@ def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> Erro
         return ErrorType.ME
     if evidence:
         return ErrorType.GE
-    if stop in INTERRUPTED_BY_USE or misuse:
+    if misuse or stop in MISUSE_STOPS:
         return ErrorType.TE
-    return ErrorType.RE
+    return ErrorType.RE  # answered, or halted on a budget
 
 
 def classify_episode(
@@ -158,12 +162,14 @@ def classify_episode(
 
     ``premise_check``: the task has no answer to find (false premise, unanswerable), so any
     successful tool call is evidence unless ``evidence`` names what must have been seen.
+    ``evidence`` (the values a computed answer reads) must all have been seen; of ``golds``
+    (aliases of one answer) one is enough.
     """
     stop = stop_reason(trajectory)
     if premise_check and not evidence:
         useful = bool(_observations(trajectory))
     else:
-        useful = evidence_found(trajectory, evidence or golds)
+        useful = evidence_found(trajectory, golds, evidence)
     bad = invalid_calls(trajectory, question)
     kind = label(correct, useful, stop, bool(bad))
     sub = "harness_limit" if stop in HARNESS_LIMITS else None
@@ -174,7 +180,7 @@ def classify_episode(
     elif kind is ErrorType.GE:
         cause = "GE:evidence_ignored"
     elif kind is ErrorType.RE:
-        cause = "RE:wrong_answer"
+        cause = f"RE:{stop.value}" if stop in BUDGETS else "RE:wrong_answer"
     elif kind is ErrorType.ME:
         detail = trajectory.termination_cause
         cause = f"ME:{stop.value}:{detail}" if detail else f"ME:{stop.value}"

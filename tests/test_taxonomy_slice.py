@@ -35,7 +35,8 @@ THOUGHT_ONLY = Step(
         (_traj("17", steps=[THOUGHT_ONLY, FINISH_17]), "AM", "AM:from_memory"),
         (_traj("12", steps=[OBS]), "GE", "GE:evidence_ignored"),
         (_traj("12", steps=[THOUGHT_ONLY]), "RE", "RE:wrong_answer"),
-        (_traj(None, "step_limit", [THOUGHT_ONLY]), "TE", "TE:step_budget"),
+        # halted on a budget after valid calls only: R-Eval's RE, the budget in the cause
+        (_traj(None, "step_limit", [THOUGHT_ONLY]), "RE", "RE:step_budget"),
         (
             _traj(
                 None, "invalid_format", [Step(index=0, kind="parse_error", cause="invalid_format")]
@@ -45,8 +46,8 @@ THOUGHT_ONLY = Step(
         ),
         (_traj(None, "llm_error", [], "empty_response"), "ME", "ME:model_failure:empty_response"),
         (_traj(None, "tool_fault", [], "timeout"), "ME", "ME:tool_failure:timeout"),
-        # the wall clock is a budget like the step count (was ME: a slower machine moved labels)
-        (_traj(None, "timeout", [], "wall_clock"), "TE", "TE:time_budget"),
+        # the wall clock is a budget like the step count (was ME, then TE: the machine moved it)
+        (_traj(None, "timeout", [], "wall_clock"), "RE", "RE:time_budget"),
         # evidence retrieved, then the model backend died before any answer: ME, not GE
         (_traj(None, "llm_error", [OBS], "backend_error"), "ME", "ME:model_failure:backend_error"),
         # evidence retrieved, budget spent without answering: still GE

@@ -46,29 +46,60 @@ def test_scripted_agreement_is_total(case):
     assert (traj.error_subcause == "harness_limit") is case["harness_limit"]
 
 
-def test_one_trajectory_gets_one_label_under_every_budget():
-    """The same episode cut at the same point by the step, the cost, the time and the token
-    budget (or the model's context window): the class never depends on which limit tripped
-    first."""
+BUDGET_STOPS = (
+    (Termination.step_limit, None),
+    (Termination.cost_limit, "cost_budget"),
+    (Termination.timeout, "wall_clock"),
+    (Termination.context_limit, "token_budget"),
+    (Termination.context_limit, "context_window"),
+)
+
+
+def _under_every_budget(case, steps=None):
+    """``case``'s episode cut before answering by each budget: (label, cause, sub-cause)."""
+    labels = {}
+    for term, cause in BUDGET_STOPS:
+        data = {**case["trajectory"], "termination": term, "termination_cause": cause}
+        data["answer"] = None  # cut before answering
+        if steps is not None:
+            data["steps"] = steps
+        traj = Trajectory.model_validate(data)
+        score_trajectory(traj, Task.model_validate(case["task"]))
+        labels[(term.value, cause)] = (
+            traj.error_type.value,
+            traj.error_cause,
+            traj.error_subcause,
+        )
+    return labels
+
+
+def test_a_looping_trajectory_is_re_under_every_budget():
+    """R-Eval: "There is an issue with the logic of the retrieval if the process is halted":
+    an episode that made only valid calls (here the same call, looping) until a budget stopped
+    it is RE whichever budget tripped first, with the budget kept in the cause."""
     base = next(c for c in SCRIPTED if c["name"] == "answered/wrong/no-evidence")
+    loop = [{**base["trajectory"]["steps"][0], "index": i} for i in range(6)]
+    labels = _under_every_budget(base, loop)
+    assert {label for label, _, _ in labels.values()} == {"RE"}, labels
+    assert labels[("step_limit", None)][1:] == ("RE:step_budget", None)
+    assert labels[("cost_limit", "cost_budget")][1:] == ("RE:cost_budget", None)
+    assert labels[("timeout", "wall_clock")][1:] == ("RE:time_budget", "harness_limit")
+    assert labels[("context_limit", "token_budget")][1:] == ("RE:token_budget", None)
+    assert labels[("context_limit", "context_window")][1:] == (
+        "RE:context_overflow",
+        "harness_limit",
+    )
     evidence = next(c for c in SCRIPTED if c["name"] == "answered/wrong/evidence")
-    for case in (base, evidence):
-        labels = {}
-        for term, cause in (
-            (Termination.step_limit, None),
-            (Termination.cost_limit, "cost_budget"),
-            (Termination.timeout, "wall_clock"),
-            (Termination.context_limit, "token_budget"),
-            (Termination.context_limit, "context_window"),
-        ):
-            data = {**case["trajectory"], "termination": term, "termination_cause": cause}
-            data["answer"] = None  # cut before answering
-            traj = Trajectory.model_validate(data)
-            score_trajectory(traj, Task.model_validate(case["task"]))
-            labels[(term.value, cause)] = (traj.error_type.value, traj.error_subcause)
-        assert len({label for label, _ in labels.values()}) == 1, labels
-        assert labels[("timeout", "wall_clock")][1] == "harness_limit"
-        assert labels[("step_limit", None)][1] is None
+    assert {label for label, _, _ in _under_every_budget(evidence).values()} == {"GE"}
+
+
+def test_misuse_then_a_budget_stop_stays_te():
+    """Improper use interrupted the retrieval; the budget that stopped it afterwards does not
+    turn the episode into a reasoning error."""
+    case = next(c for c in SCRIPTED if c["name"] == "misuse/react/bad_arguments")
+    labels = _under_every_budget(case)
+    assert {label for label, _, _ in labels.values()} == {"TE"}, labels
+    assert labels[("step_limit", None)][1] == "TE:step_budget:bad_arguments"
 
 
 def test_real_local_model_agreement_is_printed(capsys):

@@ -32,6 +32,7 @@ STOPS = {
     "step_budget": ("step_limit", None),
     "time_budget": ("timeout", "wall_clock"),
     "token_budget": ("context_limit", "token_budget"),
+    "cost_budget": ("cost_limit", "cost_budget"),
     "context_overflow": ("context_limit", "context_window"),
     "tool_failure": ("tool_fault", "backend_exception:OSError"),
     "model_failure": ("llm_error", "backend_error"),
@@ -40,6 +41,8 @@ STOPS = {
     "harness_failure": ("harness_error", "RuntimeError: bug"),
 }
 EXTERNAL = {"tool_failure", "model_failure", "harness_failure"}
+BUDGETS = {"step_budget", "time_budget", "token_budget", "cost_budget", "context_overflow"}
+MISUSE_STOPS = {"unparseable_output", "policy_violation"}  # the stop is itself improper use
 HARNESS = {"time_budget", "context_overflow"}
 
 
@@ -58,10 +61,12 @@ def expected(correct: bool, evidence: bool, stop: str, misuse: bool) -> tuple[st
         return "ME", f"wrong, and the episode was interrupted by a fault outside the agent ({stop})"
     if evidence:
         return "GE", "wrong although a tool returned the gold"
-    if stop != "answered":
-        return "TE", f"wrong, no evidence, interrupted by the agent's own use ({stop})"
+    if stop in MISUSE_STOPS:
+        return "TE", f"wrong, no evidence, interrupted by improper use of the tool ({stop})"
     if misuse:
         return "TE", "wrong, no evidence, and a call was invalid (improper tool use)"
+    if stop in BUDGETS:
+        return "RE", f"wrong, no evidence, only valid calls until the retrieval halted ({stop})"
     return "RE", "wrong, no evidence, the retrieval ran to the end without interruption"
 
 
@@ -128,6 +133,48 @@ def cases() -> list[dict]:
                     "reason": f"{reason}: {name}",
                 }
             )
+    # misuse, then a budget stop: the improper use interrupted retrieval, TE under every budget
+    for stop in sorted(BUDGETS):
+        label, reason = expected(False, False, stop, True)
+        out.append(
+            {
+                "name": f"misuse-then-budget/{stop}",
+                "task": COUNT_TASK,
+                "trajectory": traj("count", None, stop, [misuses["bad_arguments"], NOTHING]),
+                "label": label,
+                "harness_limit": stop in HARNESS,
+                "reason": f"{reason}; the budget stopped it afterwards",
+            }
+        )
+    # a computed answer is grounded only when every value it reads was seen
+    compare = {
+        "id": "compare",
+        "domain": "crag/finance",
+        "level": "KA",
+        "family": "crag-comparison",
+        "question": "Which has the larger market cap, Nolo Labs or Vexa Corp?",
+        "answers": ["Vexa Corp"],
+        "answer_type": "entity",
+        "evidence": ["1250000000.0", "3400000000.0"],
+    }
+    cap = "finance_get_market_capitalization"
+    nolo = {"tool": cap, "arguments": {"ticker": "NOLO"}, "observation": "1250000000.0"}
+    vexa = {"tool": cap, "arguments": {"ticker": "VEXA"}, "observation": "3400000000.0"}
+    for name, steps, label, reason in (
+        ("computed/both-values", [nolo, vexa], "EM", "right, and both market caps were seen"),
+        ("computed/one-value", [nolo], "AM",
+         "right, but only one of the two market caps it compares was seen: not grounded"),
+    ):  # fmt: skip
+        out.append(
+            {
+                "name": name,
+                "task": compare,
+                "trajectory": traj("compare", "Vexa Corp", "answered", steps),
+                "label": label,
+                "harness_limit": False,
+                "reason": reason,
+            }
+        )
     # a misused call, then the evidence: GE; then the right answer: EM
     for answer, label, reason in (
         ("12", "GE", "wrong although a tool returned the gold; the earlier misuse recovered"),
