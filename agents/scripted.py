@@ -17,7 +17,7 @@ import html
 import re
 from typing import Any
 
-from raleval.families import answer_of
+from raleval.families import answer_of, read_values
 from raleval.model import (
     LOCAL_PRICE,
     Capabilities,
@@ -89,6 +89,10 @@ WRONG_ANSWER = "an answer that is wrong"
 # What the executing oracle answers when the environment did not return what the task's
 # solution needs (another world, missing data, a failed call): wrong, and says why.
 NOT_RETURNED = "not found: the tools did not return the answer"
+# What it answers when the tools returned the answer but the workflow's view of their results
+# (after its observation budget) does not show what the answer rests on: a model could only
+# guess, so the oracle does not answer either.
+NOT_VISIBLE = "not shown: the answer was cut from the observations"
 
 
 class NoSolution(ModelError):
@@ -147,13 +151,39 @@ def answer_from_results(task: Task, results: list[Any]) -> str:
     return task.answers[0] if found else NOT_RETURNED
 
 
+def visible_in(task: Task, results: list[Any], shown: list[str]) -> bool:
+    """Whether ``shown`` (the observations as the workflow rendered them) holds what the
+    answer to ``task`` rests on: every value its answer expression reads (the answer itself
+    where it reads none), and what the taxonomy counts as evidence (every value of the
+    task's ``evidence``, every element of a list, else one gold alias)."""
+    premise = task.answer_type is not None and task.answer_type.value == "invalid_premise"
+    if (premise or not task.tags.answerable) and not task.evidence:
+        return True  # the premise check needs only that a call succeeded
+    expr = task.metadata.get("answer_expr")
+    if expr:
+        read = read_values(expr, [r.data for r in results], limit=10**6)
+        if not all(_appears(shown, [v]) for v in read):
+            return False
+    if task.evidence:
+        return all(_appears(shown, [e]) for e in task.evidence)
+    if task.elements:
+        return all(_appears(shown, aliases) for aliases in task.elements)
+    if normalize_answer(task.answers[0]) in ("yes", "no"):
+        return bool(expr)  # a computed yes/no: its values were checked above
+    return _appears(shown, task.answers)
+
+
 class OracleModel(ScriptedModel):
     """Executes a task's gold solution against the episode's environment, answers from what
     the tools returned (:func:`answer_from_results`), and plays the solution back in the
     workflow's own format (the workflow's ``gold_reply``).
 
     It never answers the stored gold on faith: where the environment lacks the data (a task
-    run on another world, a loaded dataset the corpus does not hold) its answer is wrong.
+    run on another world, a loaded dataset the corpus does not hold) its answer is wrong, and
+    where the workflow's view of the results (after its observation budget for the context
+    window) does not show what the answer rests on, it answers :data:`NOT_VISIBLE`
+    (:func:`visible_in`): a task solvable by the tools but not by what the agent sees shows in
+    the oracle's own scores.
     Variants, for exercising the taxonomy: ``memorizer`` gives the gold answer without calling
     any tool (AM) and, on a counterfactual testbed, the real world's answer rather than the
     tools'; ``oracle-wrong`` makes the gold calls and then answers wrongly (GE).
@@ -169,6 +199,7 @@ class OracleModel(ScriptedModel):
         super().__init__(variant)
         self.task, self.env, self.workflow, self.variant = task, env, workflow, variant
         self.executed: str | None = None  # the answer the solution's results give
+        self.results: list[Any] = []  # the solution's results (ToolResult), once executed
 
     def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         bound = OracleModel(task, env, workflow, self.variant)
@@ -194,6 +225,7 @@ class OracleModel(ScriptedModel):
         calls = self.solution()
         results = [await asyncio.to_thread(self.env.call_sync, c.tool, c.arguments) for c in calls]
         assert self.task is not None
+        self.results = results
         return answer_from_results(self.task, results)
 
     def plan(self) -> GoldPlan:
@@ -219,6 +251,12 @@ class OracleModel(ScriptedModel):
 
     def reply(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
         plan = self.plan()
+        if plan.answer not in (NOT_RETURNED, WRONG_ANSWER) and self.variant != "memorizer":
+            shown = self.workflow.shown_observations(request)
+            # the answer is only given once the calls are made; before, nothing is shown yet
+            done = shown is None or len(shown) >= len(plan.calls)
+            if done and shown is not None and not visible_in(self.task, self.results, shown):
+                plan = GoldPlan(plan.calls, NOT_VISIBLE)
         return self.workflow.gold_reply(request, plan, self.env)
 
 

@@ -108,6 +108,14 @@ def verified_results(env: Any, calls: list[ToolCall], expr: str, gold: str) -> l
     return results if answer_of(expr, results) == gold else None
 
 
+@dataclass(frozen=True)
+class _Key:
+    """A key an expression iterated over: read only if no value was (``sorted(r1)[-5:]``
+    walks every date of a price history to pick five closes; the closes are what it read)."""
+
+    key: Any
+
+
 class _ReadDict(dict):
     """A result dict that notes every value an expression reads from it."""
 
@@ -127,7 +135,7 @@ class _ReadDict(dict):
 
     def __iter__(self) -> Any:  # iterating reads the keys (dates of a price history)
         for key in super().__iter__():
-            self._seen.append(key)
+            self._seen.append(_Key(key))
             yield key
 
     def values(self) -> list[Any]:  # type: ignore[override]
@@ -179,8 +187,10 @@ def read_values(expr: str, results: list[Any], limit: int = 12) -> list[str]:
             if re.search(rf"\br{i}\b", expr):
                 seen.append(r)
     evaluate_answer(expr, wrapped)
+    values = [v for v in seen if not isinstance(v, _Key)]
+    keys = [v.key for v in seen if isinstance(v, _Key)]
     out: list[str] = []
-    for value in seen:
+    for value in values or keys:
         if isinstance(value, bool) or value is None:
             continue
         text = str(value)

@@ -116,6 +116,13 @@ class Workflow:
         """A solved task in this workflow's own trace format (k-shot prompts)."""
         raise ConfigError(f"workflow {self.name!r} does not take k-shot examples")
 
+    def shown_observations(self, request: GenerateRequest) -> list[str] | None:
+        """The tools' observations as ``request`` shows them to the model (after the
+        workflow's observation budget): what the scripted oracle may answer from. By default
+        the tool messages of a native tool-calling conversation; None for a workflow whose
+        model reads no observation (its answer is not limited by a view)."""
+        return [m.content for m in request.messages if m.role == "tool"]
+
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Any
     ) -> tuple[str, list[ToolCall]]:

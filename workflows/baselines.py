@@ -115,7 +115,8 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
             if rec.done:  # a tool fault ended the episode
                 break
             result = await ep_env.call(call.tool, call.arguments)
-            room = observation_room(ep_model, cfg, context_limit, so_far)
+            label = f"{call.tool}({json.dumps(call.arguments)}): "
+            room = observation_room(ep_model, cfg, context_limit, f"{so_far}\n{label}")
             result.observation = fit_observation(ep_model, result.observation, room)
             rec.add_step(
                 result,
@@ -123,7 +124,7 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
                 arguments=call.arguments,
                 raw_action=json.dumps({"tool": call.tool, "arguments": call.arguments}),
             )
-            results.append(f"{call.tool}({json.dumps(call.arguments)}): {result.observation}")
+            results.append(label + result.observation)
             so_far += "\n" + results[-1]
         return {"rec": rec, "results": results}
 
@@ -166,6 +167,9 @@ class Direct(Workflow):
         # no tools: the demonstration is the question and its answer
         return f"Question: {example.question}\nAnswer: {example.answer}"
 
+    def shown_observations(self, request: GenerateRequest) -> list[str] | None:
+        return None  # no tools: nothing limits what the answer may rest on
+
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Environment
     ) -> tuple[str, list[ToolCall]]:
@@ -173,6 +177,7 @@ class Direct(Workflow):
 
 
 PLAN_CUE = "Calls:"  # the plan prompt ends here (prompts/planned/default.txt)
+FOUND_CUE = "Information found:"  # the answer prompt's results follow (prompts/planned/answer.txt)
 
 
 @register_workflow("planned")
@@ -205,6 +210,12 @@ class Planned(Workflow):
                 f"Answer: {example.answer}",
             ]
         )
+
+    def shown_observations(self, request: GenerateRequest) -> list[str] | None:
+        """The answer prompt's "Information found" block, one line a call."""
+        prompt = request.messages[-1].content if request.messages else ""
+        _, found, rest = prompt.partition(f"\n{FOUND_CUE}\n")
+        return rest.splitlines() if found else []
 
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Environment

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "episode_model",
     "examples_text",
     "fit_observation",
+    "fit_series",
     "load_prompt",
     "observation_room",
     "render_tool_lines",
@@ -126,14 +128,73 @@ def _tool_lines(tools: tuple[Any, ...], numbered: bool) -> str:
     )
 
 
+# A key that starts with a calendar date: "2024-07-26", "2024-07-26 00:00:00 EST",
+# "2024-07-26T00:00:00.000".
+_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}(?:$|[ T])")
+SERIES_MARKER = "truncated"  # the key that says how many older entries a series lost
+
+
+def _series_order(data: Any) -> list[str] | None:
+    """The keys of a date-keyed series (a JSON object whose keys are all dates: a price
+    history, dividends), newest first; else None. Lists, even of dated records, are not
+    series: their order is the tool's (search rank, a league's order) and their head stays."""
+    if isinstance(data, dict) and len(data) > 1:
+        keys = list(data)
+        if all(isinstance(k, str) and _DATED.match(k) for k in keys):
+            return sorted(keys, reverse=True)
+    return None
+
+
+def _render_series(data: dict[str, Any], order: list[str], keep: int) -> str:
+    """The ``keep`` newest entries of a series, newest first, and (if any were cut) a last
+    key that says how many older ones were: valid JSON either way."""
+    kept: dict[str, Any] = {k: data[k] for k in order[:keep]}
+    if keep < len(order):
+        kept[SERIES_MARKER] = f"{len(order) - keep} older entries cut"
+    return json.dumps(kept, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def fit_series(text: str, fits: Callable[[str], bool]) -> str | None:
+    """A long date-keyed series (``text`` as JSON) cut to what ``fits``: the entries nearest
+    the query time, i.e. the newest (an environment answers as of the task's query time, so
+    nothing newer exists), newest first, then ``{"truncated": "N older entries cut"}``; still
+    valid JSON. None when ``text`` is no such series or not even one entry fits (the caller
+    then cuts characters). The rule is written down in docs/observations.md."""
+    if text[:1] != "{":
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    order = _series_order(data)
+    if order is None:
+        return None
+    lo, hi = 0, len(order)  # the largest keep that fits: fits(lo) holds, beyond hi it fails
+    if fits(_render_series(data, order, hi)):
+        return _render_series(data, order, hi)
+    hi -= 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(_render_series(data, order, mid)):
+            lo = mid
+        else:
+            hi = mid - 1
+    return _render_series(data, order, lo) if lo else None
+
+
 def fit_observation(model: Model, text: str, budget: int | None) -> str:
-    """``text`` cut to ``budget`` tokens, ending in a visible marker that says how much was
-    dropped (as ReAct's wiki truncates a long page); unchanged when it fits."""
+    """``text`` cut to ``budget`` tokens; unchanged when it fits. A date-keyed series keeps its
+    newest entries and stays JSON (:func:`fit_series`); anything else keeps its head and ends in
+    a visible marker that says how much was dropped (as ReAct's wiki truncates a long page).
+    The rule: docs/observations.md."""
     if budget is None:
         return text
     total = count_tokens(model, text)
     if total <= budget:
         return text
+    series = fit_series(text, lambda cut: count_tokens(model, cut) <= budget)
+    if series is not None:
+        return series
     keep = max(0, int(len(text) * budget / max(total, 1)))
     while True:
         marker = TRUNCATION_MARKER.format(dropped=len(text) - keep)

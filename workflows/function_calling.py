@@ -148,7 +148,9 @@ def build_function_calling_graph(
         out: list[BaseMessage] = []
         for call in last.tool_calls:
             result = await ep_env.call(call["name"], call["args"])
-            room = observation_room(ep_model, cfg, context_limit, so_far)
+            # the room counts the tool message's own label: an observation that filled the
+            # context to the last token ended the episode at the next turn (context_limit)
+            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ")
             result.observation = fit_observation(ep_model, result.observation, room)
             so_far += "\ntool: " + result.observation
             rec.add_step(

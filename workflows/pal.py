@@ -229,6 +229,9 @@ class PAL(Workflow):
     def render_example(self, example: SolvedExample, env: Environment) -> str:
         return render_pal_example(example, env)
 
+    def shown_observations(self, request: GenerateRequest) -> list[str] | None:
+        return None  # the program reads the tools' whole results, never a rendered view
+
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Environment
     ) -> tuple[str, list[ToolCall]]:

@@ -182,7 +182,9 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             return {}
         result = await ep_env.call(parsed.tool, parsed.arguments)
         pad = f"{scratchpad}\nThought {n}: {thought}\nAction {n}: {parsed.raw}\nObservation {n}: "
-        room = observation_room(ep_model, cfg, context_limit, head + pad)
+        # the room leaves the next step's label too: an observation that filled the context
+        # to the last token ended the episode at the next "Thought" (a context_limit stop)
+        room = observation_room(ep_model, cfg, context_limit, head + pad + f"\nThought {n + 1}:")
         observation = fit_observation(ep_model, one_line(result.observation), room)
         rec.add_step(
             result,
@@ -232,6 +234,10 @@ def render_react_example(example: SolvedExample, env: Environment) -> str:
 _STEP_TAIL = re.compile(r"(Thought|Action)\s+(\d+):\s*$")
 
 
+_EPISODE_START = re.compile(r"(?:^|\n)Thought 1:")
+_OBSERVATION = re.compile(r"\nObservation \d+: (.*?)(?=\nThought \d+:|\Z)", re.DOTALL)
+
+
 def prompt_slot(prompt: str) -> tuple[str, int]:
     """Which slot a ReAct prompt asks the model to fill (``Thought`` or ``Action``) and its
     step number."""
@@ -258,6 +264,14 @@ class ReAct(Workflow):
 
     def render_example(self, example: SolvedExample, env: Environment) -> str:
         return render_react_example(example, env)
+
+    def shown_observations(self, request: GenerateRequest) -> list[str] | None:
+        """The episode's ``Observation n:`` texts, from its scratchpad (after the last
+        ``Thought 1:``: demonstrations before the question have observations of their own)."""
+        text = "\n".join(m.content for m in request.messages)
+        starts = list(_EPISODE_START.finditer(text))
+        pad = text[starts[-1].start() :] if starts else ""
+        return _OBSERVATION.findall(pad)
 
     def gold_reply(
         self, request: GenerateRequest, plan: GoldPlan, env: Environment
