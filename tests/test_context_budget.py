@@ -4,6 +4,7 @@ its tool schemas, and the budget follows the model's own context window."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from raleval import registry
 from raleval.agents.scripted import OracleModel
@@ -61,7 +62,12 @@ def test_react_fits_a_years_prices_into_a_4096_token_window():
             assert traj.termination.value == "finished", (name, task.id, traj.termination_cause)
             assert max(c.prompt_tokens for c in traj.llm_calls) + 128 <= 4096, (name, task.id)
             prices = [s for s in traj.steps if s.tool == "finance_get_price_history"]
-            assert prices and "more characters]" in prices[0].observation, (name, task.id)
+            # a date-keyed series is cut to its newest entries and stays JSON
+            assert prices, (name, task.id)
+            shown = json.loads(prices[0].observation)
+            assert shown["truncated"].endswith("older entries cut"), (name, task.id)
+            dates = [k for k in shown if k != "truncated"]
+            assert dates == sorted(dates, reverse=True), (name, task.id)
 
 
 def test_function_calling_counts_its_tool_schemas(tmp_path):
@@ -133,5 +139,7 @@ def test_react_ends_at_its_window_before_a_server_must_refuse_a_prompt():
     traj = asyncio.run(run_episode(task, model, env, workflow, agent))
     # before: the scratchpad crept past the window, the last request was refused (llm_error)
     assert (traj.termination.value, traj.termination_cause) == ("context_limit", "context_window")
-    assert len(traj.steps) >= 3 and traj.llm_calls and not any(c.error for c in traj.llm_calls)
+    # the first price history takes what the window leaves (its newest entries), the loop's
+    # second call gets the smallest room, and the third Thought no longer fits
+    assert len(traj.steps) >= 2 and traj.llm_calls and not any(c.error for c in traj.llm_calls)
     assert max(model.prompts) + 128 + 64 <= 4096
