@@ -153,15 +153,16 @@ def answer_from_results(task: Task, results: list[Any]) -> str:
 
 def visible_in(task: Task, results: list[Any], shown: list[str]) -> bool:
     """Whether ``shown`` (the observations as the workflow rendered them) holds what the
-    answer to ``task`` rests on: every value its answer expression reads (the answer itself
-    where it reads none), and what the taxonomy counts as evidence (every value of the
-    task's ``evidence``, every element of a list, else one gold alias)."""
+    answer to ``task`` rests on: every value its answer expression reads and every key it
+    looks them up by (a closing price's date), and what the taxonomy counts as evidence
+    (every value of the task's ``evidence``, every element of a list, else one gold alias)."""
     premise = task.answer_type is not None and task.answer_type.value == "invalid_premise"
     if (premise or not task.tags.answerable) and not task.evidence:
         return True  # the premise check needs only that a call succeeded
     expr = task.metadata.get("answer_expr")
     if expr:
-        read = read_values(expr, [r.data for r in results], limit=10**6)
+        data = [r.data for r in results]
+        read = read_values(expr, data, limit=10**6, keys_looked_up=True)
         if not all(_appears(shown, [v]) for v in read):
             return False
     if task.evidence:

@@ -111,9 +111,12 @@ def verified_results(env: Any, calls: list[ToolCall], expr: str, gold: str) -> l
 @dataclass(frozen=True)
 class _Key:
     """A key an expression iterated over: read only if no value was (``sorted(r1)[-5:]``
-    walks every date of a price history to pick five closes; the closes are what it read)."""
+    walks every date of a price history to pick five closes; the closes are what it read).
+    ``looked_up``: a key it subscripted (``r1['2024-07-26 00:00:00 EST']``), the way to a
+    value rather than a value."""
 
     key: Any
+    looked_up: bool = False
 
 
 class _ReadDict(dict):
@@ -124,6 +127,7 @@ class _ReadDict(dict):
         self._seen = seen
 
     def __getitem__(self, key: Any) -> Any:
+        self._seen.append(_Key(key, looked_up=True))
         return _reading(super().__getitem__(key), self._seen)
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -174,9 +178,13 @@ def _reading(value: Any, seen: list[Any]) -> Any:
     return value
 
 
-def read_values(expr: str, results: list[Any], limit: int = 12) -> list[str]:
+def read_values(
+    expr: str, results: list[Any], limit: int = 12, *, keys_looked_up: bool = False
+) -> list[str]:
     """The values of the results that an answer expression reads, as text: what a tool must
-    have returned for a computed answer (a sum, a comparison) to count as grounded."""
+    have returned for a computed answer (a sum, a comparison) to count as grounded. With
+    ``keys_looked_up``, the keys it subscripted on the way too (a closing price is found
+    by its date: a reader who cannot see the date cannot find the price)."""
     seen: list[Any] = []
     wrapped = []
     for i, r in enumerate(results):
@@ -188,9 +196,10 @@ def read_values(expr: str, results: list[Any], limit: int = 12) -> list[str]:
                 seen.append(r)
     evaluate_answer(expr, wrapped)
     values = [v for v in seen if not isinstance(v, _Key)]
-    keys = [v.key for v in seen if isinstance(v, _Key)]
+    keys = [v.key for v in seen if isinstance(v, _Key) and not v.looked_up]
+    path = [v.key for v in seen if isinstance(v, _Key) and v.looked_up and keys_looked_up]
     out: list[str] = []
-    for value in values or keys:
+    for value in [*(values or keys), *path]:
         if isinstance(value, bool) or value is None:
             continue
         text = str(value)

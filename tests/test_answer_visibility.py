@@ -1,0 +1,121 @@
+"""Answers must be visible in the agent's view: a long price history keeps the entries nearest
+the query time, and the executing oracle answers only from observations as the workflow
+rendered them (docs/observations.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from raleval import registry
+from raleval.agents.scripted import NOT_VISIBLE, OracleModel
+from raleval.analysis.scoring import score_trajectory
+from raleval.app.runner import run_episode
+from raleval.records import AgentSpec
+from raleval.tasks.catalog import load_tasks
+from raleval.workflows.common import TRUNCATION_MARKER, fit_observation, fit_series
+
+
+class _Chars:
+    """Four characters a token, as the scripted models count."""
+
+    def count_tokens(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+SERIES = {f"2024-01-{d:02d} 00:00:00 EST": {"Close": 100 + d} for d in range(1, 31)}
+
+
+def test_a_long_series_keeps_its_newest_entries_as_json():
+    text = json.dumps(SERIES, separators=(", ", ": "))
+    cut = fit_observation(_Chars(), text, 120)
+    assert _Chars().count_tokens(cut) <= 120
+    shown = json.loads(cut)  # still valid JSON
+    dates = [k for k in shown if k != "truncated"]
+    assert dates[0] == "2024-01-30 00:00:00 EST"  # the newest, first
+    assert dates == sorted(dates, reverse=True)
+    assert dates == sorted(SERIES, reverse=True)[: len(dates)]  # no gap: the newest run
+    assert shown["truncated"] == f"{30 - len(dates)} older entries cut"
+    assert fit_observation(_Chars(), text, 10_000) == text  # fits: unchanged
+
+
+def test_other_long_results_keep_their_head_as_before():
+    items = json.dumps([{"date": f"2024-01-{d:02d}", "title": f"t{d}"} for d in range(1, 31)])
+    cut = fit_observation(_Chars(), items, 60)
+    assert cut.startswith(items[:100]) and "more characters]" in cut  # a list keeps its head
+    assert fit_series(items, lambda s: True) is None
+    assert fit_series("no json here", lambda s: True) is None
+    # a budget too small for one entry falls back to the character cut
+    tiny = fit_observation(_Chars(), json.dumps(SERIES), 16)
+    assert TRUNCATION_MARKER.split("{")[0] in tiny
+
+
+@pytest.fixture(scope="module")
+def default_crag():
+    env = registry.envs.get("crag")()
+    return env, load_tasks(env.default_tasks or "crag-kg", env, "crag", 100, 0)
+
+
+def _run(task, env, workflow: str, context: int):
+    wf = registry.workflows.get(workflow).configure({"max_context_tokens": context})
+    agent = AgentSpec(workflow=workflow, model="scripted/oracle", env="crag")
+    traj = asyncio.run(run_episode(task, OracleModel(), env, wf, agent))
+    score_trajectory(traj, task)
+    return traj
+
+
+def test_postproc_price_history_at_8192_tokens_shows_both_dates(default_crag):
+    """The default world's crag-postproc questions name a date 30 trading days back and the
+    last one; rendered at 8,192 tokens the price history holds both (the oldest entries were
+    kept before, and both dates fell in the cut part)."""
+    env, tasks = default_crag
+    postproc = [
+        t
+        for t in tasks
+        if t.family == "crag-postproc"
+        and any(c.tool == "finance_get_price_history" for c in t.solution or [])
+    ]
+    assert len(postproc) >= 5
+    for workflow in ("react", "function_calling"):
+        for task in postproc:
+            traj = _run(task, env, workflow, 8192)
+            [prices] = [s for s in traj.steps if s.tool == "finance_get_price_history"]
+            shown = json.loads(prices.observation)
+            assert "truncated" in shown, (workflow, task.id)  # it was cut
+            days = re.findall(r"\d{4}-\d{2}-\d{2}", task.question)
+            assert len(days) == 2
+            for day in days:
+                assert f"{day} 00:00:00 EST" in shown, (workflow, task.id, day)
+            assert traj.error_type.value == "EM", (workflow, task.id, traj.error_cause)
+
+
+def test_the_oracle_does_not_answer_what_the_view_cut(default_crag):
+    """A closing price asked for a date the 4,096-token view cut: the oracle says it was not
+    shown (a wrong answer) where before it answered from the full result (AM); a date the
+    view kept it answers, grounded (EM)."""
+    env, tasks = default_crag
+    condition = [
+        t
+        for t in tasks
+        if t.family == "crag-condition"
+        and any(c.tool == "finance_get_price_history" for c in t.solution or [])
+    ]
+    outcomes = set()
+    for task in condition:
+        traj = _run(task, env, "react", 4096)
+        [prices] = [s for s in traj.steps if s.tool == "finance_get_price_history"]
+        [day] = re.findall(r"\d{4}-\d{2}-\d{2}", task.question)
+        if f'"{day} 00:00:00 EST"' in prices.observation:
+            assert traj.error_type.value == "EM", (task.id, traj.answer)
+            outcomes.add("shown")
+        else:
+            assert traj.answer == NOT_VISIBLE, task.id
+            assert traj.scores["correct"] == 0.0
+            # RE; GE where the price happens to appear on another day (the taxonomy matches
+            # the value, not the way to it)
+            assert traj.error_type.value in ("RE", "GE"), (task.id, traj.error_cause)
+            outcomes.add("cut")
+    assert outcomes == {"shown", "cut"}
