@@ -95,6 +95,9 @@ class FamilyAudit(BaseModel):
     popularity: dict[str, int]
     threshold: float
     not_judged: dict[str, str] = {}  # baseline (or "family") -> why it was not run
+    # share of the family's tasks whose answer the workflow shows at the report's context
+    # window (the executing oracle answers them right: raleval.app.views); None: not asked
+    in_view: float | None = None
 
     @property
     def worst(self) -> BaselineScore | None:
@@ -130,6 +133,8 @@ class AuditReport(BaseModel):
     threshold: float
     families: list[FamilyAudit]
     false_premise: BaselineScore | None = None
+    context: int | None = None  # the context window "answerable in view" was measured at
+    view_workflow: str | None = None  # the workflow whose view it was
 
     @property
     def failed(self) -> bool:
@@ -799,8 +804,14 @@ def audit_tasks(
     threshold: float = 0.10,
     seed: int = 0,
     direct: Mapping[str, bool] | None = None,
+    in_view: Mapping[str, bool] | None = None,
+    context: int | None = None,
+    view_workflow: str | None = None,
 ) -> AuditReport:
-    """Audit a task set family by family (gold solutions run against ``env`` when given)."""
+    """Audit a task set family by family (gold solutions run against ``env`` when given).
+    ``in_view``: task id -> whether its answer is visible at ``context`` tokens in
+    ``view_workflow``'s view (``raleval.app.views.answerable_in_view``); each family then
+    reports the share that is."""
     by_family: dict[str, list[Task]] = defaultdict(list)
     for t in tasks:
         by_family[t.family].append(t)
@@ -808,13 +819,30 @@ def audit_tasks(
         audit_family(fid, fam_tasks, env, threshold, seed, direct)
         for fid, fam_tasks in by_family.items()
     ]
+    if in_view is not None:
+        for f in families:
+            judged = [in_view[t.id] for t in by_family[f.family] if t.id in in_view]
+            f.in_view = sum(judged) / len(judged) if judged else None
     return AuditReport(
         env=env_name,
         tasks=spec,
         threshold=threshold,
         families=families,
         false_premise=false_premise_check(tasks, seed),
+        context=context if in_view is not None else None,
+        view_workflow=view_workflow if in_view is not None else None,
     )
+
+
+def _view_column(report: AuditReport) -> list[str]:
+    """The "answerable in view" column's heading, when the report measured it."""
+    return [f"in view @{report.context}"] if report.context is not None else []
+
+
+def _view_cell(f: FamilyAudit, report: AuditReport) -> list[str]:
+    if report.context is None:
+        return []
+    return ["-" if f.in_view is None else f"{f.in_view:.2f}"]
 
 
 def audit_table(report: AuditReport) -> Any:
@@ -826,7 +854,8 @@ def audit_table(report: AuditReport) -> Any:
         title=f"shortcut audit: {report.tasks} on {report.env} "
         f"(fail when accuracy - chance > {report.threshold:.2f})"
     )
-    for col in ("family", "level", "n", "answers", *names, "popularity", "verdict"):
+    view = _view_column(report)
+    for col in ("family", "level", "n", "answers", *names, *view, "popularity", "verdict"):
         table.add_column(col)
     for f in report.families:
         cells = {b.name: b for b in f.baselines}
@@ -834,6 +863,7 @@ def audit_table(report: AuditReport) -> Any:
         for name in names:
             b = cells.get(name)
             row.append(_missing(f, name) if b is None else _cell(b, report.threshold))
+        row += _view_cell(f, report)
         pop = " ".join(f"{k}:{v}" for k, v in f.popularity.items())
         verdict = {"FAIL": "[red]FAIL[/]", "too few items": "[yellow]too few items[/]"}
         row += [pop, verdict.get(f.verdict, f.verdict)]
@@ -845,9 +875,18 @@ def audit_table(report: AuditReport) -> Any:
             f"false premise vs valid by wording alone: {_cell(fp, report.threshold)} "
             f"over {fp.n} questions -> {'pass' if fp.excess <= report.threshold else 'FAIL'}"
         )
+    if report.context is not None:
+        lines.append(_view_note(report))
     lines.append(f"verdict: {report.verdict}")
     table.caption = "\n".join(lines)
     return table
+
+
+def _view_note(report: AuditReport) -> str:
+    return (
+        f"in view @{report.context}: share of tasks whose answer the {report.view_workflow} "
+        f"workflow shows at {report.context} context tokens (the oracle answers from its view)"
+    )
 
 
 def _columns(report: AuditReport) -> list[str]:
@@ -885,7 +924,8 @@ def _not_judged_lines(report: AuditReport) -> list[str]:
 def markdown_table(report: AuditReport) -> str:
     """The audit as a Markdown table (for the README)."""
     names = _columns(report)
-    head = ["family", "level", "n", "answers", *names, "popularity", "verdict"]
+    head = ["family", "level", "n", "answers", *names, *_view_column(report), "popularity"]
+    head.append("verdict")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for f in report.families:
         cells = {b.name: b for b in f.baselines}
@@ -896,6 +936,7 @@ def markdown_table(report: AuditReport) -> str:
             else f"{cells[n].accuracy:.2f}/{cells[n].chance:.2f}"
             for n in names
         ]
+        row += _view_cell(f, report)
         row += [" ".join(f"{k}:{v}" for k, v in f.popularity.items()), f.verdict]
         lines.append("| " + " | ".join(row) + " |")
     fp = report.false_premise
@@ -909,6 +950,8 @@ def markdown_table(report: AuditReport) -> str:
     notes = _not_judged_lines(report)
     if notes:
         lines.append("\nNot judged: " + "; ".join(notes) + ".")
+    if report.context is not None:
+        lines.append(f"\n{_view_note(report)}.")
     return "\n".join(lines)
 
 

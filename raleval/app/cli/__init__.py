@@ -10,6 +10,7 @@ from raleval.app.cli.base import FAILED, INTERRUPTED, OK, USER_ERROR, app, main
 from raleval.app.cli import run  # noqa: F401  run, retry
 from raleval.app.cli import grading  # noqa: F401  audit, score, grade
 from raleval.app.cli import catalog  # noqa: F401  list, models, tasks
+from raleval.app.cli import views  # noqa: F401  tasks fit
 from raleval.app.cli import results  # noqa: F401  report, table, compare, export
 from raleval.app.cli import power  # noqa: F401  power
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki

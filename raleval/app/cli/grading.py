@@ -34,9 +34,17 @@ def audit(
     seed: Annotated[int, typer.Option(help="generation seed (the split seed too)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     markdown: Annotated[bool, typer.Option(help="print a Markdown table")] = False,
+    context: Annotated[
+        int | None,
+        typer.Option(help="also report per family the share answerable in view at this window"),
+    ] = None,
+    view_workflow: Annotated[
+        str, typer.Option(help="the workflow whose view --context measures")
+    ] = "react",
 ) -> None:
     """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins, 3 when
-    none wins but a family has too few items to judge."""
+    none wins but a family has too few items to judge. With ``--context N``, a column of the
+    share of each family's tasks whose answer the workflow shows at N tokens."""
     from raleval import registry
     from raleval.analysis.audit import audit_table, audit_tasks, dumps, markdown_table
     from raleval.app.console import make_console
@@ -48,6 +56,11 @@ def audit(
         environment = plugin(size=world)
         task_list = load_tasks(spec, environment, env, per_family, seed)
         direct = _direct_correct(env, spec, model, world, per_family, seed) if model else None
+        in_view = None
+        if context is not None:
+            from raleval.app.views import answerable_in_view
+
+            in_view = answerable_in_view(task_list, environment, context, view_workflow, env, seed)
     except user_errors() as exc:
         fail(str(exc))
     report = audit_tasks(
@@ -58,6 +71,9 @@ def audit(
         threshold=threshold,
         seed=seed,
         direct=direct,
+        in_view=in_view,
+        context=context,
+        view_workflow=view_workflow,
     )
     if as_json:
         typer.echo(dumps(report))

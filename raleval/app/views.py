@@ -1,0 +1,62 @@
+"""Which tasks an agent can answer from what a workflow shows it at a context window.
+
+The executing oracle (``scripted/oracle``) answers only from observations as the workflow
+rendered them (after the observation budget for the window) and declines otherwise, so a
+task is *answerable in view* exactly when the oracle's episode at that window is right.
+``raleval audit --context N`` reports the share per family; ``raleval tasks fit`` writes a
+task set that leaves out the tasks its window cannot show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from raleval.records import AgentSpec, Task
+
+DEFAULT_VIEW_WORKFLOW = "react"
+
+
+def answerable_in_view(
+    tasks: Iterable[Task],
+    env: Any,
+    context_tokens: int,
+    workflow: str = DEFAULT_VIEW_WORKFLOW,
+    env_name: str = "",
+    seed: int = 0,
+) -> dict[str, bool]:
+    """task id -> whether the oracle, run through ``workflow`` with ``max_context_tokens`` of
+    ``context_tokens`` (four characters a token, as the scripted models count), answers it
+    right, with the demonstrations a run of ``seed`` shows. A task without a solution to
+    execute counts as not shown."""
+    from raleval import registry
+    from raleval.agents.scripted import OracleModel
+    from raleval.analysis.scoring import score_trajectory
+    from raleval.app.runner import demonstration_tasks, run_episode, solved_example
+    from raleval.config import RunConfig
+
+    task_list = list(tasks)
+    # the workflow's own defaults and the run's demonstrations (they take prompt room too)
+    wf = registry.workflows.get(workflow).configure({"max_context_tokens": context_tokens})
+    run = RunConfig(env=env_name, workflow=workflow, model="scripted/oracle", seed=seed)
+    demos = demonstration_tasks(run, env, task_list, wf.config.shots)
+    wf = wf.with_config(
+        demonstrations={
+            family: [wf.render_example(solved_example(t, env), env) for t in group]
+            for family, group in demos.items()
+        }
+    )
+    agent = AgentSpec(workflow=workflow, model="scripted/oracle", env=env_name or "env")
+    oracle = OracleModel()
+    graph = wf.build(oracle, env)
+
+    async def judge(task_list: list[Task]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for task in task_list:
+            traj = await run_episode(task, oracle, env, wf, agent, graph=graph)
+            score_trajectory(traj, task)
+            out[task.id] = traj.scores.get("correct", 0.0) >= 1.0
+        return out
+
+    return asyncio.run(judge(task_list))
