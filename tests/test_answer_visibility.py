@@ -119,3 +119,40 @@ def test_the_oracle_does_not_answer_what_the_view_cut(default_crag):
             assert traj.error_type.value in ("RE", "GE"), (task.id, traj.error_cause)
             outcomes.add("cut")
     assert outcomes == {"shown", "cut"}
+
+
+def test_audit_context_column_and_a_task_set_fitted_to_the_window(tmp_path):
+    """`raleval audit --context` reports the share of a family whose answer the view shows;
+    `raleval tasks fit` keeps exactly those tasks, and the oracle answers every one of them
+    right at that window."""
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+    from raleval.store import read_tasks
+
+    from .conftest import run_config
+
+    common = ["--env", "crag", "--per-family", "30"]
+    window = ["--context", "4096", *common]
+    audit = CliRunner().invoke(
+        app, ["audit", "--tasks", "crag-condition", "--world", "tiny", *window, "--json"]
+    )
+    report = json.loads(audit.stdout)
+    assert report["context"] == 4096 and report["view_workflow"] == "react"
+    [family] = report["families"]
+    assert 0.0 < family["in_view"] < 1.0  # some closing prices were cut, some shown
+    out = tmp_path / "fit.jsonl"
+    fit = CliRunner().invoke(app, ["tasks", "fit", "crag-condition", "--out", str(out), *window])
+    assert fit.exit_code == 0, fit.stdout
+    kept = read_tasks(out)
+    assert len(kept) == round(family["in_view"] * family["n"])
+    assert f"kept {len(kept)} of {family['n']} tasks" in " ".join(fit.stdout.split())
+    _, results = run_config(
+        tmp_path,
+        env="crag",
+        env_options={},
+        tasks=str(out),
+        workflow_options={"max_context_tokens": 4096},
+    )
+    assert len(results) == len(kept)
+    assert all(r.error_type.value == "EM" for r in results), [r.answer for r in results]
