@@ -376,3 +376,35 @@ def test_score_lists_changed_episodes_of_an_old_run(tmp_path):
         out.stdout
     )
     assert "answer type" in out.stderr  # the inferred-type warning
+
+
+def test_score_lists_budget_stops_that_became_reasoning_errors(tmp_path):
+    """A run labelled before issue 34: a wrong, ungrounded episode cut by the step budget was
+    TE; re-scored it is RE with the budget in its cause, and `raleval score` lists it."""
+    from raleval.records import Termination
+    from raleval.store import RESULTS, TASKS
+
+    task = {"id": "t1", "domain": "scholar", "level": "KS", "family": "1-3",
+            "question": "In which year did X graduate?", "answers": ["1991"],
+            "answer_type": "year"}  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / TASKS).write_text(json.dumps(task) + "\n")
+    loop = [Step(index=i, tool="searchPerson", observation="No match.") for i in range(3)]
+    t = _traj("t1", None, loop)
+    t.termination = Termination.step_limit
+    t.scores = {"correct": 0.0, "f1": 0.0, "em": 0.0}
+    t.error_type, t.error_cause = "TE", "TE:step_budget"
+    (run / RESULTS).write_text(t.model_dump_json() + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "raleval", "score", str(run)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "1 episode(s) changed label or correctness" in out.stdout
+    assert "t1 epoch 0: TE (TE:step_budget) -> RE (RE:step_budget); correct False -> False" in (
+        out.stdout
+    )
