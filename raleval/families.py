@@ -195,17 +195,21 @@ def read_values(
             if re.search(rf"\br{i}\b", expr):
                 seen.append(r)
     evaluate_answer(expr, wrapped)
-    values = [v for v in seen if not isinstance(v, _Key)]
-    keys = [v.key for v in seen if isinstance(v, _Key) and not v.looked_up]
-    path = [v.key for v in seen if isinstance(v, _Key) and v.looked_up and keys_looked_up]
+    values = _texts(v for v in seen if not isinstance(v, _Key))
+    keys = _texts(v.key for v in seen if isinstance(v, _Key) and not v.looked_up)
+    path = _texts(v.key for v in seen if isinstance(v, _Key) and v.looked_up and keys_looked_up)
     out: list[str] = []
-    for value in [*(values or keys), *path]:
-        if isinstance(value, bool) or value is None:
-            continue
-        text = str(value)
-        if len(text) >= 2 and text not in out:
+    for text in [*(values or keys), *path]:
+        if text not in out:
             out.append(text)
     return out[:limit]
+
+
+def _texts(values: Any) -> list[str]:
+    """Values as the text a reader looks for: no booleans or nulls, nothing under 2 chars."""
+    return [
+        str(v) for v in values if not isinstance(v, bool) and v is not None and len(str(v)) >= 2
+    ]
 
 
 def grounding_evidence(expr: str, results: list[Any], answer: str) -> list[str] | None:

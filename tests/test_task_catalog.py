@@ -131,6 +131,14 @@ def test_read_values_are_what_a_computed_answer_reads():
     assert read_values("r1[:2]", results) == ["ABCD"]
     assert read_values("sum(d['x'] for d in r0['a'])", results) == ["1.25", "2.5"]
     assert read_values("sorted(r2)[0]", results) == ["2024-01-02"]  # keys read by iterating
+    # walking every date to pick the last two closes reads the closes, not the dates walked
+    prices = [{f"2024-01-0{d}": {"Close": 10.5 + d} for d in range(1, 6)}]
+    last_two = "sum(r0[k]['Close'] for k in sorted(r0)[-2:])"
+    assert read_values(last_two, prices) == ["14.5", "15.5"]
+    # the way to them, for a reader who must find them: the dates and the field looked up
+    assert read_values(last_two, prices, keys_looked_up=True) == [
+        "14.5", "15.5", "2024-01-04", "Close", "2024-01-05",
+    ]  # fmt: skip
 
 
 def test_computed_crag_answers_carry_the_values_they_read_as_evidence():
