@@ -381,7 +381,7 @@ def test_score_lists_changed_episodes_of_an_old_run(tmp_path):
 def test_score_lists_budget_stops_that_became_reasoning_errors(tmp_path):
     """A run labelled before issue 34: a wrong, ungrounded episode cut by the step budget was
     TE; re-scored it is RE with the budget in its cause, and `raleval score` lists it."""
-    from raleval.records import Termination
+    from raleval.records import ErrorType, Termination
     from raleval.store import RESULTS, TASKS
 
     task = {"id": "t1", "domain": "scholar", "level": "KS", "family": "1-3",
@@ -394,7 +394,7 @@ def test_score_lists_budget_stops_that_became_reasoning_errors(tmp_path):
     t = _traj("t1", None, loop)
     t.termination = Termination.step_limit
     t.scores = {"correct": 0.0, "f1": 0.0, "em": 0.0}
-    t.error_type, t.error_cause = "TE", "TE:step_budget"
+    t.error_type, t.error_cause = ErrorType.TE, "TE:step_budget"
     (run / RESULTS).write_text(t.model_dump_json() + "\n")
     out = subprocess.run(
         [sys.executable, "-m", "raleval", "score", str(run)],

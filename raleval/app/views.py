@@ -33,7 +33,8 @@ def answerable_in_view(
     from raleval import registry
     from raleval.agents.scripted import OracleModel
     from raleval.analysis.scoring import score_trajectory
-    from raleval.app.runner import demonstration_tasks, run_episode, solved_example
+    from raleval.app.episodes import run_episode
+    from raleval.app.plan import demonstration_tasks, solved_example
     from raleval.config import RunConfig
 
     task_list = list(tasks)
