@@ -16,9 +16,10 @@ See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. B
 decide between classes: a step, time, token or cost budget, or the model's context window,
 all halt the retrieval the same way (R-Eval: "There is an issue with the logic of the
 retrieval if the process is halted": RE), so a slower machine cannot move a label; the budget
-stays in the cause (``RE:step_budget``). Only improper use of the tools (an invalid call, output no parser took, a
-program the sandbox refused) makes a TE, whatever stopped the episode after it. A stop by the
-machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the label.
+stays in the cause (``RE:step_budget``). Only improper use of the tools (an invalid call,
+output no parser took, a program the sandbox refused) makes a TE, whatever stopped the episode
+after it. A stop by the machine (wall clock, context window) is reported as sub-cause
+``harness_limit`` beside the label.
 """
 
 from __future__ import annotations
