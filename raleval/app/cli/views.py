@@ -28,10 +28,10 @@ def tasks_fit(
 ) -> None:
     """Keep the tasks whose answer ``workflow`` shows at ``--context`` tokens (the executing
     oracle answers them from its view) and say how many each family kept."""
-    from rich.console import Console
     from rich.table import Table
 
     from raleval import registry
+    from raleval.app.console import make_console
     from raleval.app.views import answerable_in_view
     from raleval.store import write_tasks
     from raleval.tasks.catalog import load_tasks
@@ -51,6 +51,6 @@ def tasks_fit(
         table.add_column(col)
     for family, n in total.items():
         table.add_row(family, str(fits[family]), str(n), str(n - fits[family]))
-    console = Console()
+    console = make_console()
     console.print(table)
     console.print(f"kept {len(kept)} of {len(task_list)} tasks")
