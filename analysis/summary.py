@@ -140,7 +140,8 @@ def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
 # One line under the label mix: what each of R-Eval's labels means (docs/taxonomy.md)
 LABEL_LEGEND = (
     "EM right, from tool evidence; AM right, without it; GE wrong despite evidence; "
-    "RE wrong, nothing found; TE misuse, unparseable or out of budget; ME model or tool failed"
+    "RE wrong, nothing found (or a budget ran out); TE misuse or unparseable output; "
+    "ME model or tool failed"
 )
 TIME_NOTE = (
     "s/ep: mean wall-clock seconds per episode; episodes overlap (--max-connections), "

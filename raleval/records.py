@@ -241,3 +241,7 @@ class RunHeader(Record):
     # The exact prompts of the run: the workflow's template and the demonstration tasks
     # (ids per family) with their rendered text (see raleval.app.plan.run_prompts).
     prompts: dict[str, Any] = Field(default_factory=dict)
+    # How the run's tasks were chosen beyond --limit: at a context window (-W
+    # max_context_tokens), the tasks whose answers the workflow cannot show are left out
+    # (raleval.app.plan.fit_to_view): the window, the pool, how many were kept, their ids.
+    task_selection: dict[str, Any] = Field(default_factory=dict)

@@ -156,3 +156,23 @@ def test_audit_context_column_and_a_task_set_fitted_to_the_window(tmp_path):
     )
     assert len(results) == len(kept)
     assert all(r.error_type.value == "EM" for r in results), [r.answer for r in results]
+
+
+def test_a_run_at_a_context_window_leaves_out_what_it_cannot_show(tmp_path):
+    """With -W max_context_tokens the plan drops the tasks whose answers the workflow's view
+    cuts (the oracle's labelled non-answers), records them in the header, and every kept task
+    is answerable: the oracle scores EM on all of them."""
+    from raleval.store import read_header
+    from tests.conftest import run_config
+
+    options = {"env": "crag", "tasks": "crag-condition", "tasks_per_family": 100}
+    summary, results = run_config(
+        tmp_path, **options, workflow_options={"max_context_tokens": 8192}
+    )
+    selection = read_header(summary.run_dir).task_selection
+    assert selection["context_tokens"] == 8192 and selection["kept"] == len(results)
+    assert 0 < len(selection["left_out"]) == selection["pool"] - selection["kept"]
+    assert {t.task_id for t in results}.isdisjoint(selection["left_out"])
+    assert all(t.error_type is not None and t.error_type.value == "EM" for t in results)
+    plain, _ = run_config(tmp_path / "no-window", **options)
+    assert read_header(plain.run_dir).task_selection == {}

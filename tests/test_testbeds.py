@@ -219,7 +219,7 @@ def test_a_season_can_be_built_for_a_testbed(tmp_path):
 
 
 def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path):
-    from raleval.app.plan import demonstration_tasks, solved_example
+    from raleval.app.demonstrations import demonstration_tasks, solved_example
     from raleval.config import RunConfig
 
     env = registry.envs.get("scholar")(size="tiny")

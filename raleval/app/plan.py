@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from raleval import registry
+from raleval.app.demonstrations import demonstration_tasks, solved_example
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
 from raleval.config import ConfigError, RunConfig
 from raleval.records import RunHeader, Task
-from raleval.workflow import SolvedExample, Workflow
+from raleval.workflow import Workflow
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
     with phase(f"building the {config.env} environment"):
         env = build_env(config.env, config.env_options)
     with phase(f"loading tasks ({config.tasks})"):
-        tasks = run_tasks(config, env)
+        tasks, selection = run_tasks(config, env, workflow.config.max_context_tokens)
     if not tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
     if not config.allow_foreign_tasks:
@@ -130,6 +131,13 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
         "max_tokens": workflow.config.max_tokens,
     }
     header = new_header(config, tasks, decoding, prompts)
+    if selection:
+        header.task_selection = selection
+        phase_note(
+            phase,
+            f"kept {selection['kept']} of {selection['pool']} tasks: the others' answers do not "
+            f"fit the {config.workflow} view at {selection['context_tokens']} tokens",
+        )
     return RunPlan(config, env, tuple(tasks), workflow, prompts, header)
 
 
@@ -156,7 +164,45 @@ def build_env(name: str, options: dict[str, Any]) -> Any:
     return registry.envs.get(name)(**options)
 
 
-def run_tasks(config: RunConfig, env: Any) -> list[Task]:
+def phase_note(phase: Callable[[str], Any], text: str) -> None:
+    """Say ``text`` where the run says what it is doing (:class:`Phases.note`), if anywhere."""
+    note = getattr(phase, "note", None)
+    if note is not None:
+        note(text)
+
+
+def fit_to_view(
+    config: RunConfig, env: Any, pool: list[Task], context_tokens: int | None
+) -> tuple[list[Task], dict[str, Any]]:
+    """``pool`` without the tasks whose answer the workflow cannot show at ``context_tokens``
+    (``-W max_context_tokens``), and what was left out: an agent is never scored on what the
+    harness hid from it. A task is left out when the executing oracle, run through this
+    workflow at this window, declines because the values its answer reads were cut from the
+    rendered observations (:mod:`raleval.app.views`); tasks without a gold solution stay."""
+    if not context_tokens:
+        return pool, {}
+    from raleval.agents.scripted import NOT_VISIBLE
+    from raleval.app.views import oracle_answers_in_view
+
+    checkable = [t for t in pool if t.solution]
+    if not checkable:
+        return pool, {}
+    answers = oracle_answers_in_view(
+        checkable, env, context_tokens, config.workflow, config.env, config.seed
+    )
+    hidden = {tid for tid, (_, answer) in answers.items() if answer == NOT_VISIBLE}
+    kept = [t for t in pool if t.id not in hidden]
+    return kept, {
+        "context_tokens": context_tokens,
+        "pool": len(pool),
+        "kept": len(kept),
+        "left_out": sorted(hidden),
+    }
+
+
+def run_tasks(
+    config: RunConfig, env: Any, context_tokens: int | None = None
+) -> tuple[list[Task], dict[str, Any]]:
     """The tasks this run runs, which is what its tasks.jsonl holds.
 
     The task set is loaded (generation is seeded), the selection taken (``--sample-id`` or the
@@ -169,67 +215,13 @@ def run_tasks(config: RunConfig, env: Any) -> list[Task]:
 
     pool = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
     check_unique(pool, f"task set {config.tasks}")
+    if not config.sample_ids:  # tasks named one by one are run as named
+        pool, selection = fit_to_view(config, env, pool, context_tokens)
+    else:
+        selection = {}
     chosen = select(pool, config.limit, config.sample_ids)
     recorded = {t.id: t for t in recorded_tasks(config.run_dir)}
-    return [recorded.get(t.id, t) for t in chosen]
-
-
-POOL_SEED_OFFSET = 7919  # the demonstration pool is generated with a different seed
-GRACE_S = 5.0  # after Ctrl-C, episodes in flight get this long to finish before cancellation
-
-
-def demonstration_tasks(
-    config: RunConfig, env: Any, tasks: list[Task], shots: int
-) -> dict[str, list[Task]]:
-    """``shots`` demonstration tasks for each family of ``tasks``: the family's own, from a
-    pool generated with another seed and disjoint from the tasks under test.
-
-    They depend on the environment, the families and the seed only, never on the workflow:
-    every workflow is shown the same tasks, each in its own format. A family the registry
-    does not know, or a loaded dataset's, gets none. A testbed's demonstrations show the ordinary
-    world (its families' base tasks).
-    """
-    from raleval.tasks.catalog import stamp
-
-    if shots == 0:
-        return {}
-    taken = {t.question for t in tasks}
-    out: dict[str, list[Task]] = {}
-    # families of generated tasks (with a solution): a loaded dataset borrows a family id
-    # (HotpotQA's "3-1") whose generator needs a world the run's corpus is not
-    for name in dict.fromkeys(t.family for t in tasks if t.solution):
-        if name not in registry.task_families:
-            continue
-        family = registry.task_families.get(name)
-        if family.env != config.env:
-            continue
-        pool = stamp(
-            family, family.generate(env, max(3 * shots, 4), config.seed + POOL_SEED_OFFSET)
-        )
-        fresh = [t for t in pool if t.solution and t.question not in taken]
-        if fresh:
-            out[name] = fresh[:shots]
-    return out
-
-
-DEMO_OBSERVATION_CHARS = 1200  # a demonstration's observation is cut here, with the marker
-
-
-def solved_example(task: Task, env: Any) -> SolvedExample:
-    """A demonstration task with its gold calls run against ``env``: real observations, each
-    cut to :data:`DEMO_OBSERVATION_CHARS` with a visible marker (a year of prices in every
-    prompt would crowd out the episode's own)."""
-    from raleval.workflows.common import TRUNCATION_MARKER
-
-    session = env.session(task)  # one session: a wiki Lookup reads the page Search opened
-    calls = []
-    for c in task.solution or []:
-        text = session.call_sync(c.tool, c.arguments).observation
-        if len(text) > DEMO_OBSERVATION_CHARS:
-            dropped = len(text) - DEMO_OBSERVATION_CHARS
-            text = f"{text[:DEMO_OBSERVATION_CHARS]} {TRUNCATION_MARKER.format(dropped=dropped)}"
-        calls.append((c, text))
-    return SolvedExample(task.question, calls, task.answers[0], task.metadata.get("answer_expr"))
+    return [recorded.get(t.id, t) for t in chosen], selection
 
 
 def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:

@@ -96,6 +96,11 @@ class Phases:
     def __init__(self, display: str, title: str) -> None:
         self.display, self.title = display, title
 
+    def note(self, text: str) -> None:
+        """One line about the run's preparation (nothing in ``--display none``)."""
+        if self.display != "none":
+            print(f"{self.title}: {text}", file=sys.stderr, flush=True)
+
     @contextlib.contextmanager
     def __call__(self, what: str) -> Iterator[None]:
         if self.display == "none":

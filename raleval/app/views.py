@@ -30,11 +30,26 @@ def answerable_in_view(
     ``context_tokens`` (four characters a token, as the scripted models count), answers it
     right, with the demonstrations a run of ``seed`` shows. A task without a solution to
     execute counts as not shown."""
+    answers = oracle_answers_in_view(tasks, env, context_tokens, workflow, env_name, seed)
+    return {tid: correct for tid, (correct, _) in answers.items()}
+
+
+def oracle_answers_in_view(
+    tasks: Iterable[Task],
+    env: Any,
+    context_tokens: int,
+    workflow: str = DEFAULT_VIEW_WORKFLOW,
+    env_name: str = "",
+    seed: int = 0,
+) -> dict[str, tuple[bool, str | None]]:
+    """task id -> (right, answer) of the executing oracle run through ``workflow`` at
+    ``context_tokens`` (:func:`answerable_in_view`); its answer is
+    :data:`raleval.agents.scripted.NOT_VISIBLE` where the view cut what it needs."""
     from raleval import registry
     from raleval.agents.scripted import OracleModel
     from raleval.analysis.scoring import score_trajectory
+    from raleval.app.demonstrations import demonstration_tasks, solved_example
     from raleval.app.episodes import run_episode
-    from raleval.app.plan import demonstration_tasks, solved_example
     from raleval.config import RunConfig
 
     task_list = list(tasks)
@@ -52,12 +67,25 @@ def answerable_in_view(
     oracle = OracleModel()
     graph = wf.build(oracle, env)
 
-    async def judge(task_list: list[Task]) -> dict[str, bool]:
-        out: dict[str, bool] = {}
+    async def judge(task_list: list[Task]) -> dict[str, tuple[bool, str | None]]:
+        out: dict[str, tuple[bool, str | None]] = {}
         for task in task_list:
             traj = await run_episode(task, oracle, env, wf, agent, graph=graph)
             score_trajectory(traj, task)
-            out[task.id] = traj.scores.get("correct", 0.0) >= 1.0
+            out[task.id] = (traj.scores.get("correct", 0.0) >= 1.0, traj.answer)
         return out
 
-    return asyncio.run(judge(task_list))
+    return _in_a_loop(judge(task_list))
+
+
+def _in_a_loop(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end, also when called from inside a running event loop (a
+    run planned by :func:`raleval.app.runner.run`): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
