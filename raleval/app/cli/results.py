@@ -43,9 +43,18 @@ def report(
 def table(
     run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
+    diagnosis: Annotated[
+        bool, typer.Option("--diagnosis", help="the causes of failure (raleval diagnose)")
+    ] = False,
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
     from rich.console import Console
+
+    if diagnosis:
+        from raleval.app.cli.diagnosis import print_diagnosis_tables
+
+        print_diagnosis_tables(run_dirs, fmt)
+        return
 
     from raleval.analysis.runs import load_run, per_task_table
 
