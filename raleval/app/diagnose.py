@@ -31,13 +31,19 @@ from raleval.analysis.diagnosis import (
     gold_retrieval_prefix,
     read_diagnoses,
 )
-from raleval.app.runner import build_env, episode_graph, episode_stack, run_scored
+from raleval.app.runner import (
+    build_env,
+    episode_graph,
+    episode_slots,
+    episode_stack,
+    run_scored,
+)
 from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import AgentSpec, Step, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
-MAX_ROUNDS = 10  # clean interface: misuse steps replaced, one per replay, at most
+MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
 
 
 @dataclass
@@ -227,16 +233,25 @@ async def diagnose(
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
     replayer = _Replayer(stack, env, workflow, episode_graph(workflow, stack, env), agent)
     system = f"{results[0].agent.workflow}/{results[0].agent.model}"
-    try:
-        for traj in todo:
+    queue: asyncio.Queue[Trajectory] = asyncio.Queue()
+    for traj in todo:
+        queue.put_nowait(traj)
+
+    async def worker() -> None:
+        while not queue.empty():
+            traj = queue.get_nowait()
             d = await diagnose_episode(traj, tasks[traj.task_id], replayer, system, config.model)
-            out.append_lines([diagnosis_json(d)])
+            out.append_lines([diagnosis_json(d)])  # one whole line per episode, fsynced
             summary.diagnosed += 1
             summary.llm_calls += d.llm_calls
             summary.cache_hits += d.cache_hits
             summary.causes[d.cause.value] = summary.causes.get(d.cause.value, 0) + 1
             if progress is not None:
                 progress(d)
+
+    try:
+        # as many episodes at once as the run would (llama.cpp's slots, --max-connections)
+        await asyncio.gather(*(worker() for _ in range(episode_slots(config, stack, len(todo)))))
     finally:
         if cache is not None:
             cache.close()
