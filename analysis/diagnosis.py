@@ -44,6 +44,9 @@ class Cause(str, Enum):
     grounding = "grounding"  # fixed only by evidence in hand
     beyond_reach = "beyond_reach"  # no intervention fixes it
     not_needed = "not_needed"  # the episode's answer was correct
+    # the episode, or a replay that would decide its cause, was stopped by the wall clock: a
+    # harness limit (a slower or busier machine trips it sooner), so no cause can be told
+    harness_limit = "harness_limit"
 
 
 # Tried in this order; an episode's cause is the first that fixes it. Clean interface comes
@@ -79,6 +82,7 @@ class Outcome(_Record):
     fixed: bool = False
     why: str | None = None
     rounds: int = 0
+    undecided: bool = False  # its last replay was stopped by the wall clock, not answered
 
 
 class Diagnosis(_Record):
@@ -101,14 +105,23 @@ class Diagnosis(_Record):
     created_at: datetime
 
 
-def cause_of(correct: bool, fixed: dict[str, bool]) -> Cause:
-    """The cause: ``not_needed`` for a correct episode, else the first intervention (in
-    :data:`INTERVENTIONS` order) that fixed it, else ``beyond_reach``."""
+def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False) -> Cause:
+    """The cause: ``not_needed`` for a correct episode; ``harness_limit`` when the episode
+    was ``stopped`` by the wall clock or an intervention tried before the first that fixed it
+    was; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it, else
+    ``beyond_reach``."""
     if correct:
         return Cause.not_needed
+    if stopped:
+        return Cause.harness_limit
     for name, cause in INTERVENTIONS.items():
-        if fixed.get(name):
+        outcome = outcomes.get(name)
+        if outcome is None:
+            continue
+        if outcome.fixed:
             return cause
+        if outcome.undecided:
+            return Cause.harness_limit
     return Cause.beyond_reach
 
 

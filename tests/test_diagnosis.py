@@ -179,7 +179,7 @@ def test_an_episode_given_the_gold_calls_starts_from_their_real_observations(
     env = build_env("scholar", ENVS["scholar"])
     from raleval.tasks.catalog import load_tasks
 
-    task = next(t for t in load_tasks("scholar-ku", env, "scholar", 4, 0) if len(t.solution) > 1)
+    task = next(t for t in load_tasks("scholar", env, "scholar", 2, 0) if len(t.solution) > 1)
     prefix, _ = evidence_prefix(task)
     wf = registry.workflows.get(workflow).configure({"shots": 0})
     model = registry.models.get("scripted")("constant")
@@ -220,3 +220,21 @@ def test_diagnose_resumes_and_tables_cross_the_labels(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "# R-Eval label by cause" in result.output
     assert "system,label,n,interface,retrieval,grounding,beyond_reach,not_needed" in result.output
+
+
+def test_an_episode_stopped_by_the_wall_clock_gets_no_cause_and_no_replay(tmp_path: Path) -> None:
+    """A wall-clock stop measures the machine, not the agent: replaying it would too."""
+    config = RunConfig(
+        env="scholar",
+        env_options=ENVS["scholar"],
+        model="scripted/wrong-tool",
+        model_options={"latency_s": 0.5},
+        workflow_options={"time_limit_s": 0.2},
+        limit=3,
+        log_dir=tmp_path,
+    )
+    run_dir = run_sync(config).run_dir
+    assert {t.stop_reason.value for t in ResultsFile(run_dir / RESULTS)} == {"time_budget"}
+    summary = diagnose_sync(run_dir)
+    assert summary.causes == {"harness_limit": 3}
+    assert all(d.replays == [] for d in read_diagnoses(run_dir))

@@ -40,7 +40,8 @@ from raleval.app.runner import (
 )
 from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, latest_attempts
-from raleval.records import AgentSpec, Step, Task, Trajectory
+from raleval.model import Capabilities, ModelBase
+from raleval.records import AgentSpec, Step, StopReason, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
 MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
@@ -121,6 +122,20 @@ async def episode_tools(env: Any, task: Task) -> list[Any]:
         await _close(session)
 
 
+class _NoModel(ModelBase):
+    """Stands in for the model when no episode needs a replay."""
+
+    name = "none/none"
+    capabilities = Capabilities(cacheable=False)
+
+    async def generate(self, request: Any) -> Any:
+        raise RuntimeError("no replay was expected to call the model")
+
+
+def _stopped(traj: Trajectory) -> bool:
+    return traj.stop_reason is StopReason.time_budget
+
+
 def _calls_of(replays: list[Replay]) -> tuple[int, int]:
     calls = [c for r in replays for c in r.trajectory.llm_calls]
     return len(calls), sum(1 for c in calls if c.cache_hit)
@@ -131,12 +146,13 @@ async def diagnose_episode(
 ) -> Diagnosis:
     """Replay one episode under the interventions, in order, until one fixes it."""
     correct = bool(traj.scores.get("correct"))
+    # stopped by the wall clock: a replay would measure the machine's load, not the agent
+    stopped = not correct and traj.stop_reason is StopReason.time_budget
     outcomes: dict[str, Outcome] = {}
     replays: list[Replay] = []
-    fixed: dict[str, bool] = {}
-    tools = await episode_tools(replayer.env, task) if not correct else []
-    for name in INTERVENTIONS if not correct else ():
-        if any(fixed.values()):
+    tools = await episode_tools(replayer.env, task) if not (correct or stopped) else []
+    for name in INTERVENTIONS if not (correct or stopped) else ():
+        if any(o.fixed or o.undecided for o in outcomes.values()):
             break
         rounds, current = 0, traj
         while True:
@@ -160,12 +176,17 @@ async def diagnose_episode(
                     trajectory=current,
                 )
             )
-            if ok or name != "clean_interface" or rounds >= MAX_ROUNDS:
+            if ok or name != "clean_interface" or rounds >= MAX_ROUNDS or _stopped(current):
                 break
         done = [r for r in replays if r.intervention == name]
-        fixed[name] = bool(done) and done[-1].correct
+        fixed = bool(done) and done[-1].correct
+        undecided = bool(done) and not fixed and _stopped(done[-1].trajectory)
         outcomes[name] = Outcome(
-            applied=bool(done), fixed=fixed[name], why=None if done else why, rounds=rounds
+            applied=bool(done),
+            fixed=fixed,
+            why=None if done else why,
+            rounds=rounds,
+            undecided=undecided,
         )
     n_calls, hits = _calls_of(replays)
     return Diagnosis(
@@ -177,7 +198,7 @@ async def diagnose_episode(
         level=task.level.value,
         label=traj.error_type.value if traj.error_type is not None else None,
         correct=correct,
-        cause=cause_of(correct, fixed),
+        cause=cause_of(correct, outcomes, stopped),
         outcomes=outcomes,
         replays=replays,
         llm_calls=n_calls,
@@ -227,7 +248,10 @@ async def diagnose(
         return summary
     from raleval.agents.agent import resolve_model
 
-    base = resolve_model(config.model, dict(config.model_options), run_dir=run_dir)
+    if all(t.scores.get("correct") or _stopped(t) for t in todo):
+        base: Any = _NoModel()  # nothing to replay: no model server is started
+    else:
+        base = resolve_model(config.model, dict(config.model_options), run_dir=run_dir)
     env = build_env(config.env, config.env_options)
     stack, env, _faults, cache = episode_stack(config, base, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)

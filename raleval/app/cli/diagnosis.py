@@ -23,6 +23,8 @@ def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
     if not diagnoses:
         fail(f"no {', '.join(map(str, run_dirs))} has a diagnosis.jsonl: run raleval diagnose")
     console = Console()
+    if not console.is_terminal:  # a pipe or a log: wide enough for every cause column
+        console = Console(width=max(console.width, 140))
     for title, header, rows in cause_tables(diagnoses):
         if fmt == "csv":
             typer.echo(f"# {title}")
