@@ -219,7 +219,16 @@ def test_diagnose_resumes_and_tables_cross_the_labels(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["table", str(run_dir), "--diagnosis", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "# R-Eval label by cause" in result.output
-    assert "system,label,n,interface,retrieval,grounding,beyond_reach,not_needed" in result.output
+    header = "system,label,n,interface,retrieval,grounding,beyond_reach,not_needed,harness_limit"
+    assert header in result.output
+    from raleval.analysis.report import build_report
+    from raleval.analysis.runs import load_run
+
+    page = build_report([load_run(run_dir)])
+    assert "Why episodes failed (counterfactual replay)" in page
+    assert "<h3>R-Eval label by cause</h3>" in page
+    for label, row in by_label.items():  # n, then interface 0, then retrieval n
+        assert f"<td>{label}</td><td>{row['n']}</td><td>0</td><td>{row['n']}</td>" in page
 
 
 def test_an_episode_stopped_by_the_wall_clock_gets_no_cause_and_no_replay(tmp_path: Path) -> None:
