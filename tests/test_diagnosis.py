@@ -247,3 +247,7 @@ def test_an_episode_stopped_by_the_wall_clock_gets_no_cause_and_no_replay(tmp_pa
     summary = diagnose_sync(run_dir)
     assert summary.causes == {"harness_limit": 3}
     assert all(d.replays == [] for d in read_diagnoses(run_dir))
+    # with a longer clock the replays run, and tell the cause
+    again = CliRunner().invoke(app, ["diagnose", str(run_dir), "--fresh", "--time-limit", "60"])
+    assert again.exit_code == 0, again.output
+    assert {d.cause for d in read_diagnoses(run_dir)} == {Cause.retrieval}

@@ -87,10 +87,14 @@ def run_config(run_dir: Path, model: str | None) -> RunConfig:
     return config.model_copy(update=changes)
 
 
-def configured_workflow(run_dir: Path, config: RunConfig) -> Any:
-    """The run's workflow with its options and the demonstrations its header records."""
+def configured_workflow(run_dir: Path, config: RunConfig, time_limit_s: float | None = None) -> Any:
+    """The run's workflow with its options and the demonstrations its header records (and
+    another wall-clock budget, when given: it is not part of a request, so not of the cache)."""
     header = read_header(run_dir)
-    workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
+    options = dict(config.workflow_options)
+    if time_limit_s is not None:
+        options["time_limit_s"] = time_limit_s
+    workflow = registry.workflows.get(config.workflow).configure(options)
     if not workflow.accepts_prefix:
         raise ConfigError(
             f"diagnose does not support workflow {config.workflow!r} yet: it replays "
@@ -142,12 +146,19 @@ def _calls_of(replays: list[Replay]) -> tuple[int, int]:
 
 
 async def diagnose_episode(
-    traj: Trajectory, task: Task, replayer: _Replayer, system: str, model: str
+    traj: Trajectory,
+    task: Task,
+    replayer: _Replayer,
+    system: str,
+    model: str,
+    replay_stopped: bool = False,
 ) -> Diagnosis:
-    """Replay one episode under the interventions, in order, until one fixes it."""
+    """Replay one episode under the interventions, in order, until one fixes it. One the
+    wall clock stopped is replayed only with ``replay_stopped`` (a longer clock)."""
     correct = bool(traj.scores.get("correct"))
-    # stopped by the wall clock: a replay would measure the machine's load, not the agent
-    stopped = not correct and traj.stop_reason is StopReason.time_budget
+    # stopped by the wall clock: a replay under the same clock would measure the machine's
+    # load, not the agent
+    stopped = not correct and _stopped(traj) and not replay_stopped
     outcomes: dict[str, Outcome] = {}
     replays: list[Replay] = []
     tools = await episode_tools(replayer.env, task) if not (correct or stopped) else []
@@ -223,14 +234,18 @@ async def diagnose(
     model: str | None = None,
     limit: int | None = None,
     progress: Any = None,
+    time_limit_s: float | None = None,
 ) -> DiagnoseSummary:
     """Diagnose the episodes of ``run_dir`` not yet in its ``diagnosis.jsonl`` (the first
-    ``limit`` of them in results order); ``progress(diagnosis)`` is called after each."""
+    ``limit`` of them in results order); ``progress(diagnosis)`` is called after each.
+    ``time_limit_s`` gives replays another wall-clock budget than the run's, and replays the
+    episodes the run's clock stopped too."""
     run_dir = Path(run_dir)
     if not (run_dir / RESULTS).exists():
         raise ConfigError(f"{run_dir} has no {RESULTS}: is it a run directory?")
     config = run_config(run_dir, model)
-    workflow = configured_workflow(run_dir, config)
+    workflow = configured_workflow(run_dir, config, time_limit_s)
+    replay_stopped = time_limit_s is not None
     tasks = {t.id: t for t in read_tasks(run_dir / TASKS)}
     results = [
         t
@@ -248,7 +263,7 @@ async def diagnose(
         return summary
     from raleval.agents.agent import resolve_model
 
-    if all(t.scores.get("correct") or _stopped(t) for t in todo):
+    if all(t.scores.get("correct") or (_stopped(t) and not replay_stopped) for t in todo):
         base: Any = _NoModel()  # nothing to replay: no model server is started
     else:
         base = resolve_model(config.model, dict(config.model_options), run_dir=run_dir)
@@ -264,7 +279,8 @@ async def diagnose(
     async def worker() -> None:
         while not queue.empty():
             traj = queue.get_nowait()
-            d = await diagnose_episode(traj, tasks[traj.task_id], replayer, system, config.model)
+            task = tasks[traj.task_id]
+            d = await diagnose_episode(traj, task, replayer, system, config.model, replay_stopped)
             out.append_lines([diagnosis_json(d)])  # one whole line per episode, fsynced
             summary.diagnosed += 1
             summary.llm_calls += d.llm_calls
@@ -285,7 +301,11 @@ async def diagnose(
 
 
 def diagnose_sync(
-    run_dir: Path, model: str | None = None, limit: int | None = None, progress: Any = None
+    run_dir: Path,
+    model: str | None = None,
+    limit: int | None = None,
+    progress: Any = None,
+    time_limit_s: float | None = None,
 ) -> DiagnoseSummary:
     """Blocking :func:`diagnose`."""
-    return asyncio.run(diagnose(run_dir, model, limit, progress))
+    return asyncio.run(diagnose(run_dir, model, limit, progress, time_limit_s))

@@ -52,6 +52,15 @@ def diagnose(
     limit: Annotated[
         int | None, typer.Option(help="diagnose at most N more episodes", min=1)
     ] = None,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit",
+            help="wall-clock seconds per replay instead of the run's time_limit_s; episodes "
+            "the run's clock stopped are then replayed too",
+            min=1,
+        ),
+    ] = None,
     fresh: Annotated[
         bool,
         typer.Option(
@@ -75,7 +84,7 @@ def diagnose(
             aside = set_aside(run_dir)
             if aside is not None:
                 typer.echo(f"set aside: {aside}")
-        summary = diagnose_sync(run_dir, model, limit, show)
+        summary = diagnose_sync(run_dir, model, limit, show, time_limit)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(
