@@ -251,3 +251,43 @@ def test_an_episode_stopped_by_the_wall_clock_gets_no_cause_and_no_replay(tmp_pa
     again = CliRunner().invoke(app, ["diagnose", str(run_dir), "--fresh", "--time-limit", "60"])
     assert again.exit_code == 0, again.output
     assert {d.cause for d in read_diagnoses(run_dir)} == {Cause.retrieval}
+
+
+@pytest.mark.parametrize("workflow", ["react", "function_calling"])
+def test_a_replay_of_the_agents_own_first_step_asks_what_the_episode_asked(
+    workflow: str,
+) -> None:
+    """Given the episode's own first step as recorded, the replay's first request is the
+    episode's second request: the prefix is rendered as the workflow rendered it."""
+    from raleval.tasks.catalog import load_tasks
+
+    env = build_env("scholar", ENVS["scholar"])
+    task = next(t for t in load_tasks("scholar", env, "scholar", 2, 0) if len(t.solution) > 1)
+    wf = registry.workflows.get(workflow).configure({"shots": 1})
+    agent = AgentSpec(workflow=workflow, model="scripted/oracle", env="scholar")
+    seen: list[GenerateRequest] = []
+    oracle = registry.models.get("scripted")("oracle")
+
+    class Recording(type(oracle)):  # type: ignore[misc]
+        def for_episode(self, task: Any, env: Any, workflow: Any) -> Any:
+            bound = Recording(task, env, workflow, "oracle")
+            return bound
+
+        async def generate(self, request: GenerateRequest) -> Generation:
+            seen.append(request)
+            return await super().generate(request)
+
+    def asked(request: GenerateRequest) -> list[tuple[str, str, list[Any]]]:
+        return [
+            (m.role, m.content, [(c.tool, c.arguments) for c in m.tool_calls])
+            for m in request.messages
+        ]
+
+    original = asyncio.run(run_episode(task, Recording(), env, wf, agent))
+    assert original.scores == {} and len(original.steps) == len(task.solution) + 1
+    second = asked(seen[1])
+    seen.clear()
+    replay = asyncio.run(run_episode(task, Recording(), env, wf, agent, prefix=original.steps[:1]))
+    assert asked(seen[0]) == second
+    assert replay.steps[0] == original.steps[0]  # as recorded
+    assert replay.answer == original.answer
