@@ -39,7 +39,14 @@ def resolve_model(
     The provider contract: ``factory(name, run_dir=..., **options)``; ``run_dir`` is the run
     the model serves (None outside a run), where a provider may keep what it writes (the
     embedded model's server log). Providers that write nothing ignore it.
+
+    ``price_in`` / ``price_out`` (USD per million tokens) are the run's, not the provider's:
+    they set the model's declared price (:mod:`raleval.agents.pricing`).
     """
+    from raleval.agents.pricing import model_price, split_price_options, with_price
+
     parsed = ModelSpec.parse(spec)
+    price_options, own = split_price_options(dict(options or {}))
+    price = model_price(parsed.provider, parsed.name, price_options)
     factory = registry.models.get(parsed.provider)
-    return factory(parsed.name, run_dir=run_dir, **(options or {}))
+    return with_price(factory(parsed.name, run_dir=run_dir, **own), price)

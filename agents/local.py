@@ -228,6 +228,7 @@ class LlamaServer:
         self.proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
+        self.cpu = ServerCpu(self.proc.pid)  # one per server, whichever models share it
         _live.add(self)  # stopped by stop_servers() even if it never became ready
         atexit.register(self.stop)
 
@@ -270,6 +271,55 @@ class LlamaServer:
             self._log.close()
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds of process ``pid`` and all its threads (Linux /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state is fields[0]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCpu:
+    """CPU seconds a server process spends on each call: the process's CPU time between any
+    two starts or ends of calls is shared equally among the calls in flight then (llama.cpp
+    decodes its slots in one batch); CPU spent with no call in flight is nobody's."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._lock = threading.Lock()
+        self._calls: dict[int, float] = {}
+        self._next = 0
+        self._last = process_cpu_seconds(pid)
+
+    def _advance(self) -> None:
+        now = process_cpu_seconds(self.pid)
+        if now is None or self._last is None:
+            self._last = now
+            return
+        delta, self._last = max(0.0, now - self._last), now
+        if self._calls:
+            share = delta / len(self._calls)
+            for call in self._calls:
+                self._calls[call] += share
+
+    def start(self) -> int:
+        with self._lock:
+            self._advance()
+            call, self._next = self._next, self._next + 1
+            self._calls[call] = 0.0
+            return call
+
+    def end(self, call: int) -> float | None:
+        """The call's CPU seconds (None where /proc cannot be read)."""
+        with self._lock:
+            self._advance()
+            spent = self._calls.pop(call, None)
+            return spent if self._last is not None else None
+
+
 START_ATTEMPTS = 3
 _live: set[LlamaServer] = set()  # every server started and not yet stopped
 _servers: dict[tuple[str, int, int, int], LlamaServer] = {}
@@ -277,15 +327,21 @@ _servers_lock = threading.Lock()
 
 
 def ensure_server(
-    weights: LocalWeights, n_ctx: int, threads: int, parallel: int, log_dir: Path | None = None
+    weights: LocalWeights | Path,
+    n_ctx: int,
+    threads: int,
+    parallel: int,
+    log_dir: Path | None = None,
 ) -> LlamaServer:
-    """The running server for these weights and settings, started on first use."""
-    path = weights_path(weights)
+    """The running server for these weights (or this GGUF file) and settings, started on
+    first use."""
+    path = weights if isinstance(weights, Path) else weights_path(weights)
+    label = path.stem if isinstance(weights, Path) else weights.name
     key = (str(path), n_ctx, threads, parallel)
     with _servers_lock:
         server = _servers.get(key)
         if server is None or server.proc.poll() is not None:
-            log = (log_dir or cache_dir() / "logs") / f"llama-server-{weights.name}.log"
+            log = (log_dir or cache_dir() / "logs") / f"llama-server-{label}.log"
             for attempt in range(START_ATTEMPTS):
                 server = LlamaServer(path, n_ctx, threads, parallel, log)
                 try:
@@ -308,6 +364,38 @@ def stop_servers() -> None:
         _servers.clear()
 
 
+# The context a GGUF file is served with when -M n_ctx is not given: the file's trained
+# context, capped where the built-in models are (each of the server's `parallel` slots holds
+# a whole context, so a 128k-token model would reserve 256k tokens of KV cache).
+DEFAULT_CONTEXT = 8192
+
+
+def gguf_file(spec: str) -> tuple[Path, int | None]:
+    """The GGUF file ``spec`` names (``~`` expanded, made absolute) and its trained context."""
+    from raleval.agents.gguf import GGUFError, context_length, read_metadata
+    from raleval.model import ModelError
+
+    path = Path(spec).expanduser().resolve()
+    if not path.is_file():
+        raise ModelError(f"local/{spec}: no such GGUF file ({path})")
+    try:
+        return path, context_length(read_metadata(path))
+    except (GGUFError, OSError) as exc:
+        raise ModelError(f"local/{spec}: cannot read its GGUF header: {exc}") from None
+
+
+def file_identity(path: Path) -> str:
+    """A short content id of a (possibly multi-GB) file: its size and the SHA-256 of its first
+    and last 4 MiB, where a GGUF's header and last tensors are."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as fh:
+        digest.update(fh.read(1 << 22))
+        fh.seek(max(0, size - (1 << 22)))
+        digest.update(fh.read(1 << 22))
+    return digest.hexdigest()[:12]
+
+
 @register_model_provider("local")
 def make_local_model(
     name: str,
@@ -318,17 +406,29 @@ def make_local_model(
     run_dir: Path | None = None,
     **options: Any,
 ) -> Any:
-    """``local/<name>``: an embedded llama.cpp model (see ``raleval models``); its server logs
-    into ``log_dir``, else next to the results it produces (the run directory)."""
+    """``local/<name>``: an embedded llama.cpp model (see ``raleval models``), or
+    ``local/<path>.gguf``: any GGUF file, served the same way with the context window from its
+    metadata. The server logs into ``log_dir``, else next to the results it produces (the run
+    directory)."""
     from raleval.agents.openai_compat import OpenAICompatibleModel
     from raleval.registry import UnknownNameError
 
     weights = LOCAL_MODELS.get(name)
-    if weights is None:
-        raise UnknownNameError("local model", name, list(LOCAL_MODELS))
-    ctx = int(n_ctx or weights.context_window)
+    source: LocalWeights | Path
+    if weights is not None:
+        source, ctx, served = weights, int(n_ctx or weights.context_window), weights.filename
+        identity = f"local/{name}"
+    elif name.endswith(".gguf"):
+        source, trained = gguf_file(name)
+        ctx = int(n_ctx or min(trained or DEFAULT_CONTEXT, DEFAULT_CONTEXT))
+        served = source.name
+        # the response cache is keyed by the model's name: a new file at the same path must
+        # not be answered from the old one's cache
+        identity = f"local/{source}#{file_identity(source)}"
+    else:
+        raise UnknownNameError("local model", name, [*LOCAL_MODELS, "<path>.gguf"])
     server = ensure_server(
-        weights,
+        source,
         ctx,
         int(threads or min(os.cpu_count() or 2, 4)),
         int(parallel),
@@ -339,9 +439,9 @@ def make_local_model(
     options.setdefault("timeout_s", 600.0)
     options.setdefault("prefill", True)  # llama.cpp continues a final assistant message
     model = OpenAICompatibleModel(
-        weights.filename,
+        served,
         base_url=server.base_url,
-        name=f"local/{name}",
+        name=identity,
         context_window=ctx,
         # More episodes in flight than server slots would evict each other's prompt cache,
         # so every ReAct step would prefill the whole scratchpad again.
@@ -350,4 +450,5 @@ def make_local_model(
         **options,
     )
     model.endpoint = f"local/{name}"
+    model.cpu_meter = server.cpu  # tokens cost 0 here: CPU seconds instead
     return model

@@ -91,7 +91,7 @@ class _PerLoop(NamedTuple):
     sem: asyncio.Semaphore | None
 
 
-def _env_proxy(url: str) -> str | None:
+def env_proxy(url: str) -> str | None:
     """The proxy the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) names for ``url``."""
     parts = urllib.parse.urlsplit(url)
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
@@ -188,7 +188,7 @@ class OpenAICompatibleModel(ModelBase):
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         # HTTP(S)_PROXY / NO_PROXY, read once (aiohttp's trust_env reads ~/.netrc in a worker
         # thread on every request, which doubled the client's CPU per call)
-        self._proxy = _env_proxy(self._url)
+        self._proxy = env_proxy(self._url)
         # a session and a semaphore per event loop (both belong to the loop that made them)
         self._per_loop: dict[int, _PerLoop] = {}
         self.max_retries = max_retries
@@ -202,6 +202,14 @@ class OpenAICompatibleModel(ModelBase):
         self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s)
         self.retries_used = 0
         self.max_reply_bytes = max_reply_bytes
+        self._adaptive: Any = None  # --max-connections auto (raleval.concurrency)
+        # a server on this machine: what measures its CPU per call (raleval.agents.local)
+        self.cpu_meter: Any = None
+
+    def use_adaptive_limit(self, limit: Any) -> bool:
+        """Each request attempt takes a slot of ``limit`` and reports 429/503 to it."""
+        self._adaptive = limit
+        return True
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the server's own tokenizer where it has one (llama.cpp)."""
@@ -256,14 +264,29 @@ class OpenAICompatibleModel(ModelBase):
                 chunks.append(chunk)
             return b"".join(chunks)
 
+    async def _limited_post(self, session: aiohttp.ClientSession, body: dict[str, Any]) -> bytes:
+        """:meth:`_post` in a slot of the adaptive limit (one per attempt, so a retry's wait
+        holds no slot), telling it whether the endpoint kept up."""
+        if self._adaptive is None:
+            return await self._post(session, body)
+        async with self._adaptive.request() as slot:
+            try:
+                content = await self._post(session, body)
+            except HTTPStatusError as exc:
+                if exc.status_code in (429, 503):
+                    slot.overloaded(exc.status_code, _retry_after(exc))
+                raise
+            slot.succeeded()
+            return content
+
     async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion as JSON (with any extra fields, such as llama.cpp's ``timings``)."""
         state = await self._loop_state()
         if state.sem is None:
-            content = await self._post(state.session, body)
+            content = await self._limited_post(state.session, body)
         else:
             async with state.sem:
-                content = await self._post(state.session, body)
+                content = await self._limited_post(state.session, body)
         try:
             data = json.loads(content)
         except RecursionError as exc:
@@ -311,6 +334,17 @@ class OpenAICompatibleModel(ModelBase):
             kwargs["tools"] = list(request.tools)
         if self.extra_body:
             kwargs.update(self.extra_body)
+        if self.cpu_meter is None:
+            return await self._generate(kwargs, request)
+        call = self.cpu_meter.start()
+        try:
+            gen = await self._generate(kwargs, request)
+        finally:
+            cpu_s = self.cpu_meter.end(call)
+        gen.cpu_s = cpu_s
+        return gen
+
+    async def _generate(self, kwargs: dict[str, Any], request: GenerateRequest) -> Generation:
         try:
             body = await self._create_retrying(kwargs)
         except ReplyTooLarge as exc:

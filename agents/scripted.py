@@ -22,6 +22,7 @@ from typing import Any
 
 from raleval.families import answer_of
 from raleval.model import (
+    LOCAL_PRICE,
     Capabilities,
     GenerateRequest,
     Generation,
@@ -45,7 +46,7 @@ class ScriptedModel(ModelBase):
     """Base: subclasses produce the raw text for a prompt; stop sequences apply as on a server."""
 
     endpoint = "scripted"
-    capabilities = Capabilities(cacheable=False)
+    capabilities = Capabilities(cacheable=False, price=LOCAL_PRICE)
 
     def __init__(self, name: str) -> None:
         self.name = f"scripted/{name}"
@@ -175,7 +176,7 @@ class OracleModel(ScriptedModel):
 
     def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         bound = OracleModel(task, env, workflow, self.variant)
-        bound.latency_s = self.latency_s
+        bound.latency_s, bound.capabilities = self.latency_s, self.capabilities
         return bound
 
     def solution(self) -> list[ToolCall]:
@@ -334,7 +335,7 @@ class AlternatingModel(OracleModel):
         n = self.visits.get(task.id, 0)
         self.visits[task.id] = n + 1
         bound = OracleModel(task, env, workflow, "oracle" if n % 2 == 0 else "oracle-wrong")
-        bound.latency_s = self.latency_s
+        bound.latency_s, bound.capabilities = self.latency_s, self.capabilities
         return bound
 
 
@@ -388,7 +389,7 @@ class ReplayModel(ScriptedModel):
         if outputs is None:
             raise ValueError(f"scripted/replay: task {task.id} is not in {self.path}")
         bound = ReplayModel(self.path, list(outputs))
-        bound.latency_s = self.latency_s
+        bound.latency_s, bound.capabilities = self.latency_s, self.capabilities
         return bound
 
     def respond(self, prompt: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from raleval.analysis.runs import Run, load_run
+from raleval.analysis.runs import Run, find_runs, load_run
 from raleval.failures import failure_cause
 from raleval.records import TaskTags, Trajectory
 
@@ -40,11 +40,18 @@ STEP_COLUMNS = [
 ]
 
 
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it."""
+
+
 def _pandas() -> Any:
     try:
         import pandas as pd
     except ImportError as exc:
-        raise ValueError('export needs pandas and pyarrow: pip install "raleval[export]"') from exc
+        raise MissingExtraError(
+            "load_runs, load_steps and export need pandas and pyarrow: "
+            'pip install "raleval[export]"'
+        ) from exc
     return pd
 
 
@@ -79,6 +86,8 @@ def episode_row(run: Run, t: Trajectory) -> dict[str, Any]:
         "n_llm_calls": t.n_llm_calls,
         "prompt_tokens": t.prompt_tokens,
         "completion_tokens": t.completion_tokens,
+        "cost_usd": t.cost_usd,  # None: the model's price is unknown
+        "compute_s": t.compute_s,  # a model on this machine
         "wall_time_s": t.wall_time_s,
         "model_time_s": t.model_time_s,
         "tool_time_s": t.tool_time_s,
@@ -135,13 +144,13 @@ def load_runs(paths: Iterable[Path | str], frame: str = "pandas") -> Any:
     cause and stop reason, the infrastructure ``failure`` (such rows are not scored),
     timings, token counts and the task's family, level, domain and tags (``tag_<name>``).
     ``frame="polars"`` returns a polars DataFrame (polars must be installed)."""
-    return _as(episodes_frame(load_run(Path(p)) for p in _paths(paths)), frame)
+    return _as(episodes_frame(load_run(p) for p in find_runs(_paths(paths))), frame)
 
 
 def load_steps(paths: Iterable[Path | str], frame: str = "pandas") -> Any:
     """One row per step of every episode of the run directories ``paths`` (join with
     :func:`load_runs` on ``run``, ``task_id`` and ``epoch``)."""
-    return _as(steps_frame(load_run(Path(p)) for p in _paths(paths)), frame)
+    return _as(steps_frame(load_run(p) for p in find_runs(_paths(paths))), frame)
 
 
 def _paths(paths: Iterable[Path | str] | Path | str) -> list[Path | str]:
@@ -155,7 +164,7 @@ def _as(df: Any, frame: str) -> Any:
         try:
             import polars as pl
         except ImportError as exc:
-            raise ValueError("frame='polars' needs polars: pip install polars") from exc
+            raise MissingExtraError("frame='polars' needs polars: pip install polars") from exc
         return pl.from_pandas(df)
     raise ValueError(f"frame must be 'pandas' or 'polars', not {frame!r}")
 
@@ -165,22 +174,36 @@ def steps_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}.steps{out.suffix}")
 
 
-def export_run(run_dir: Path, fmt: str, out: Path) -> list[Path]:
-    """Write ``run_dir`` as ``fmt`` to ``out``; returns the files written."""
+# Where ``raleval export`` writes when no --out is given: a name that says the format.
+DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv", "inspect": "run.eval"}
+
+
+def export_run(run_dir: Path | list[Path], fmt: str, out: Path | None = None) -> list[Path]:
+    """Write the run ``run_dir`` (or every run below a log directory, or several) as ``fmt``
+    to ``out`` (default :data:`DEFAULT_OUT`); returns the files written. Parquet and CSV hold
+    every run's episodes in one table (``run`` names each row's); an Inspect log is one file
+    per run (``out`` itself for one run, ``<stem>.<run name><suffix>`` beside it for several)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    run = load_run(run_dir)
-    run.rescore()  # current scores (call-level ones too), as the report shows them
+    out = out or Path(DEFAULT_OUT[fmt])
+    runs = [load_run(p) for p in find_runs(_paths(run_dir))]
+    for run in runs:
+        run.rescore()  # current scores (call-level ones too), as the report shows them
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "inspect":
-        return [write_inspect_log(run, out)]
-    episodes, steps = episodes_frame([run]), steps_frame([run])
+        if len(runs) == 1:
+            return [write_inspect_log(runs[0], out)]
+        return [
+            write_inspect_log(run, out.with_name(f"{out.stem}.{run.path.name}{out.suffix}"))
+            for run in runs
+        ]
+    episodes, steps = episodes_frame(runs), steps_frame(runs)
     written = [out, steps_path(out)]
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401
         except ImportError as exc:
-            raise ValueError('Parquet needs pyarrow: pip install "raleval[export]"') from exc
+            raise MissingExtraError('Parquet needs pyarrow: pip install "raleval[export]"') from exc
         episodes.to_parquet(out, index=False)
         steps.to_parquet(written[1], index=False)
     else:
@@ -196,7 +219,7 @@ def _inspect() -> Any:
     try:
         import inspect_ai.log as log
     except ImportError as exc:
-        raise ValueError(
+        raise MissingExtraError(
             'the Inspect AI log format needs inspect-ai: pip install "raleval[inspect]"'
         ) from exc
     return log

@@ -24,11 +24,18 @@ def available() -> bool:
     return True
 
 
-def _figure(width: float = 6.0, height: float = 4.0):  # type: ignore[no-untyped-def]
+def _configure() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "raleval"  # stable element ids
+    # labels are system and family names, which come from task files and model specs: a "$"
+    # in them is text, not mathtext (which would fail on "$\\frac" and stop the report)
+    matplotlib.rcParams["text.parse_math"] = False
+
+
+def _figure(width: float = 6.0, height: float = 4.0):  # type: ignore[no-untyped-def]
+    _configure()
     import matplotlib.pyplot as plt
 
     return plt.subplots(figsize=(width, height))
@@ -46,6 +53,7 @@ def _svg(fig) -> str:  # type: ignore[no-untyped-def]
 
 def radar(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
     """One polygon per system (LLM) over the same axes (domain x level), F1 in [0, 1]."""
+    _configure()
     import matplotlib.pyplot as plt
 
     axes = sorted({a for s in series.values() for a in s})
@@ -126,9 +134,28 @@ def deployment(points: Mapping[str, tuple[float, float, float, float]], front: l
     """Seconds per query versus F1 with 95% interval bars; the Pareto front as a line.
 
     ``points``: system -> (seconds, seconds low, seconds high, F1)."""
+    return _pareto_figure(points, front, "seconds per query (wall)", linthresh=0.01)
+
+
+def cost(points: Mapping[str, tuple[float, float, float, float]], front: list[str]) -> str:
+    """US dollars per query versus F1 with 95% interval bars; the Pareto front as a line.
+
+    ``points``: system -> (USD, USD low, USD high, F1); a model on this machine sits at 0."""
+    positive = [v for p in points.values() for v in p[:3] if v > 0]
+    # linear below the smallest cost shown, so free models (0) and cheap ones both show
+    linthresh = 10 ** math.floor(math.log10(min(positive))) if positive else 1e-6
+    return _pareto_figure(points, front, "US dollars per query", linthresh=linthresh)
+
+
+def _pareto_figure(
+    points: Mapping[str, tuple[float, float, float, float]],
+    front: list[str],
+    xlabel: str,
+    linthresh: float,
+) -> str:
     fig, ax = _figure(6, 4)
-    for name, (t, lo, hi, f1) in sorted(points.items()):
-        ax.errorbar([t], [f1], xerr=[[t - lo], [hi - t]], fmt="o", capsize=3, label=name)
+    for name, (x, lo, hi, f1) in sorted(points.items()):
+        ax.errorbar([x], [f1], xerr=[[x - lo], [hi - x]], fmt="o", capsize=3, label=name)
     if len(front) > 1:
         ax.plot(
             [points[n][0] for n in front],
@@ -137,8 +164,8 @@ def deployment(points: Mapping[str, tuple[float, float, float, float]], front: l
             lw=1,
             label="Pareto front",
         )
-    ax.set_xscale("symlog", linthresh=0.01)
-    ax.set_xlabel("seconds per query (wall)")
+    ax.set_xscale("symlog", linthresh=linthresh)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("F1")
     ax.set_ylim(-0.02, 1.02)
     _legend_outside(ax)

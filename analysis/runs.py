@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raleval.analysis.stats import Interval, bootstrap_ci
+from raleval.analysis.stats import Interval, mean_interval
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
@@ -74,6 +74,39 @@ def verdict_changes(
     return lines
 
 
+RUN_MARKERS = (RESULTS,)  # a folder holding one of these is a run directory
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and any((path / m).exists() for m in RUN_MARKERS)
+
+
+def find_runs(paths: Iterable[Path | str]) -> list[Path]:
+    """The run directories ``paths`` name: each path that is a run, and every run below a
+    path that is a log directory (``runs/``, a matrix's folder), in sorted order, each once.
+    Files and folders holding no run (a matrix's ``matrix.md``, a report) are skipped, and
+    so are runs set aside by ``--force`` (``superseded-*``). Raises FileNotFoundError when
+    no path holds a run."""
+    found: dict[Path, None] = {}
+    given = [Path(p) for p in paths]
+    for path in given:
+        if is_run_dir(path):
+            found[path] = None
+            continue
+        if not path.is_dir():
+            continue
+        below = sorted({m.parent for marker in RUN_MARKERS for m in path.rglob(marker)})
+        for run in below:
+            if not any(part.startswith("superseded-") for part in run.relative_to(path).parts):
+                found[run] = None
+    if not found:
+        shown = ", ".join(str(p) for p in given[:3]) + (" ..." if len(given) > 3 else "")
+        raise FileNotFoundError(
+            f"no run directory in {shown or 'nothing'} (a run directory holds {RESULTS})"
+        )
+    return list(found)
+
+
 def load_run(path: Path) -> Run:
     if not (path / RESULTS).exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
@@ -82,36 +115,135 @@ def load_run(path: Path) -> Run:
     return Run(path, read_header(path), tasks, latest_attempts(lines), lines)
 
 
+def cluster_of(task: Task | None, task_id: str, by: str = "auto") -> str:
+    """The cluster a task's score shares its noise with.
+
+    ``auto``: the task's declared ``metadata["cluster"]`` (e.g. a CRAG entity) if it has one,
+    else its family and ``metadata["template"]`` (tasks generated from one question template),
+    else the task alone. ``family``: the task family. ``task``: no clustering. Any other
+    value names a metadata key (``person_id`` for scholar's person); a task without it is a
+    cluster of its own."""
+    if task is None or by == "task":
+        return task_id
+    if by == "family":
+        return task.family
+    if by != "auto":
+        value = task.metadata.get(by)
+        return task_id if value is None else f"{by}:{value}"
+    declared = task.metadata.get("cluster")
+    if declared is not None:
+        return f"cluster:{declared}"
+    template = task.metadata.get("template")
+    if template is not None:
+        return f"{task.family}:{template}"
+    return task_id
+
+
+def task_units(
+    run: Run,
+    trajs: Iterable[Trajectory],
+    value: Callable[[Trajectory], float],
+    cluster: str = "auto",
+) -> tuple[list[float], list[str]]:
+    """Per-task means of ``value(trajectory)`` over the task's epochs, and each task's cluster:
+    the units every interval in the tables is computed on."""
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        per_task[t.task_id].append(float(value(t)))
+    ids = sorted(per_task)
+    return (
+        [sum(per_task[k]) / len(per_task[k]) for k in ids],
+        [cluster_of(run.tasks.get(k), k, cluster) for k in ids],
+    )
+
+
+def unit_interval(
+    run: Run,
+    trajs: Iterable[Trajectory],
+    value: Callable[[Trajectory], float],
+    cluster: str = "auto",
+) -> Interval:
+    """The mean of ``value`` over a run's episodes, task means as units, with its clustered
+    95% t interval (:func:`raleval.analysis.stats.mean_interval`)."""
+    units, clusters = task_units(run, trajs, value, cluster)
+    return mean_interval(units, clusters)
+
+
 def task_key(run: Run, traj: Trajectory) -> str:
     task = run.tasks.get(traj.task_id)
     return task.family if task else "?"
 
 
-def per_task_table(runs: Iterable[Run]) -> RevalTable:
-    """F1 x 100 per system per task family; families outside R-Eval's 12 keep their domain."""
-    scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+def per_task_table(runs: Iterable[Run], cluster: str = "auto") -> RevalTable:
+    """F1 x 100 per system per task family; families outside R-Eval's 12 keep their domain.
+    Each cell carries its clustered 95% interval (task means as units, tasks of one template
+    one cluster); the averages' intervals combine them (:meth:`RevalTable.average_intervals`)."""
+    trajs: dict[str, dict[str, list[tuple[Run, Trajectory]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     tasks_meta = dict(REVAL_TASKS)
+    costs: dict[str, list[float | None]] = defaultdict(list)
     for run in runs:
         for t in run.scored:
+            costs[run.system].append(t.cost_usd)
             task = run.tasks.get(t.task_id)
             family = task.family if task else "?"
             if task:  # a run's own tasks say their domain (scholar, not R-Eval's "aminer")
                 tasks_meta[family] = (task.domain, task.level.value)
-            scores[run.system][family].append(100 * t.scores.get("f1", 0.0))
+            trajs[run.system][family].append((run, t))
+    scores: dict[str, dict[str, float]] = {}
+    intervals: dict[str, dict[str, Interval]] = {}
+    for system, fams in trajs.items():
+        scores[system], intervals[system] = {}, {}
+        for family, pairs in fams.items():
+            f1 = [100 * t.scores.get("f1", 0.0) for _, t in pairs]
+            scores[system][family] = sum(f1) / len(f1)
+            intervals[system][family] = _scaled(_pairs_interval(pairs, "f1", cluster), 100)
     return RevalTable(
-        {s: {f: sum(v) / len(v) for f, v in fams.items()} for s, fams in scores.items()},
+        scores,
         tasks=tasks_meta,
+        intervals=intervals,
+        costs={
+            s: None if None in c else sum(c) / len(c)  # type: ignore[arg-type]
+            for s, c in costs.items()
+            if c
+        },
     )
 
 
-def per_task_intervals(runs: Iterable[Run], seed: int = 0) -> dict[str, dict[str, Interval]]:
-    """system -> task family -> mean F1 with its 95% bootstrap interval."""
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+def _pairs_interval(pairs: list[tuple[Run, Trajectory]], key: str, cluster: str) -> Interval:
+    """Clustered interval of a score over episodes that may come from several runs of one
+    system (a task and its cluster are told apart by run)."""
+    per_task: dict[tuple[int, str], list[float]] = defaultdict(list)
+    cl: dict[tuple[int, str], str] = {}
+    for run, t in pairs:
+        k = (id(run), t.task_id)
+        per_task[k].append(t.scores.get(key, 0.0))
+        cl[k] = f"{id(run)}:{cluster_of(run.tasks.get(t.task_id), t.task_id, cluster)}"
+    ids = sorted(per_task)
+    return mean_interval([sum(per_task[k]) / len(per_task[k]) for k in ids], [cl[k] for k in ids])
+
+
+def _scaled(i: Interval, factor: float) -> Interval:
+    return Interval(
+        i.estimate * factor, i.low * factor, i.high * factor, i.se * factor, i.df, i.clusters
+    )
+
+
+def per_task_intervals(
+    runs: Iterable[Run], seed: int = 0, cluster: str = "auto"
+) -> dict[str, dict[str, Interval]]:
+    """system -> task family -> mean F1 with its clustered 95% interval (task means over
+    epochs as units, tasks of one template one cluster). ``seed`` is kept for callers of the
+    bootstrap it replaced; the t interval needs none."""
+    values: dict[str, dict[str, list[tuple[Run, Trajectory]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for run in runs:
         for t in run.scored:
-            values[run.system][task_key(run, t)].append(t.scores.get("f1", 0.0))
+            values[run.system][task_key(run, t)].append((run, t))
     return {
-        s: {f: bootstrap_ci(v, seed=seed) for f, v in sorted(fams.items())}
+        s: {f: _pairs_interval(v, "f1", cluster) for f, v in sorted(fams.items())}
         for s, fams in values.items()
     }
 
@@ -203,29 +335,40 @@ class SystemSummary:
     tokens: float = 0.0
     calls: float = 0.0
     steps: float = 0.0
+    # US dollars per episode with its 95% interval (None: some episode's price is unknown)
+    cost_usd: Interval | None = None
+    compute_s: float | None = None  # per episode, a model on this machine
 
 
-def summarize_system(run: Run, seed: int = 0) -> SystemSummary:
+def summarize_system(run: Run, seed: int = 0, cluster: str = "auto") -> SystemSummary:
+    """A run's means; F1, EM and wall time with clustered 95% intervals (task means as
+    units). ``seed`` is kept for callers of the bootstrap it replaced."""
     r = run.scored
     n = max(1, len(r))
     return SystemSummary(
         system=run.system,
         n=len(r),
-        f1=bootstrap_ci([t.scores.get("f1", 0.0) for t in r], seed=seed),
-        em=bootstrap_ci([t.scores.get("em", 0.0) for t in r], seed=seed),
+        f1=unit_interval(run, r, lambda t: t.scores.get("f1", 0.0), cluster),
+        em=unit_interval(run, r, lambda t: t.scores.get("em", 0.0), cluster),
         labels=Counter(t.error_type.value for t in r if t.error_type),
         causes=Counter(t.error_cause for t in r if t.error_cause),
-        wall_s=bootstrap_ci([t.wall_time_s for t in r], seed=seed),
+        wall_s=unit_interval(run, r, lambda t: t.wall_time_s, cluster),
         model_s=sum(t.model_time_s for t in r) / n,
         tool_s=sum(t.tool_time_s for t in r) / n,
         tokens=sum(t.prompt_tokens + t.completion_tokens for t in r) / n,
         calls=sum(t.n_llm_calls for t in r) / n,
         steps=sum(len(t.steps) for t in r) / n,
+        cost_usd=unit_interval(run, r, lambda t: t.cost_usd or 0.0, cluster)
+        if r and all(t.cost_usd is not None for t in r)
+        else None,
+        compute_s=sum(t.compute_s for t in r if t.compute_s is not None) / n
+        if any(t.compute_s is not None for t in r)
+        else None,
     )
 
 
 def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
-    """Systems not dominated in (lower time, higher F1), fastest first."""
+    """Systems not dominated in (lower time or cost, higher F1), cheapest first."""
     front = []
     for name, (time_s, f1) in points.items():
         dominated = any(

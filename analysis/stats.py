@@ -1,6 +1,11 @@
-"""Statistics R-Eval's tables lack: confidence intervals, paired tests, sample sizes.
+"""Statistics R-Eval's tables lack: clustered intervals, paired tests, power, sample sizes.
 
-All resampling is seeded, so a report is reproducible.
+The formulas follow Evan Miller, "Adding Error Bars to Evals: A Statistical Approach to Language
+Model Evaluations" (arXiv 2411.00640, 2024) and Inspect AI's ``stderr(cluster=...)``
+(``inspect_ai/scorer/_metrics/std.py``); docs/statistics.md writes them out. The unit of
+analysis is the task: with several epochs a task's score is the mean of its samples, and tasks
+that share a template (or declare a cluster) are one cluster. Nothing here resamples, so a
+report is reproducible. ``scipy.stats`` is imported where used (it takes a third of a second).
 """
 
 from __future__ import annotations
@@ -11,61 +16,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Z95 = 1.959963984540054
-
 
 @dataclass(frozen=True)
 class Interval:
     estimate: float
     low: float
     high: float
+    # for a t interval: its standard error, degrees of freedom and number of clusters
+    se: float = float("nan")
+    df: float = float("nan")
+    clusters: int = 0
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
 
     def __str__(self) -> str:
+        if self.low != self.low:  # NaN: one task (or one cluster) has no spread to measure
+            return f"{self.estimate:.3f} [n/a]"
         return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
-
-
-def bootstrap_ci(
-    values: Sequence[float], n_boot: int = 2000, seed: int = 0, level: float = 0.95
-) -> Interval:
-    """Percentile bootstrap interval of the mean."""
-    x = np.asarray(values, dtype=float)
-    if len(x) == 0:
-        return Interval(float("nan"), float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
-    alpha = (1 - level) / 2
-    return Interval(
-        float(x.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
-    )
-
-
-@dataclass(frozen=True)
-class PairedComparison:
-    n: int
-    mean_a: float
-    mean_b: float
-    diff: Interval  # mean(a - b) with its bootstrap interval
-    p_bootstrap: float  # two-sided, for "no difference"
-    a_only: int  # items matched by a but not by b
-    b_only: int
-    p_mcnemar: float
-
-
-def paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], n_boot: int = 5000, seed: int = 0
-) -> tuple[Interval, float]:
-    """Interval of mean(a - b) over the same items and a two-sided bootstrap p-value."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if len(d) == 0:
-        return Interval(float("nan"), float("nan"), float("nan")), float("nan")
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
-    # p-value of the centred bootstrap: how often a null-shifted mean is as extreme
-    centred = means - d.mean()
-    p = float(np.mean(np.abs(centred) >= abs(d.mean()))) if d.any() else 1.0
-    return Interval(
-        float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
-    ), p
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -78,33 +47,200 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     return min(1.0, 2 * tail)
 
 
-def compare(
+# --- clustered intervals, paired differences, multiple comparisons and power -----------------
+
+
+def _codes(clusters: Sequence[object] | None, n: int) -> np.ndarray:
+    """Cluster labels as integer codes; ``None`` puts every observation in its own cluster."""
+    if clusters is None:
+        return np.arange(n)
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster labels for {n} values")
+    return np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)[1]
+
+
+def clustered_se(values: Sequence[float], clusters: Sequence[object] | None = None) -> float:
+    """Standard error of the mean, robust to correlation within clusters.
+
+    Miller (arXiv 2411.00640), eq. 4 and Appendix A, with the finite-cluster factor C/(C-1)
+    that Inspect AI's ``stderr(cluster=...)`` applies::
+
+        SE = sqrt( C/(C-1) * sum_c ( sum_{i in c} (s_i - mean) )^2 ) / n
+
+    With every observation its own cluster this is the usual ``sd(ddof=1) / sqrt(n)``. NaN for
+    fewer than two clusters (no spread between clusters to measure).
+    """
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    codes = _codes(clusters, n)
+    c = int(codes.max()) + 1 if n else 0
+    if c < 2:
+        return float("nan")
+    sums = np.bincount(codes, weights=x - x.mean(), minlength=c)
+    return float(math.sqrt(c / (c - 1) * float(np.sum(sums**2))) / n)
+
+
+def mean_interval(
+    values: Sequence[float], clusters: Sequence[object] | None = None, level: float = 0.95
+) -> Interval:
+    """Mean with a t interval on the clustered standard error, C - 1 degrees of freedom
+    (Miller's eq. 4 uses the normal quantile; with few clusters the t quantile keeps the
+    coverage nominal, which ``benchmarks/stats_calibration.py`` checks)."""
+    from scipy import stats as st
+
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return Interval(float("nan"), float("nan"), float("nan"))
+    c = int(_codes(clusters, len(x)).max()) + 1
+    se = clustered_se(x, clusters)
+    m = float(x.mean())
+    if se != se:
+        return Interval(m, float("nan"), float("nan"), se, float("nan"), c)
+    df = c - 1
+    h = float(st.t.ppf(0.5 + level / 2, df)) * se
+    return Interval(m, m - h, m + h, se, float(df), c)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    diff: Interval  # mean(a - b) over the shared units, clustered t interval
+    p: float  # two-sided, for "no difference"
+    mdd: float  # minimum detectable difference at the given power (two-sided alpha)
+
+
+def paired_difference(
     a: Sequence[float],
     b: Sequence[float],
-    match_a: Sequence[bool],
-    match_b: Sequence[bool],
-    seed: int = 0,
-) -> PairedComparison:
-    """Two systems on the same items: scores (F1) and binary matches."""
-    if not (len(a) == len(b) == len(match_a) == len(match_b)):
-        raise ValueError("paired comparison needs the same items for both systems")
-    diff, p = paired_bootstrap(a, b, seed=seed)
-    a_only = sum(1 for x, y in zip(match_a, match_b, strict=True) if x and not y)
-    b_only = sum(1 for x, y in zip(match_a, match_b, strict=True) if y and not x)
-    return PairedComparison(
-        len(a),
-        float(np.mean(a)) if len(a) else float("nan"),
-        float(np.mean(b)) if len(b) else float("nan"),
-        diff,
-        p,
-        a_only,
-        b_only,
-        mcnemar_exact(a_only, b_only),
+    clusters: Sequence[object] | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> PairedDifference:
+    """Paired test of mean(a - b) on the same units (Miller, section 4.2: the SE of the
+    differences, ``sqrt(SE_a^2 + SE_b^2 - 2 Cov(a, b))``, is the SE of the per-unit
+    differences), clustered as in :func:`clustered_se`, t with C - 1 degrees of freedom."""
+    from scipy import stats as st
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    diff = mean_interval(d, clusters, 1 - alpha)
+    if diff.se != diff.se:
+        p = float("nan")
+    elif diff.se == 0:
+        p = 1.0 if diff.estimate == 0 else 0.0
+    else:
+        p = float(2 * st.t.sf(abs(diff.estimate) / diff.se, diff.df))
+    return PairedDifference(diff, p, minimum_detectable_difference(diff.se, diff.df, alpha, power))
+
+
+def minimum_detectable_difference(
+    se: float, df: float = float("inf"), alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """The smallest true difference a two-sided test at ``alpha`` detects with probability
+    ``power``, given the difference's standard error (Miller, section 5, eq. 9 solved for
+    delta): ``MDD = (t_{1-alpha/2} + t_{power}) * SE``; about 2.8 SE at 80% power and 5%."""
+    from scipy import stats as st
+
+    if se != se:
+        return float("nan")
+    return float((st.t.ppf(1 - alpha / 2, df) + st.t.ppf(power, df)) * se)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment (Holm 1979): the i-th smallest of m p-values becomes
+    ``max_{j<=i} min(1, (m - j + 1) p_(j))``; it controls the family-wise error rate at
+    alpha for any dependence between the tests. NaN p-values stay NaN and do not count."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(len(p), float("nan"))
+    idx = [i for i in np.argsort(p, kind="stable") if p[i] == p[i]]
+    running = 0.0
+    for rank, i in enumerate(idx):
+        running = max(running, min(1.0, (len(idx) - rank) * float(p[i])))
+        out[i] = running
+    return [float(v) for v in out]
+
+
+@dataclass(frozen=True)
+class EpochSpread:
+    """How much a task's score moves between epochs (samples of the same task)."""
+
+    tasks: int  # tasks with two or more epochs
+    epochs: int  # the most epochs any task has
+    within_var: float  # mean over tasks of the between-epoch variance (ddof=1): sigma^2
+    between_var: float  # variance of the task means across tasks
+    flip_rate: float  # share of tasks whose verdict differs across epochs
+
+
+def epoch_spread(
+    samples: dict[str, Sequence[float]], verdicts: dict[str, Sequence[bool]]
+) -> EpochSpread | None:
+    """Within- and between-task variance (Miller, section 3.2: with K samples per task the
+    mean's variance is ``(Var(x) + E[sigma_i^2] / K) / n``) and the per-task flip rate.
+    ``None`` when no task has two samples."""
+    multi = {k: np.asarray(v, dtype=float) for k, v in samples.items() if len(v) >= 2}
+    if not multi:
+        return None
+    means = np.asarray([np.mean(v) for v in samples.values()], dtype=float)
+    flips = [len(set(verdicts[k])) > 1 for k in multi]
+    return EpochSpread(
+        tasks=len(multi),
+        epochs=max(len(v) for v in multi.values()),
+        within_var=float(np.mean([v.var(ddof=1) for v in multi.values()])),
+        between_var=float(means.var(ddof=1)) if len(means) > 1 else float("nan"),
+        flip_rate=sum(flips) / len(flips),
     )
 
 
-def tasks_needed(values: Sequence[float], margin: float, z: float = Z95) -> int:
-    """Tasks needed so the 95% interval of the mean has half-width ``margin``."""
-    x = np.asarray(values, dtype=float)
-    sd = float(x.std(ddof=1)) if len(x) > 1 else 0.5
-    return max(1, math.ceil((z * sd / margin) ** 2))
+def design_effect(values: Sequence[float], clusters: Sequence[object] | None) -> float:
+    """Variance inflation from clustering: (clustered SE / unclustered SE)^2 (Kish's design
+    effect; Miller, section 3.1). 1 without clusters; NaN when either SE is undefined."""
+    se_c = clustered_se(values, clusters)
+    se_i = clustered_se(values, None)
+    if se_c != se_c or se_i != se_i:
+        return float("nan")
+    return 1.0 if se_i == 0 else (se_c / se_i) ** 2
+
+
+def tasks_for_power(
+    diff: float,
+    var_between: float,
+    var_within: float = 0.0,
+    epochs: int = 1,
+    deff: float = 1.0,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int:
+    """Tasks needed for a paired two-sided test at ``alpha`` to detect a true difference
+    ``diff`` with probability ``power`` (Miller, section 5, eq. 10)::
+
+        n = ((z_{1-alpha/2} + z_{power}) / diff)^2 * (omega^2 + (sigma_A^2 + sigma_B^2) / K)
+
+    ``var_between`` is omega^2, the variance across tasks of the true per-task difference;
+    ``var_within`` is sigma_A^2 + sigma_B^2, the between-epoch variance of one sample's
+    difference; ``epochs`` is K. ``deff`` scales for clustering (tasks per cluster held as in
+    the pilot)."""
+    from scipy import stats as st
+
+    if diff <= 0:
+        raise ValueError("the difference to detect must be positive")
+    z = float(st.norm.ppf(1 - alpha / 2) + st.norm.ppf(power))
+    var = max(0.0, var_between) + max(0.0, var_within) / max(1, epochs)
+    return max(2, math.ceil((z / diff) ** 2 * var * (deff if deff == deff else 1.0)))
+
+
+def combine_means(parts: Sequence[Interval], level: float = 0.95) -> Interval:
+    """Interval of the unweighted mean of independent means (R-Eval's averages over task
+    families, which share no task): ``SE = sqrt(sum SE_f^2) / F``, with Welch-Satterthwaite
+    degrees of freedom ``(sum SE_f^2)^2 / sum(SE_f^4 / df_f)``. NaN if a part has no SE."""
+    from scipy import stats as st
+
+    f = len(parts)
+    est = sum(p.estimate for p in parts) / f if f else float("nan")
+    clusters = sum(p.clusters for p in parts)
+    if not f or any(p.se != p.se for p in parts):
+        return Interval(est, float("nan"), float("nan"), float("nan"), float("nan"), clusters)
+    var = sum(p.se**2 for p in parts)
+    se = math.sqrt(var) / f
+    if var == 0:
+        return Interval(est, est, est, 0.0, float("inf"), clusters)
+    df = var**2 / sum(p.se**4 / p.df for p in parts if p.se > 0)
+    h = float(st.t.ppf(0.5 + level / 2, df)) * se
+    return Interval(est, est - h, est + h, se, df, clusters)

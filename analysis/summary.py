@@ -1,5 +1,7 @@
 """Per-family summary of a run: episodes, accuracy, mean F1/EM, abstentions and the error-type
-mix, all read from the per-episode verdicts through ``raleval.analysis.scoring.aggregate``."""
+mix, all read from the per-episode verdicts through ``raleval.analysis.scoring.aggregate``;
+mean F1 with the half-width of its 95% interval, clustered by template (task means over epochs
+as units: ``raleval.analysis.stats.mean_interval``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from raleval.analysis.runs import cluster_of
+from raleval.analysis.stats import Interval, mean_interval
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
 
@@ -29,6 +33,23 @@ class SummaryRow:
     call_precision: float | None = None
     call_recall: float | None = None
     family_mean_f1: float | None = None  # the all row: unweighted mean of the families' F1
+    # what the scored episodes used and cost (totals): tokens, US dollars at the model's price
+    # (None when any episode's price is unknown), compute seconds of a model on this machine
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    compute_s: float | None = None
+    f1_ci: Interval | None = None  # clustered 95% interval of the mean F1
+
+
+def _usage(row: SummaryRow, trajs: list[Trajectory]) -> None:
+    """Fill ``row``'s token, cost and compute totals from ``trajs``."""
+    row.prompt_tokens = sum(t.prompt_tokens for t in trajs)
+    row.completion_tokens = sum(t.completion_tokens for t in trajs)
+    costs = [t.cost_usd for t in trajs]
+    row.cost_usd = sum(c for c in costs if c is not None) if trajs and None not in costs else None
+    compute = [t.compute_s for t in trajs if t.compute_s is not None]
+    row.compute_s = sum(compute) if compute else None
 
 
 def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> list[SummaryRow]:
@@ -59,7 +80,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             continue
         agg = aggregate(trajs)["all"]
         rows.append(
-            SummaryRow(
+            row := SummaryRow(
                 family=family,
                 level=level,
                 n=n,
@@ -72,8 +93,10 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
                 failed=failed[family],
+                f1_ci=_f1_interval(trajs, tasks),
             )
         )
+        _usage(row, trajs)
     if len(rows) > 1:
         everything = [t for g in groups.values() for t in g]
         total = SummaryRow("all", "-", n=len(everything), failed=sum(failed.values()))
@@ -88,6 +111,8 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.wall_s = sum(t.wall_time_s for t in everything) / len(everything)
             total.call_precision = _mean_score(everything, "call_precision")
             total.call_recall = _mean_score(everything, "call_recall")
+            _usage(total, everything)
+            total.f1_ci = _f1_interval(everything, tasks)
         for r in rows:
             total.labels.update(r.labels)
         scored = [r for r in rows if r.n]
@@ -96,46 +121,108 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
     return rows
 
 
+def _f1_interval(trajs: list[Trajectory], tasks: dict[str, Task]) -> Interval:
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for t in trajs:
+        per_task[t.task_id].append(t.scores.get("f1", 0.0))
+    ids = sorted(per_task)
+    return mean_interval(
+        [sum(per_task[k]) / len(per_task[k]) for k in ids],
+        [cluster_of(tasks.get(k), k) for k in ids],
+    )
+
+
 def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
     values = [t.scores[key] for t in trajs if key in t.scores]
     return sum(values) / len(values) if values else None
 
 
+# One line under the label mix: what each of R-Eval's labels means (docs/taxonomy.md)
+LABEL_LEGEND = (
+    "EM right, from tool evidence; AM right, without it; GE wrong despite evidence; "
+    "RE wrong, nothing found; TE misuse, unparseable or out of budget; ME model or tool failed"
+)
+TIME_NOTE = (
+    "s/ep: mean wall-clock seconds per episode; episodes overlap (--max-connections), "
+    "so a run takes less than n x s/ep"
+)
+
+
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     """Two rich tables, each within 80 columns: scores per family (the ``all`` row is the mean
     over episodes; ``fam. mean`` the unweighted mean of the families' F1), then the label mix.
-    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class."""
+    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class. Scores are
+    fractions with three decimals, as in the matrix and the README."""
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     calls = any(r.call_precision is not None for r in rows)
     failed = any(r.failed for r in rows)
     fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
     scores = Table(title=title, padding=(0, 1), collapse_padding=True)
-    columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1"]
+    columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1", "±"]
     columns += ["exact", "missing", *(["call P", "call R"] if calls else []), "s/ep"]
     for col in columns:
         scores.add_column(col, justify="left" if col in ("family", "level") else "right")
 
-    def pct(v: float | None) -> str:
-        return "-" if v is None else f"{100 * v:.1f}"
+    def frac(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
 
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
         if r.n == 0:  # every episode failed: nothing was scored
-            cells += ["-"] * (5 + (2 if calls else 0))
+            cells += ["-"] * (6 + (2 if calls else 0))
             scores.add_row(*cells)
             continue
-        cells += [pct(r.correct), pct(r.f1), pct(r.em), pct(r.missing)]
-        cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
+        ci = r.f1_ci
+        half = "-" if ci is None or ci.low != ci.low else f"{ci.half_width:.3f}"
+        cells += [frac(r.correct), frac(r.f1), half, frac(r.em), frac(r.missing)]
+        cells += [frac(r.call_precision), frac(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)
+    scores.caption = "±: 95% interval of F1, clustered by template"
     if fam_mean is not None:
-        scores.caption = f"all: mean over episodes; mean of family F1 {100 * fam_mean:.1f}"
+        scores.caption = (
+            f"all: mean over episodes; mean of family F1 {fam_mean:.3f}; {scores.caption}"
+        )
     mix = Table(title="error types (R-Eval taxonomy)", padding=(0, 1), collapse_padding=True)
     mix.add_column("family")
     for lb in LABELS:
         mix.add_column(lb, justify="right")
     for r in rows:
         mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
-    return Group(scores, mix)
+    # the notes as lines of their own, not captions: a caption wraps to its table's width
+    parts = [scores, Text(TIME_NOTE), mix, Text(LABEL_LEGEND)]
+    cost = cost_table(rows)
+    return Group(*parts) if cost is None else Group(*parts, cost)
+
+
+def usd(value: float | None) -> str:
+    """US dollars to the millionth (a token at $1 per million tokens)."""
+    return "-" if value is None else f"{value:.6f}"
+
+
+def cost_table(rows: list[SummaryRow]) -> object | None:
+    """Tokens and what they cost per family (totals and per episode), with the compute
+    seconds of a model on this machine; None when no episode recorded a cost."""
+    from rich.table import Table
+
+    shown = [r for r in rows if r.n]
+    if not any(r.cost_usd is not None or r.compute_s is not None for r in shown):
+        return None
+    compute = any(r.compute_s is not None for r in shown)
+    table = Table(title="tokens and cost", padding=(0, 1), collapse_padding=True)
+    columns = ["family", "n", "tokens in", "tokens out", "USD", "USD/ep"]
+    columns += ["compute s/ep"] if compute else []
+    for col in columns:
+        table.add_column(col, justify="left" if col == "family" else "right")
+    for r in shown:
+        per_ep = None if r.cost_usd is None else r.cost_usd / r.n
+        cells = [r.family, str(r.n), str(r.prompt_tokens), str(r.completion_tokens)]
+        cells += [usd(r.cost_usd), usd(per_ep)]
+        if compute:
+            cells.append("-" if r.compute_s is None else f"{r.compute_s / r.n:.3f}")
+        table.add_row(*cells)
+    table.caption = "USD = (in x price_in + out x price_out) / 1M"
+    return table

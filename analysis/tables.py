@@ -4,6 +4,10 @@ A table has one row per system (workflow + LLM) and one column per task family. 
 overall averages are unweighted means over tasks (R-Eval's Table 3: 9 Wikipedia tasks, 3
 AMiner tasks, all 12); level averages (KS / KU / KA) per domain likewise. Ranks are computed
 per column with the "average" method (ties share the mean of their positions), 1 = best.
+
+A table may carry each cell's interval (``intervals``: clustered t intervals from
+``raleval.analysis.runs.per_task_table``); an average's interval combines its families'
+(:meth:`RevalTable.average_intervals`), and ``rows(ci=True)`` prints ``mean ±half-width``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import csv
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from raleval.analysis.stats import Interval, combine_means
 
 # R-Eval's 12 tasks: family id -> (domain, level)
 REVAL_TASKS: dict[str, tuple[str, str]] = {
@@ -70,6 +76,15 @@ class RevalTable:
 
     scores: dict[str, dict[str, float]]  # system -> family -> score
     tasks: dict[str, tuple[str, str]] = field(default_factory=lambda: dict(REVAL_TASKS))
+    # system -> US dollars per episode (None: unknown price); a ``usd_per_ep`` column follows
+    # the ranks when some system's tokens cost money
+    costs: dict[str, float | None] = field(default_factory=dict)
+    # system -> family -> the score's interval (same units), when the table was built from runs
+    intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
+
+    @property
+    def shows_cost(self) -> bool:
+        return any(c for c in self.costs.values())
 
     @property
     def systems(self) -> list[str]:
@@ -102,6 +117,28 @@ class RevalTable:
             out[s] = row
         return out
 
+    def average_intervals(self) -> dict[str, dict[str, Interval]]:
+        """system -> average column -> its interval: the unweighted mean of independent family
+        means (families share no task), combined by :func:`stats.combine_means`."""
+        avgs = self.averages()
+        out: dict[str, dict[str, Interval]] = {}
+        for s, row in avgs.items():
+            cells = self.intervals.get(s, {})
+            out[s] = {}
+            for col in row:
+                if col == "avg_all":
+                    fams = list(self.families)
+                elif col.startswith("avg_"):
+                    d = col[4:]
+                    fams = [f for f in self.families if self.tasks.get(f, ("?",))[0] == d]
+                else:
+                    d, level = col.rsplit("_", 1)
+                    fams = [f for f in self.families if self.tasks.get(f) == (d, level)]
+                parts = [cells[f] for f in fams if f in self.scores[s]]
+                if parts and len(parts) == sum(f in self.scores[s] for f in fams):
+                    out[s][col] = combine_means(parts)
+        return out
+
     def ranks(self) -> dict[str, dict[str, float]]:
         """system -> {rank_<column>} for every average column."""
         avgs = self.averages()
@@ -114,8 +151,11 @@ class RevalTable:
                 out[s][f"rank_{name}"] = r
         return out
 
-    def rows(self, precision: int = 1) -> tuple[list[str], list[list[str]]]:
+    def rows(self, precision: int = 1, ci: bool = False) -> tuple[list[str], list[list[str]]]:
+        """Header and body; with ``ci`` every mean reads ``mean ±half-width`` of its 95%
+        interval (``±n/a`` where it has none: one task, or one cluster)."""
         avgs, ranks = self.averages(), self.ranks()
+        avg_ci = self.average_intervals() if ci else {}
         domains = (
             [k[4:] for k in next(iter(avgs.values())) if k.startswith("avg_") and k != "avg_all"]
             if avgs
@@ -128,40 +168,57 @@ class RevalTable:
             "avg_all",
             *[f"rank_{d}" for d in domains],
             "rank_all",
+            *(["usd_per_ep"] if self.shows_cost else []),
         ]
+
+        def cell(value: float, interval: Interval | None) -> str:
+            text = f"{value:.{precision}f}"
+            if not ci:
+                return text
+            if interval is None or interval.low != interval.low:
+                return text + " ±n/a"
+            return f"{text} ±{interval.half_width:.{precision}f}"
+
         body = []
         for s in self.systems:
             cells = [s]
+            fam_ci = self.intervals.get(s, {})
             cells += [
-                f"{self.scores[s][f]:.{precision}f}" if f in self.scores[s] else "-"
+                cell(self.scores[s][f], fam_ci.get(f)) if f in self.scores[s] else "-"
                 for f in self.families
             ]
-            cells += [f"{avgs[s][f'avg_{d}']:.{precision}f}" for d in domains]
-            cells.append(f"{avgs[s]['avg_all']:.{precision}f}")
+            sys_ci = avg_ci.get(s, {})
+            cells += [cell(avgs[s][f"avg_{d}"], sys_ci.get(f"avg_{d}")) for d in domains]
+            cells.append(cell(avgs[s]["avg_all"], sys_ci.get("avg_all")))
             cells += [ordinal(ranks[s][f"rank_{d}"]) for d in domains]
             cells.append(ordinal(ranks[s]["rank_all"]))
+            if self.shows_cost:
+                cost = self.costs.get(s)
+                cells.append("-" if cost is None else f"{cost:.6f}")
             body.append(cells)
         return header, body
 
-    def to_csv(self) -> str:
-        header, body = self.rows()
+    def to_csv(self, ci: bool = False) -> str:
+        header, body = self.rows(ci=ci)
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(body)
         return buf.getvalue()
 
-    def to_markdown(self) -> str:
-        header, body = self.rows()
+    def to_markdown(self, ci: bool = False) -> str:
+        header, body = self.rows(ci=ci)
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         return "\n".join(lines) + "\n"
 
-    def to_latex(self) -> str:
-        header, body = self.rows()
+    def to_latex(self, ci: bool = False) -> str:
+        header, body = self.rows(ci=ci)
 
         def esc(t: str) -> str:
-            return t.replace("_", r"\_").replace("&", r"\&").replace("%", r"\%")
+            return (
+                t.replace("_", r"\_").replace("&", r"\&").replace("%", r"\%").replace("±", r"$\pm$")
+            )
 
         lines = [
             r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
@@ -173,10 +230,17 @@ class RevalTable:
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines) + "\n"
 
-    def to_rich(self, title: str = "R-Eval table") -> object:
+    def to_rich(self, title: str = "R-Eval table", ci: bool | None = None) -> object:
+        """A rich table; with intervals (the default when the table has them) every mean reads
+        ``mean ±half-width`` of its clustered 95% interval."""
+        from rich.markup import escape
         from rich.table import Table
 
-        header, body = self.rows()
+        ci = bool(self.intervals) if ci is None else ci
+        header, body = self.rows(ci=ci)
+        body = [[escape(c) for c in r] for r in body]
+        if ci:
+            title += " (± 95% interval, clustered by template)"
         table = Table(title=title)
         for h in header:
             table.add_column(h, justify="left" if h == "system" else "right")

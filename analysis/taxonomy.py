@@ -13,9 +13,10 @@ The label is a pure function (:func:`label`) of four facts about an episode:
   arguments, an action that did not parse, an id argument no tool had returned).
 
 See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Budgets never
-decide between classes: a step, time or token budget, or the model's context window, all stop
-the episode the same way, so a slower machine cannot turn a TE into an ME or a GE. A stop by the
-machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the label.
+decide between classes: a step, time, token or cost budget, or the model's context window, all
+stop the episode the same way, so a slower machine cannot turn a TE into an ME or a GE. A stop by
+the machine (wall clock, context window) is reported as sub-cause ``harness_limit`` beside the
+label.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ INTERRUPTED_BY_USE = frozenset(
         StopReason.step_budget,
         StopReason.time_budget,
         StopReason.token_budget,
+        StopReason.cost_budget,
         StopReason.context_overflow,
         StopReason.unparseable_output,
         StopReason.policy_violation,
@@ -63,6 +65,8 @@ def stop_reason(trajectory: Trajectory) -> StopReason:
         return StopReason.answered
     if term is Termination.step_limit:
         return StopReason.step_budget
+    if term is Termination.cost_limit:
+        return StopReason.cost_budget
     if term is Termination.context_limit:
         return StopReason.token_budget if cause == "token_budget" else StopReason.context_overflow
     if term is Termination.timeout:

@@ -37,7 +37,8 @@ def main() -> None:
 
     import psutil
 
-    from raleval.app.runner import latest_heads, run_sync
+    from raleval.app.rundir import latest_heads
+    from raleval.app.runner import run_sync
     from raleval.config import RunConfig
     from raleval.store import RESULTS, TASKS, read_tasks
 

@@ -164,7 +164,7 @@ class StringTable(Sequence[str]):
 _KEEP = bytes(c if (48 <= c <= 57 or 97 <= c <= 122 or c == 0) else 32 for c in range(256))
 
 
-class _Tokenised:
+class TokenisedStrings:
     """Postings of every token of ``strings``: (sorted vocabulary, offsets, string ids).
 
     A chunk of strings is joined with the separator as a token of its own, and split by one
@@ -218,7 +218,7 @@ class FuzzyIndex:
     def __init__(self, strings: Sequence[str], token_cutoff: float = 70.0) -> None:
         self.token_cutoff = token_cutoff
         self.strings = strings if isinstance(strings, StringTable) else StringTable.pack(strings)
-        built = _Tokenised(strings)
+        built = TokenisedStrings(strings)
         vocab = StringTable.pack(built.vocab)
         backwards = [w[::-1] for w in built.vocab]
         reverse = sorted(range(len(backwards)), key=backwards.__getitem__)

@@ -6,10 +6,17 @@ import hashlib
 import itertools
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 
 class ConfigError(ValueError):
@@ -34,7 +41,9 @@ class RunConfig(BaseModel):
     limit: int | None = Field(None, ge=1)
     sample_ids: list[str] | None = None  # --sample-id: exactly these tasks
     seed: int = 0
-    max_connections: int = Field(8, ge=1)
+    # episodes in flight at once; "auto": found by AIMD from the endpoint's answers
+    # (raleval.concurrency), within one process
+    max_connections: Annotated[int, Field(ge=1)] | Literal["auto"] = 8
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
@@ -65,6 +74,15 @@ class RunConfig(BaseModel):
         if "/" not in v:
             raise ValueError(f"model spec {v!r} must look like provider/name")
         return v
+
+    @model_validator(mode="after")
+    def _auto_is_local(self) -> RunConfig:
+        if self.max_connections == "auto" and self.backend != "local":
+            raise ValueError(
+                "max_connections auto adapts within one process: use --backend local, or a "
+                "number of connections with --backend processes or ray"
+            )
+        return self
 
     def with_defaults(self) -> RunConfig:
         """The config with omitted values that depend on a plugin filled in (the env's default
@@ -122,8 +140,11 @@ class RunConfig(BaseModel):
         if self.run_name:
             return self.run_name
         model = self.model.replace("/", "_").replace("@", "_at_").replace(":", "_")
+        if len(model) > 60:  # a model named by a path (local/<file>.gguf): its file's name
+            digest = hashlib.sha256(self.model.encode()).hexdigest()[:8]
+            model = f"{self.model.split('/', 1)[0]}_{Path(self.model).name[:40]}-{digest}"
         spec = self.with_defaults().tasks or ""
-        tasks = Path(spec).stem if spec.endswith(".jsonl") else spec
+        tasks = task_file_identity(Path(spec)) if spec.endswith(".jsonl") else spec
         return "__".join([self.env, self.workflow, model, tasks])
 
     @property
@@ -152,6 +173,25 @@ class RunConfig(BaseModel):
             },
         )
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def task_file_identity(path: Path) -> str:
+    """A task file's name in run directory names: the set and season of a ``tasks build``
+    folder (its manifest.json) or the file's stem, and a short hash of the file's bytes, so
+    two seasons' ``test.jsonl`` never share a run directory and a moved file keeps its own."""
+    label = path.stem
+    try:
+        manifest = json.loads((path.parent / "manifest.json").read_text(encoding="utf-8"))
+        if isinstance(manifest, dict) and manifest.get("season") is not None:
+            label = f"{manifest.get('set')}-{manifest['season']}-{path.stem}"
+    except (OSError, ValueError):
+        pass
+    label = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    except OSError:
+        return label  # no file (yet): loading the tasks will say so
+    return f"{label}-{digest}"
 
 
 _AXES = {"workflow": ("workflows", "workflow"), "model": ("models", "model"), "tasks": ("tasks",)}

@@ -39,6 +39,9 @@ class Generation:
     cached_tokens: int | None = None
     cache_hit: bool = False
     server_time_s: float | None = None  # compute time the server reports (llama.cpp timings)
+    # CPU seconds the model's own process on this machine spent on this call (the embedded
+    # llama.cpp server, shared equally among the calls it served at once), where measured
+    cpu_s: float | None = None
     truncated: bool = False  # the reply was longer than reply_char_limit and was cut
 
 
@@ -70,6 +73,30 @@ class ModelError(Exception):
 
 
 @dataclass(frozen=True)
+class Price:
+    """What a model's tokens cost, in US dollars per million tokens. ``source`` says where the
+    figures came from (the built-in table and its date, ``-M price_in/price_out``, or
+    ``local``: a model on this machine, priced at 0, whose compute seconds are recorded)."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    source: str = ""
+
+    @property
+    def free(self) -> bool:
+        return self.input_per_mtok == 0 and self.output_per_mtok == 0
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """US dollars for ``prompt_tokens`` in and ``completion_tokens`` out."""
+        return (
+            prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok
+        ) / 1_000_000
+
+
+LOCAL_PRICE = Price(0.0, 0.0, "local")
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a model declares about itself; workflows and the runner read these fields and
     never probe a model for attributes."""
@@ -84,6 +111,9 @@ class Capabilities:
     # Replies may be kept in the response cache (scripted models cost nothing to ask again
     # and are the cache's own test subjects).
     cacheable: bool = True
+    # What its tokens cost (set where the model is resolved, raleval.agents.pricing); None:
+    # unknown, and the episode's cost is left unrecorded.
+    price: Price | None = None
 
 
 @runtime_checkable
@@ -126,6 +156,12 @@ class ModelBase:
         """The model for repeat ``epoch`` of a task (an uncached model is the same model)."""
         return self
 
+    def use_adaptive_limit(self, limit: Any) -> bool:
+        """Take each request's slot from ``limit`` (a :class:`raleval.concurrency.AdaptiveLimit`)
+        and tell it which requests the endpoint refused for load; False: this model sends no
+        requests anywhere that could refuse them (the limit then stays where it starts)."""
+        return False
+
     async def aclose(self) -> None:
         """Release connections inside the event loop that opened them."""
 
@@ -160,6 +196,9 @@ class ModelWrapper(ModelBase):
     def with_epoch(self, epoch: int) -> Model:
         inner = self._model.with_epoch(epoch)
         return self if inner is self._model else self.rewrap(inner)
+
+    def use_adaptive_limit(self, limit: Any) -> bool:
+        return bool(self._model.use_adaptive_limit(limit))
 
     async def aclose(self) -> None:
         await self._model.aclose()

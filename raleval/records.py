@@ -48,6 +48,7 @@ class Termination(str, Enum):
 
     finished = "finished"
     step_limit = "step_limit"
+    cost_limit = "cost_limit"  # the episode spent its budget (max_cost_usd)
     context_limit = "context_limit"
     llm_error = "llm_error"
     tool_fault = "tool_fault"
@@ -77,6 +78,7 @@ class StopReason(str, Enum):
     step_budget = "step_budget"
     time_budget = "time_budget"  # wall clock: a harness limit (a slower machine trips it sooner)
     token_budget = "token_budget"  # the configured prompt-token budget (max_context_tokens)
+    cost_budget = "cost_budget"  # the configured money budget (max_cost_usd)
     context_overflow = "context_overflow"  # the model's own context window: a harness limit
     tool_failure = "tool_failure"
     model_failure = "model_failure"
@@ -193,6 +195,13 @@ class Trajectory(Record):
     n_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # US dollars the episode's tokens cost at the model's price (raleval.agents.pricing);
+    # None: the price is unknown (and in files written before costs were recorded).
+    cost_usd: float | None = None
+    # A model on this machine (priced at 0): the compute its calls took, in CPU seconds of the
+    # embedded llama.cpp server's process, else the compute time a server reports, else the
+    # calls' wall time.
+    compute_s: float | None = None
     scores: dict[str, float] = Field(default_factory=dict)
     error_type: ErrorType | None = None
     error_cause: str | None = None
@@ -230,5 +239,5 @@ class RunHeader(Record):
     python: str
     platform: str
     # The exact prompts of the run: the workflow's template and the demonstration tasks
-    # (ids per family) with their rendered text (see raleval.app.runner.run_prompts).
+    # (ids per family) with their rendered text (see raleval.app.plan.run_prompts).
     prompts: dict[str, Any] = Field(default_factory=dict)

@@ -81,7 +81,9 @@ def read_tasks(path: Path) -> list[Task]:
             "save the file as UTF-8"
         ) from None
     inferred: Counter[str] = Counter()
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # split on newlines only: str.splitlines also splits on U+2028, U+0085 and other
+    # characters a JSON string may hold unescaped, which would cut a task in two
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

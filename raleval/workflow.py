@@ -33,6 +33,9 @@ class WorkflowConfig(BaseModel):
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(128, ge=1)
     max_context_tokens: int | None = Field(None, ge=256)
+    # US dollars an episode may spend on tokens (at the model's price): once spent, the
+    # episode makes no further model call and stops as a budget stop (cost_budget).
+    max_cost_usd: float | None = Field(None, gt=0)
     # An observation longer than this (tokens) is cut with a visible marker; whatever the
     # setting, one is cut to fit what is left of the context (so no prompt overflows it).
     max_obs_tokens: int | None = Field(None, ge=16)

@@ -30,7 +30,7 @@ def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -
     A set spanning environments (``reval-12``) contributes the families that run on
     ``env_name``; naming a family of another environment is an error.
     """
-    if spec.endswith(".jsonl") or Path(spec).is_file():
+    if is_task_file(spec):
         return read_tasks(Path(spec))
     from raleval.tasks.testbeds import derive, parse_spec
 
@@ -49,6 +49,46 @@ def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -
     for family in mine:
         tasks.extend(stamp(family, family.generate(env, per_family, seed), env))
     return tasks
+
+
+def is_task_file(spec: str) -> bool:
+    """Whether a ``--tasks`` value names a file of tasks rather than a set or a family."""
+    return spec.endswith(".jsonl") or Path(spec).is_file()
+
+
+def world_options_of(path: Path, env_name: str) -> dict[str, Any]:
+    """The ``-E`` options that rebuild the world a task file's tasks were made for, as their
+    ``made_for`` records it (``crag:generator=3,seed=0,size=small,snr=0.0333333``): the
+    recorded values the environment's factory takes and that differ from its defaults. Empty
+    when the tasks name no world, disagree on it, or were made for another environment (the
+    run then refuses them, naming the difference)."""
+    import inspect
+
+    import yaml
+
+    worlds = {str(t.metadata.get(MADE_FOR) or "") for t in read_tasks(path)}
+    if len(worlds) != 1:
+        return {}
+    (made_for,) = worlds
+    name, _, world = made_for.partition(":")
+    if name != env_name or not world:
+        return {}
+    params = registry.envs.get(env_name).parameters() or {}
+    options: dict[str, Any] = {}
+    for pair in world.split(","):
+        key, _, text = pair.partition("=")
+        param = params.get(key)
+        if param is None or param.default is inspect.Parameter.empty:
+            continue  # not a factory option (a generator version, a file's name)
+        default = param.default
+        if text in (str(default), f"{default:.6g}" if isinstance(default, float) else None):
+            continue  # the default, as the environment writes it
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        options[key] = value if isinstance(value, (str, int, float, bool)) else text
+    return options
 
 
 MADE_FOR = "made_for"  # Task.metadata key: the fingerprint of the environment a task was made on

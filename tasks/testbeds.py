@@ -96,7 +96,7 @@ def _text(data: Any) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
 
-def _sentences(text: str) -> list[str]:
+def data_sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s]
 
 
@@ -105,7 +105,7 @@ def withhold(data: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(data, str):
         if not _mentions(pattern, data):
             return data
-        kept = [s for s in _sentences(data) if not _mentions(pattern, s)]
+        kept = [s for s in data_sentences(data) if not _mentions(pattern, s)]
         return " ".join(kept) if kept else None
     if isinstance(data, dict):
         out = {}
@@ -253,7 +253,7 @@ def add_noise(
     if isinstance(data, list) and data:
         items: list[Any] = list(data)
     elif isinstance(data, str) and len(data.split()) >= 6:
-        items = _sentences(data)
+        items = data_sentences(data)
     else:
         return data, 0
     words = sorted(set(_PROPER.findall(_text(data))))

@@ -31,9 +31,9 @@ def install() -> None:
 
 
 def _arm_crash(control: str) -> None:
-    from raleval.app import runner
+    from raleval.app import episodes
 
-    run_episode = runner.run_episode
+    run_episode = episodes.run_episode
     started = 0
 
     async def crashing(*args, **kwargs):
@@ -49,4 +49,4 @@ def _arm_crash(control: str) -> None:
                 os._exit(1)
         return await run_episode(*args, **kwargs)
 
-    runner.run_episode = crashing
+    episodes.run_episode = crashing

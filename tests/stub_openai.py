@@ -2,7 +2,9 @@
 
 The request's ``model`` field picks the behaviour, so one server serves every scenario:
 ``ok``, ``tool``, ``content-tool``, ``429-then-ok``, ``429-always``, ``500-then-ok``,
-``500-always``, ``slow``, ``malformed``, ``no-choices``, ``empty``, ``react-oracle``.
+``500-always``, ``slow``, ``malformed``, ``no-choices``, ``empty``, ``react-oracle``, and
+``capacity``: a server that answers 429 (``Retry-After: 0``) to a request that would make more
+than ``capacity`` in flight, and serves the others in ``hold_s`` seconds.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class StubServer:
         self.counts: dict[str, int] = {}
         self.latency_s = latency_s
         self.lock = threading.Lock()
+        self.capacity, self.hold_s = 4, 0.02
+        self.in_flight = self.peak = self.refused = 0
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +87,21 @@ class StubServer:
             time.sleep(self.latency_s)
         ok = json.dumps(completion("Paris", cached=5)).encode()
         if model == "ok":
+            h._send(200, ok)
+        elif model == "capacity":
+            with self.lock:
+                admitted = self.in_flight < self.capacity
+                if admitted:
+                    self.in_flight += 1
+                    self.peak = max(self.peak, self.in_flight)
+                else:
+                    self.refused += 1
+            if not admitted:
+                h._send(429, b'{"error": {"message": "too many requests"}}', {"Retry-After": "0"})
+                return
+            time.sleep(self.hold_s)
+            with self.lock:  # answered: out of flight before the client can send again
+                self.in_flight -= 1
             h._send(200, ok)
         elif model == "tool":
             call = {

@@ -158,3 +158,21 @@ def test_help_is_fast_and_loads_no_plugins():
     seconds, heavy = out.stdout.split()
     assert heavy == "False"
     assert float(seconds) < 1.0
+
+
+def test_list_envs_states_each_default_world_and_task_set():
+    res = runner.invoke(app, ["list", "envs"], env={"COLUMNS": "200"})
+    text = " ".join(res.output.split())
+    assert "Default world: size=tiny, seed=0. Default task set: crag-kg." in text
+    assert "Default world: size=small, seed=0. Default task set: scholar." in text
+    assert "Default world: backend=generated, size=small, seed=0. Default task set: wiki." in text
+
+
+def test_a_model_named_by_a_long_path_gets_a_short_run_directory_name():
+    from raleval.config import RunConfig
+
+    path = "/" + "/".join(["deep"] * 20) + "/SmolLM2-135M-Instruct.Q4_1.gguf"
+    slug = RunConfig(model=f"local/{path}").slug()
+    other = RunConfig(model=f"local//elsewhere/SmolLM2-135M-Instruct.Q4_1.gguf").slug()
+    assert "local_SmolLM2-135M-Instruct.Q4_1.gguf-" in slug and "deep" not in slug
+    assert slug != other  # same file name, other file: its own run directory

@@ -43,7 +43,11 @@ def test_hf_without_torch_is_one_line_with_the_install_command(tmp_path, monkeyp
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     res = runner.invoke(app, ["run", "--model", "hf/some/dir", "--log-dir", str(tmp_path)])
     assert res.exit_code == 2
-    assert lines(res.output) == ['error: hf/<path> needs PyTorch: pip install "raleval[torch]"']
+    # the model loads once the run is planned (a finished run loads none): the world's build
+    # may say how long it took first
+    out = lines(res.output)
+    assert out[-1:] == ['error: hf/<path> needs PyTorch: pip install "raleval[torch]"'], out
+    assert all("error" not in line for line in out[:-1]) and "Traceback" not in res.output
 
 
 def test_markup_in_user_strings_is_printed_verbatim(tmp_path):
@@ -101,13 +105,22 @@ def test_list_envs_is_full_plain_text():
     assert "or -E backend=live (MediaWiki API, responses cached in http_cache)." in text
 
 
+def test_a_log_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    (tmp_path / "logs").write_text("")
+    cmd = [*RUN, "-E", "size=tiny", "--limit", "1", "--log-dir", str(tmp_path / "logs")]
+    res = runner.invoke(app, [*cmd, "--tasks", "scholar-ks", "--tasks-per-family", "2"])
+    assert res.exit_code == 2
+    assert "cannot use run directory" in res.output and "Not a directory" in res.output
+
+
 @pytest.mark.parametrize("debug", [False, True])
 def test_unexpected_errors_are_one_line_unless_debug(tmp_path, debug):
-    # a --log-dir that is a file: an error no check anticipates
-    (tmp_path / "logs").write_text("")
+    # a prompt file that is a folder: an error no check anticipates
+    (tmp_path / "prompt").mkdir()
     cmd = [sys.executable, "-m", "raleval", *(["--debug"] if debug else [])]
     cmd += [*RUN, "-E", "size=tiny", "--limit", "1", "--log-dir", str(tmp_path / "logs")]
-    cmd += ["--run-name", "r", "--tasks", "scholar-ks", "--tasks-per-family", "2"]
+    cmd += ["--tasks", "scholar-ks", "--tasks-per-family", "2"]
+    cmd += ["-W", f"prompt_file={tmp_path / 'prompt'}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     if debug:

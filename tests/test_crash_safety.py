@@ -145,3 +145,22 @@ def test_second_ctrl_c_stops_at_once_without_corrupting_results(tmp_path):
     assert proc.returncode == 130
     assert time.monotonic() - started < 10
     assert all(json.loads(x) for x in lines(tmp_path))
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_on_one_directory_write_each_episode_once(tmp_path):
+    """The same command started twice at once: the second is refused (exit 2, naming the
+    first's pid) before it writes anything, and the first writes every task exactly once."""
+    cmd = [*command(tmp_path), "-M", "latency_s=0.2"]  # the later -M wins: a run of seconds
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    winner = next(p for p, (code, _) in zip(procs, outcomes, strict=True) if code == 0)
+    refusal = next(err for code, err in outcomes if code == 2)
+    assert f"another raleval run (pid {winner.pid}) is writing" in refusal
+    ids = [json.loads(x)["task_id"] for x in lines(tmp_path)]
+    assert len(ids) == len(set(ids)) == N_TASKS

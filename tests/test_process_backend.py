@@ -51,6 +51,7 @@ def test_a_processes_run_equals_the_local_run_and_resumes(tmp_path, slots):
     )
     assert pooled.ran == 24 and pooled.mean_f1 == 1.0 and pooled.worker_errors == []
     assert sorted(p.name for p in pooled.run_dir.iterdir()) == [
+        ".raleval.lock",
         "header.json",
         RESULTS,
         "tasks.jsonl",

@@ -135,14 +135,14 @@ def test_one_model_serves_several_event_loops_and_closes_each_session(stub):
 
 
 def test_proxies_come_from_the_environment_once(monkeypatch):
-    from raleval.agents.openai_compat import _env_proxy
+    from raleval.agents.openai_compat import env_proxy
 
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    assert _env_proxy("https://api.openai.com/v1/chat/completions") == "http://proxy.example:3128"
-    assert _env_proxy("http://127.0.0.1:8000/v1/chat/completions") is None
+    assert env_proxy("https://api.openai.com/v1/chat/completions") == "http://proxy.example:3128"
+    assert env_proxy("http://127.0.0.1:8000/v1/chat/completions") is None
     monkeypatch.delenv("HTTPS_PROXY")
-    assert _env_proxy("https://api.openai.com/v1/chat/completions") is None
+    assert env_proxy("https://api.openai.com/v1/chat/completions") is None
 
 
 def test_unreachable_server_is_a_connection_error():

@@ -70,6 +70,7 @@ def test_ray_run_equals_the_local_run_and_resumes(ray_cluster, tmp_path):
     sharded, _ = run_config(fence / "ray", backend="ray", workers=2, **OPTIONS)
     assert sharded.ran == 24 and sharded.mean_f1 == 1.0 and sharded.worker_errors == []
     assert sorted(p.name for p in sharded.run_dir.iterdir()) == [
+        ".raleval.lock",
         "header.json",
         RESULTS,
         "tasks.jsonl",
@@ -94,7 +95,7 @@ def test_a_lost_worker_costs_no_episode_and_duplicates_none(ray_cluster):
 
 def test_merge_is_idempotent_after_a_crash(tmp_path):
     """Run directories of older versions hold per-worker shard files: merged on resume."""
-    from raleval.app.runner import merge_shards
+    from raleval.app.rundir import merge_shards
     from raleval.store import ResultsFile
 
     _, results = run_config(tmp_path, limit=6)

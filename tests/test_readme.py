@@ -54,3 +54,39 @@ def test_readme_main_job_flags_run(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "10 episodes run" in res.output
+
+
+def _tour() -> str:
+    """The bash block under the README's "## Tour" heading, as written."""
+    section = (REPO / "README.md").read_text().split("\n## Tour\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    return block
+
+
+def test_readme_tour_runs_as_written(tmp_path):
+    """The tour, copied from the README into a script, runs to exit 0 in an empty working
+    directory with an empty cache (issue 38: the old tour had placeholders and failed)."""
+    import os
+    import subprocess
+    import sys
+
+    tour = _tour()
+    assert "..." not in tour.replace("# ", "#").split("#")[0]  # no placeholders
+    assert "raleval report runs " in tour and "raleval export runs " in tour
+    script = tmp_path / "tour.sh"
+    script.write_text("set -euo pipefail\n" + tour)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **os.environ,
+        # the raleval and python of this checkout's environment, as an activated venv gives
+        "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
+        "RALEVAL_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    res = subprocess.run(
+        ["bash", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "0 episodes run, 20 already done" in res.stdout  # the repeated run resumed
+    assert (work / "tour-report.html").is_file() and (work / "episodes.csv").is_file()
+    assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model

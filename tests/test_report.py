@@ -120,7 +120,7 @@ return [...document.querySelectorAll('.plots > div[data-figure]')].map((div) => 
     ':scope > g[id^="matplotlib.axis"] > g[id^="text"]')].map(box);
   const marks = axes.querySelectorAll(':scope > g[id^="patch"]').length - 1 +
     axes.querySelectorAll(':scope > g[id^="line2d"]').length;
-  return {polar: div.dataset.figure === 'radar',
+  return {polar: div.dataset.figure === 'radar', kind: div.dataset.figure,
           background: box(background), legend: legend ? box(legend) : null,
           ticks, titles, marks};
 });
@@ -132,7 +132,8 @@ def _overlap(a, b, slack=0.5):
     return min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack
 
 
-def _chromium(tmp_path):
+def chromium_driver(tmp_path):
+    """A headless Chromium for a test (skipped, or failed on CI, without one)."""
     if not (CHROMIUM and CHROMEDRIVER):
         if os.environ.get("CI"):
             pytest.fail("CI must install chromium and chromium-driver (.ci/run does)")
@@ -155,23 +156,36 @@ def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
     """Issue 22's figure defects, measured where a reader sees them: CRAG's long domain x level
     labels do not overlap, no legend covers an axes or its labels, no panel is empty, a run
     with a single domain x level gets bars (a radar needs three axes); the viewer shows the
-    system prompt with the episode's demonstrations, every model call and the DFSDT tree."""
+    system prompt with the episode's demonstrations, every model call and the DFSDT tree.
+    Issue 36: a priced system (-M price_in/price_out) gets the cost-versus-F1 Pareto plot
+    beside time versus F1, held to the same layout checks."""
     pytest.importorskip("matplotlib")
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     crag = {"env": "crag", "env_options": {"size": "tiny"}, "tasks": "crag-kg"}
     react, _ = run_config(tmp_path, tasks_per_family=5, **crag)
-    dfsdt, _ = run_config(tmp_path, tasks_per_family=5, workflow="dfsdt", **crag)
+    price = {"price_in": 1, "price_out": 2}  # USD per million tokens
+    dfsdt, _ = run_config(
+        tmp_path, tasks_per_family=5, workflow="dfsdt", model_options=price, **crag
+    )
     single, _ = run_config(tmp_path, limit=4)  # scholar KS only: one axis
     many = write_report([react.run_dir, dfsdt.run_dir], tmp_path / "many.html")
     one = write_report([single.run_dir], tmp_path / "one.html")
-    driver = _chromium(tmp_path)
+    driver = chromium_driver(tmp_path)
     try:
         driver.get(many.as_uri())
         figures = driver.execute_script(FIGURE_LAYOUT_JS)
-        # two radars (one per workflow), the bars, the error mix, the deployment plot
-        assert len(figures) == 5 and sum(f["polar"] for f in figures) == 2
+        # two radars (one per workflow), the bars, the error mix, time and cost versus F1
+        assert len(figures) == 6 and sum(f["polar"] for f in figures) == 2
+        kinds = [f["kind"] for f in figures]
+        assert kinds[-2:] == ["deployment", "cost"], kinds
+        cost = figures[-1]
+        # both systems plotted (the free react one at 0), with their Pareto front
+        assert cost["marks"] >= 2
+        assert "US dollars per query" in driver.find_element(
+            By.CSS_SELECTOR, '[data-figure="cost"]'
+        ).get_attribute("innerHTML")
         for k, fig in enumerate(figures):
             assert fig["marks"] >= 1, f"figure {k} is an empty panel"
             labels = [t["text"] for t in fig["ticks"] if t["text"]]
@@ -208,6 +222,7 @@ def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
 
         driver.get(one.as_uri())
         figures = driver.execute_script(FIGURE_LAYOUT_JS)
+        assert "cost" not in [f["kind"] for f in figures]  # nothing cost money: no cost plot
         assert not any(f["polar"] for f in figures)  # one axis: no radar ...
         assert figures and all(f["marks"] >= 1 for f in figures)  # ... and no empty panel
     finally:

@@ -82,14 +82,14 @@ def test_plain_display_says_each_phase_and_each_episode(tmp_path):
 
 
 def test_viewer_has_every_model_call_and_the_dfsdt_tree(tmp_path):
-    from raleval.analysis.report import _episode, build_report
+    from raleval.analysis.report import build_report, episode_view
     from raleval.analysis.runs import load_run
     from tests.conftest import run_config
 
     summary, _ = run_config(tmp_path, workflow="dfsdt", limit=1)
     run = load_run(summary.run_dir)
     (t,) = run.results
-    e = _episode(0, run, t, 0.5)
+    e = episode_view(0, run, t, 0.5)
     assert len(e["llm"]) == t.n_llm_calls >= 2
     first = e["llm"][0]
     assert first["delta"] is False and first["prompt"] == t.llm_calls[0].prompt

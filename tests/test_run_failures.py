@@ -119,7 +119,7 @@ def test_failed_episodes_are_not_scored(tmp_path):
     console = Console(width=80, record=True)
     console.print(render_table(summarize(trajs[2:3], tasks)))
     text = console.export_text()
-    assert "│ f      │KS    │0 │     1 │      - │ - │    - │      - │   - │" in text
+    assert "│ f      │KS    │0 │     1 │      - │ - │- │    - │      - │   - │" in text
 
 
 def test_run_dir_without_header_is_refused(tmp_path):
@@ -127,7 +127,8 @@ def test_run_dir_without_header_is_refused(tmp_path):
 
     summary, _ = run_config(tmp_path, limit=2)
     (summary.run_dir / "header.json").unlink()
-    with pytest.raises(ConfigError, match=r"holds results without a readable header\.json; use"):
+    expected = r"holds results without a readable header\.json; give this run its own directory"
+    with pytest.raises(ConfigError, match=expected + " with --run-name NAME"):
         run_config(tmp_path, limit=2)
     # --force sets the old contents aside (nothing deleted) and starts a fresh run
     summary, res = run_config(tmp_path, limit=2, force=True)
@@ -153,7 +154,7 @@ def test_other_config_is_refused_naming_it(tmp_path):
     )  # fmt: skip
     assert res.exit_code == 2
     assert "holds a run with config model='scripted/oracle'" in res.output
-    assert "use another --log-dir or --force" in res.output
+    assert "--run-name NAME" in res.output and "--force" in res.output
 
 
 def test_duplicate_task_ids_are_refused(tmp_path):

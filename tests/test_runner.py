@@ -130,6 +130,23 @@ def test_resume_skips_finished_and_never_duplicates(tmp_path):
     assert len(ids) == len(set(ids)) == 9
 
 
+def test_resuming_a_finished_run_loads_no_model(tmp_path, monkeypatch):
+    """Nothing left to run: no model is resolved (a local model would start its server)."""
+    from raleval.app import episodes
+
+    run_config(tmp_path, limit=3)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a finished run resolved its model")
+
+    monkeypatch.setattr(episodes, "resolve_model", no_model)
+    monkeypatch.setattr("raleval.app.local_backend.resolve_model", no_model)
+    again, results = run_config(tmp_path, limit=3)
+    assert (again.ran, again.skipped, len(results)) == (0, 3, 3)
+    with pytest.raises(AssertionError, match="resolved its model"):
+        run_config(tmp_path, limit=4)  # one episode to run: the model is needed
+
+
 def test_torn_last_line_is_repaired_on_resume(tmp_path):
     s1, _ = run_config(tmp_path, limit=4)
     path = s1.run_dir / RESULTS
@@ -191,7 +208,7 @@ def test_an_episode_that_never_ends_is_stopped_by_the_safety_net(scholar_env, mo
     import asyncio
 
     from raleval.agents.agent import resolve_model
-    from raleval.app import runner
+    from raleval.app import episodes as runner
     from raleval.records import AgentSpec
     from raleval.registry import workflows
     from raleval.tasks.catalog import load_tasks

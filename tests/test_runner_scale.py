@@ -61,7 +61,7 @@ def test_graph_routing_never_runs_in_the_thread_pool(tmp_path, workflow):
 def test_resume_reads_heads_that_agree_with_the_whole_results(tmp_path):
     # resuming holds a ResultHead per episode, not the trajectory: the same keys, attempts and
     # infrastructure failures as the full records, the last attempt per key winning
-    from raleval.app.runner import latest_heads
+    from raleval.app.rundir import latest_heads
     from raleval.failures import failure_cause
     from raleval.records import AgentSpec, Step, Termination, Trajectory
     from raleval.store import RESULTS, ResultsFile

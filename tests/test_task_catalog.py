@@ -210,3 +210,32 @@ def test_grounding_evidence_uses_the_taxonomys_token_test():
     # yes/no is never "shown": the numbers compared are the evidence
     expr = "'yes' if r0['pts_home']['0'] > r0['pts_away']['0'] else 'no'"
     assert grounding_evidence(expr, points, "no") == ["98", "104"]
+
+
+def test_a_built_season_runs_on_the_world_it_was_made_for_and_names_its_run(tmp_path):
+    """`tasks build` makes CRAG tasks on the small world while `--env crag` defaults to tiny: a
+    run given no -E takes the task file's world; an explicit other world is still refused;
+    two seasons' test.jsonl get run directories of their own."""
+    runner = CliRunner()
+    for season in ("2026-11", "2026-12"):
+        built = runner.invoke(
+            app,
+            ["tasks", "build", "crag-condition", "--size", "2", "--examples", "0",
+             "--season", season, "--out", str(tmp_path / season)],
+        )  # fmt: skip
+        assert built.exit_code == 0, built.output
+    run = ["run", "--env", "crag", "--model", "scripted/oracle", "--display", "none"]
+    logs = ["--log-dir", str(tmp_path / "runs")]
+    for season in ("2026-11", "2026-12"):
+        res = runner.invoke(app, [*run, "--tasks", str(tmp_path / season / "test.jsonl"), *logs])
+        assert res.exit_code == 0, res.output
+    names = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert len(names) == 2 and all("crag-condition-2026-" in n for n in names), names
+    header = json.loads((tmp_path / "runs" / names[0] / "header.json").read_text())
+    assert header["config"]["env_options"] == {"size": "small"}
+    tiny = runner.invoke(
+        app, [*run, "--tasks", str(tmp_path / "2026-11" / "test.jsonl"), "-E", "size=tiny",
+              "--log-dir", str(tmp_path / "other")],
+    )  # fmt: skip
+    assert tiny.exit_code == 2 and "was made for world" in tiny.output
+    assert not (tmp_path / "other").exists() or not any((tmp_path / "other").rglob("*.jsonl"))

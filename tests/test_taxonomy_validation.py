@@ -47,14 +47,16 @@ def test_scripted_agreement_is_total(case):
 
 
 def test_one_trajectory_gets_one_label_under_every_budget():
-    """The same episode cut at the same point by the step, the time and the token budget (or
-    the model's context window): the class never depends on which limit tripped first."""
+    """The same episode cut at the same point by the step, the cost, the time and the token
+    budget (or the model's context window): the class never depends on which limit tripped
+    first."""
     base = next(c for c in SCRIPTED if c["name"] == "answered/wrong/no-evidence")
     evidence = next(c for c in SCRIPTED if c["name"] == "answered/wrong/evidence")
     for case in (base, evidence):
         labels = {}
         for term, cause in (
             (Termination.step_limit, None),
+            (Termination.cost_limit, "cost_budget"),
             (Termination.timeout, "wall_clock"),
             (Termination.context_limit, "token_budget"),
             (Termination.context_limit, "context_window"),

@@ -15,8 +15,8 @@ from raleval.tasks.testbeds import (
     INVALID_ANSWER,
     REJECTION_ANSWER,
     Testbed,
-    _sentences,
     add_noise,
+    data_sentences,
     parse_spec,
     wrap_session,
 )
@@ -114,7 +114,7 @@ def test_noise_makes_up_the_ratio_of_search_results_and_never_holds_the_answer(e
             if envs[env].tool(call.tool).matching != "fuzzy" or not clean.data:
                 continue
             if isinstance(clean.data, str):  # a page: look-alike sentences among its own
-                clean_items, noisy_items = _sentences(clean.data), _sentences(noisy.data)
+                clean_items, noisy_items = data_sentences(clean.data), data_sentences(noisy.data)
             else:
                 clean_items, noisy_items = clean.data, noisy.data
             extra = [x for x in noisy_items if x not in clean_items]
@@ -219,7 +219,7 @@ def test_a_season_can_be_built_for_a_testbed(tmp_path):
 
 
 def test_k_shot_examples_of_a_testbed_run_come_from_the_ordinary_world(tmp_path):
-    from raleval.app.runner import demonstration_tasks, solved_example
+    from raleval.app.plan import demonstration_tasks, solved_example
     from raleval.config import RunConfig
 
     env = registry.envs.get("scholar")(size="tiny")

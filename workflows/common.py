@@ -26,6 +26,7 @@ from raleval.model import (
     Message,
     Model,
     ModelError,
+    Price,
     bound_reply,
 )
 from raleval.records import LLMCall, OutcomeKind, Step, Termination
@@ -240,6 +241,10 @@ class EpisodeRecord:
     tool_time_s: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # The model's declared price (raleval.agents.pricing), read at the first call; a model on
+    # this machine is priced at 0 and its compute seconds are kept instead.
+    price: Price | None = None
+    compute_s: float = 0.0
     started: float = field(default_factory=time.monotonic)
     extra: dict[str, Any] = field(default_factory=dict)  # workflow-specific records
     _last_prompt: str = ""
@@ -252,6 +257,35 @@ class EpisodeRecord:
     @property
     def done(self) -> bool:
         return self.termination is not None
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the episode's tokens cost so far (None: the model's price is unknown)."""
+        if self.price is None:
+            return None
+        return self.price.cost(self.prompt_tokens, self.completion_tokens)
+
+    @property
+    def compute_seconds(self) -> float | None:
+        """Compute seconds of a model on this machine (None for a priced or unknown one)."""
+        return self.compute_s if self.price is not None and self.price.free else None
+
+    def _over_cost_budget(self, model: Model, config: WorkflowConfig) -> bool:
+        """End the episode before a model call once it has spent ``max_cost_usd`` (the call
+        that crosses the budget is kept: its tokens are known only when it returns)."""
+        if config.max_cost_usd is None:
+            return False
+        if self.price is None:
+            self.finish(
+                Termination.harness_error,
+                f"max_cost_usd set but {model.name} has no price (-M price_in= -M price_out=)",
+            )
+            return True
+        spent = self.cost_usd or 0.0
+        if spent < config.max_cost_usd:
+            return False
+        self.finish(Termination.cost_limit, "cost_budget")
+        return True
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -288,6 +322,10 @@ class EpisodeRecord:
         if remaining <= 0:
             self.finish(Termination.timeout, "wall_clock")
             return None
+        if not self.llm_calls:
+            self.price = model.capabilities.price
+        if self._over_cost_budget(model, config):
+            return None
         delta, is_delta = prompt_text, False
         # Store only what was added since the last call (with or without its output).
         for prefix in (self._last_prompt + self._last_output, self._last_prompt):
@@ -317,6 +355,14 @@ class EpisodeRecord:
             self.finish(Termination.llm_error, f"provider_exception:{type(exc).__name__}")
         latency = time.perf_counter() - start
         self.model_time_s += latency
+        # a model on this machine: its process's CPU seconds where measured (the embedded
+        # llama.cpp server), else the compute time its server reports, else the wall time
+        if gen is not None and gen.cpu_s is not None:
+            self.compute_s += gen.cpu_s
+        elif gen is not None and gen.server_time_s is not None:
+            self.compute_s += gen.server_time_s
+        else:
+            self.compute_s += latency
         call = LLMCall(prompt=delta, prompt_is_delta=is_delta, latency_s=latency, error=error)
         self.llm_calls.append(call)
         if gen is None:

@@ -2,15 +2,16 @@
 
 Tables (R-Eval's per-task table with averages and ranks, per-system F1 and costs with bootstrap
 intervals, error types, CRAG slices when tasks carry the tags), figures (radar per workflow,
-F1 by domain x level, error mix, time versus F1 with the Pareto front) and a trajectory viewer
-(filter by system, task, error type; open any episode to read every step and why it got its
-label). Everything is inlined: the file opens without a network.
+F1 by domain x level, error mix, time and cost versus F1 with their Pareto fronts) and a
+trajectory viewer (filter by system, task, error type; open any episode to read every step and
+why it got its label). Everything is inlined: the file opens without a network.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from collections import defaultdict
 from datetime import datetime, timezone
 from importlib import resources
@@ -36,13 +37,43 @@ from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, evidence_found
 from raleval.records import Trajectory
 
 MAX_OBSERVATION = 2000
+MAX_TEXT = 20_000  # questions, answers, thoughts, arguments: a page must stay openable
+
+# Text that cannot be written as UTF-8 (lone surrogates, as a JSON "\\ud800" loads) or that an
+# HTML parser treats as an error (NUL) is shown as U+FFFD, never dropped silently.
+_UNWRITABLE = re.compile("[\x00\ud800-\udfff]")
+# Inside <script type="application/json">, the characters that let data end the element
+# (</script>), re-open one (<!--<script> puts the parser in its double-escaped state, which
+# swallows the real </script>) or start an entity are written as JSON unicode escapes, which
+# JSON.parse reads back unchanged; so are U+2028/2029 (line ends to older JS parsers).
+_SCRIPT_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_FIELD = re.compile(r"@@(\w+)@@")
+
+
+def _text(value: Any) -> str:
+    """``value`` as HTML text: escaped, quotes included, and writable as UTF-8."""
+    return html.escape(_UNWRITABLE.sub("\ufffd", str(value)), quote=True)
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is safe as the whole content of a ``<script>`` element: no
+    sequence in any string can close it, open a comment or another script. Lone surrogates
+    (which no UTF-8 page can hold) become U+FFFD; json.dumps escapes every control character."""
+    data = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    data = _UNWRITABLE.sub("\ufffd", data)
+    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group()], data)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows
-    )
+    head = "".join(f"<th>{_text(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_text(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -57,20 +88,20 @@ def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
     )
 
 
-def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
+def episode_view(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
     task = run.tasks.get(t.task_id)
     golds = task.answers if task else []
     return {
         "i": i,
         "system": run.system,
-        "task_id": t.task_id,
+        "task_id": _clip(t.task_id, MAX_TEXT),
         "family": task.family if task else "?",
-        "question": task.question if task else "",
-        "gold": " | ".join(golds),
-        "answer": t.answer,
+        "question": _clip(task.question, MAX_TEXT) if task else "",
+        "gold": _clip(" | ".join(golds), MAX_TEXT),
+        "answer": _clip(t.answer, MAX_TEXT),
         "f1": t.scores.get("f1", 0.0),
         "label": t.error_type.value if t.error_type else "-",
-        "cause": t.error_cause or "",
+        "cause": _clip(t.error_cause, MAX_TEXT),
         "reason": label_reason(t, golds, threshold),
         "termination": t.termination.value,
         "wall": t.wall_time_s,
@@ -82,14 +113,16 @@ def _episode(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any
         "steps": [
             {
                 "tool": s.tool,
-                "thought": s.thought,
-                "args": json.dumps(s.arguments, ensure_ascii=False) if s.arguments else None,
+                "thought": _clip(s.thought, MAX_TEXT) or None,
+                "args": _clip(json.dumps(s.arguments, ensure_ascii=False), MAX_TEXT)
+                if s.arguments
+                else None,
                 "obs": (s.observation or "")[:MAX_OBSERVATION]
                 if s.observation is not None
                 else None,
-                "raw": s.raw_action if s.tool is None else None,
+                "raw": _clip(s.raw_action, MAX_TEXT) if s.tool is None else None,
                 "kind": s.kind.value,
-                "cause": s.cause,
+                "cause": _clip(s.cause, MAX_TEXT) or None,
                 "latency": s.latency_s,
             }
             for s in t.steps
@@ -147,27 +180,32 @@ def prompts_section(runs: list[Run]) -> str:
         demos = prompts.get("demonstrations") or {}
         ids = "; ".join(f"{family}: {', '.join(group)}" for family, group in demos.items())
         body = [
-            f"<p>shots: {html.escape(str(prompts.get('shots')))}; demonstration tasks: "
-            f"{html.escape(ids) or 'none'}</p>",
+            f"<p>shots: {_text(str(prompts.get('shots')))}; demonstration tasks: "
+            f"{_text(ids) or 'none'}</p>",
             f"<details><summary>template</summary><pre>"
-            f"{html.escape(prompts.get('template') or '(none)')}</pre></details>",
+            f"{_text(prompts.get('template') or '(none)')}</pre></details>",
         ]
         for family, texts in (prompts.get("rendered") or {}).items():
             for text in texts:
                 body.append(
-                    f"<details><summary>demonstration ({html.escape(family)})</summary>"
-                    f"<pre>{html.escape(text)}</pre></details>"
+                    f"<details><summary>demonstration ({_text(family)})</summary>"
+                    f"<pre>{_text(text)}</pre></details>"
                 )
-        parts.append(f"<h3>{html.escape(run.system)}</h3>" + "".join(body))
+        parts.append(f"<h3>{_text(run.system)}</h3>" + "".join(body))
     return "<h2>Prompts and demonstrations</h2>" + "".join(parts) if parts else ""
 
 
 MAX_PROMPT = 30_000
 
 
-def _clip(text: str | None, limit: int) -> str:
-    text = text or ""
+def _clip(text: Any, limit: int) -> str:
+    text = "" if text is None else str(text)
     return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} more]"
+
+
+def _int(value: Any) -> int | None:
+    """``value`` if it is a whole number (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _tree(nodes: Any) -> list[dict[str, Any]] | None:
@@ -180,11 +218,12 @@ def _tree(nodes: Any) -> list[dict[str, Any]] | None:
             continue
         out.append(
             {
-                "id": n.get("id"),
-                "parent": n.get("parent"),
-                "depth": n.get("depth", 0),
-                "status": n.get("status"),
-                "tool": n.get("tool"),
+                # the viewer writes these three into markup: numbers or nothing
+                "id": _int(n.get("id")),
+                "parent": _int(n.get("parent")),
+                "depth": _int(n.get("depth")) or 0,
+                "status": _clip(n.get("status"), 200) or None,
+                "tool": _clip(n.get("tool"), 200) or None,
                 "args": json.dumps(n.get("arguments"), ensure_ascii=False)
                 if n.get("arguments")
                 else None,
@@ -195,10 +234,17 @@ def _tree(nodes: Any) -> list[dict[str, Any]] | None:
     return out
 
 
+def _usd(interval: Any) -> str:
+    """Dollars per query with their interval, to the millionth; '-' when unknown."""
+    if interval is None:
+        return "-"
+    return f"{interval.estimate:.6f} [{interval.low:.6f}, {interval.high:.6f}]"
+
+
 def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     """The report's HTML text."""
     table = per_task_table(runs)
-    header, body = table.rows()
+    header, body = table.rows(ci=True)  # mean ±half-width of its clustered 95% interval
     reval_html = _table(header, body)
 
     intervals = per_task_intervals(runs)
@@ -216,6 +262,13 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         if s.wall_s and s.n
     }
     front = pareto_front({k: (v[0], v[3]) for k, v in points.items()})
+    # cost versus F1, for the systems whose every episode has a price (0 for local models)
+    cost_points = {
+        s.system: (s.cost_usd.estimate, s.cost_usd.low, s.cost_usd.high, s.f1.estimate)
+        for s in summaries
+        if s.cost_usd is not None and s.n
+    }
+    cost_front = pareto_front({k: (v[0], v[3]) for k, v in cost_points.items()})
     sys_rows = [
         [
             s.system,
@@ -229,6 +282,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             f"{s.calls:.1f}",
             f"{s.steps:.1f}",
             "yes" if s.system in front else "",
+            _usd(s.cost_usd),
+            "-" if s.compute_s is None else f"{s.compute_s:.3f}",
+            "yes" if s.system in cost_front else "",
         ]
         for s in summaries
     ]
@@ -245,6 +301,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "LLM calls/query",
             "steps/query",
             "Pareto (time vs F1)",
+            "USD/query [95% interval]",
+            "compute s/query",
+            "Pareto (cost vs F1)",
         ],
         sys_rows,
     )
@@ -276,7 +335,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         ]
         if rows:
             crag_parts.append(
-                f"<h3>{html.escape(run.system)}</h3>"
+                f"<h3>{_text(run.system)}</h3>"
                 + _table(["slice", "n", "accuracy", "hallucination", "missing", "score"], rows)
             )
     crag_html = (
@@ -294,7 +353,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         ]
         if rows:
             bed_parts.append(
-                f"<h3>{html.escape(run.system)}</h3>" + _table(["testbed", "n", "rates"], rows)
+                f"<h3>{_text(run.system)}</h3>" + _table(["testbed", "n", "rates"], rows)
             )
     crag_html += "<h2>Robustness testbeds</h2>" + "".join(bed_parts) if bed_parts else ""
 
@@ -321,6 +380,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             figures.append(("errors", plots.error_bars(labels)))
         if points:
             figures.append(("deployment", plots.deployment(points, front)))
+        # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)
+        if any(v[0] > 0 for v in cost_points.values()):
+            figures.append(("cost", plots.cost(cost_points, cost_front)))
         noise = robustness(runs)
         if noise:
             figures.append(("robustness", plots.robustness(noise)))
@@ -330,7 +392,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         )
 
     episodes = [
-        _episode(i, run, t, threshold)
+        episode_view(i, run, t, threshold)
         for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
     ]
     # each run's system prompt and demonstrations once, not once per episode: the viewer
@@ -343,9 +405,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "rendered": stored.get("rendered") or {},
             "ids": stored.get("demonstrations") or {},
         }
-    data = json.dumps(
-        {"episodes": episodes, "prompts": prompts}, ensure_ascii=False, separators=(",", ":")
-    )
+    data = script_json({"episodes": episodes, "prompts": prompts})
     template = (
         resources.files("raleval.analysis")
         .joinpath("report", "template.html")
@@ -354,7 +414,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     n_eps = len(episodes)
     fields = {
         "title": "raleval report",
-        "subtitle": html.escape(
+        "subtitle": _text(
             f"{len(runs)} run(s), {n_eps} episodes; match threshold F1 >= {threshold}; "
             f"generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from: "
             + ", ".join(str(r.path) for r in runs)
@@ -364,12 +424,11 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         "errors_table": errors_html,
         "crag_section": crag_html,
         "plots": "".join(f'<div data-figure="{kind}">{f}</div>' for kind, f in figures),
-        "data": data.replace("</", "<\\/"),
+        "data": data,
     }
-    # Plain markers, not string.Template: the page's JavaScript is full of ${...}.
-    for key, value in fields.items():
-        template = template.replace(f"@@{key}@@", value)
-    return template
+    # Plain markers, not string.Template: the page's JavaScript is full of ${...}. One pass
+    # over the template, so a marker inside a field's text (a run path, a question) stays text.
+    return _FIELD.sub(lambda m: fields[m.group(1)], template)
 
 
 def save_report(runs: list[Run], path: Path, threshold: float = DEFAULT_THRESHOLD) -> Path:
@@ -402,10 +461,13 @@ def write_report(
     """Write the report for ``run_dirs`` to ``out`` (default: a new file in the current
     directory, :func:`default_report_path`). Never into a run directory: a run's own
     ``report.html`` is written by ``raleval run`` and left alone here."""
+    from raleval.analysis.runs import find_runs
+
+    run_dirs = find_runs(run_dirs)  # a log directory stands for every run below it
     target = (out or default_report_path(run_dirs)).resolve()
     if (target.parent / "results.jsonl").exists() or (target.parent / "header.json").exists():
         raise ValueError(
             f"--out {out} is inside the run {target.parent}; reports of runs go outside any run"
         )
-    runs = [load_run(Path(p)) for p in run_dirs]
+    runs = [load_run(p) for p in run_dirs]
     return save_report(runs, target, threshold)

@@ -2,7 +2,7 @@
 failed (docs/diagnosis.md).
 
 A replay is a run: each counterfactual episode goes through the runner's own episode function
-(:func:`raleval.app.runner.run_scored`) with a prefix of steps, on the run's environment,
+(:func:`raleval.app.episodes.run_scored`) with a prefix of steps, on the run's environment,
 workflow, prompts, demonstrations and decoding (from its ``header.json``), with the model
 behind the same response cache, and is scored by the same scorer. The prefixes come from
 :mod:`raleval.analysis.diagnosis`. Results are appended to ``diagnosis.jsonl`` beside
@@ -31,13 +31,8 @@ from raleval.analysis.diagnosis import (
     gold_retrieval_prefix,
     read_diagnoses,
 )
-from raleval.app.runner import (
-    build_env,
-    episode_graph,
-    episode_slots,
-    episode_stack,
-    run_scored,
-)
+from raleval.app.episodes import episode_graph, episode_slots, episode_stack, run_scored
+from raleval.app.plan import build_env
 from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, latest_attempts
 from raleval.model import Capabilities, ModelBase

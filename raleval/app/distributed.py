@@ -29,25 +29,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from raleval.app.runner import (
+from raleval.app.episodes import (
     RunSummary,
     Tally,
-    _close_session,
-    _long_lived_heap,
-    _open_run_dir,
-    _prepare,
-    build_env,
+    close_session,
     episode_graph,
     episode_slots,
     episode_stack,
+    long_lived_heap,
+    resolve_model,
+    run_scored,
+    tally_fields,
+)
+from raleval.app.plan import RunPlan, build_env
+from raleval.app.rundir import (
     failures_on_disk,
     merge_shards,
     next_attempt,
+    open_run_dir,
     pending_episodes,
-    run_prompts,
-    run_scored,
     shard_of,
-    tally_fields,
 )
 from raleval.config import RunConfig
 from raleval.records import AgentSpec, Task
@@ -173,9 +174,7 @@ async def _run_items(
 ) -> None:
     """Run ``feed``'s episodes as a local run would (``max_connections`` at once), scored, into
     ``out``; ``READY`` first, once set up, and nothing runs before ``go`` is set."""
-    from raleval.agents.agent import resolve_model
-
-    model = resolve_model(config.model, dict(config.model_options), run_dir=None)
+    model = resolve_model(config)
     env = build_env(config.env, config.env_options)
     model, env, _faults, cache = episode_stack(config, model, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
@@ -201,13 +200,13 @@ async def _run_items(
 
     n = episode_slots(config, model, len(feed.todo))
     try:
-        with _long_lived_heap():
+        with long_lived_heap():
             await asyncio.gather(*(worker() for _ in range(n)))
     finally:
         feed.stop_listening()
         if cache is not None:
             cache.close()
-        await _close_session(env)
+        await close_session(env)
         await model.aclose()
 
 
@@ -269,14 +268,12 @@ def worker_config(config: RunConfig) -> dict[str, Any]:
     return config.model_dump(mode="json") | {"backend": "local", "log_dir": NO_RUN_DIR}
 
 
-def run_on_workers(config: RunConfig, transport: Transport, display: str = "none") -> RunSummary:
-    """Run (or resume) ``config`` over ``transport``'s workers; only this process writes."""
+def run_on_workers(plan: RunPlan, transport: Transport, display: str = "none") -> RunSummary:
+    """Run (or resume) ``plan`` over ``transport``'s workers; only this process writes."""
     from raleval.app.progress import make_progress
 
-    config = config.with_defaults()
-    env, tasks, workflow = _prepare(config)
-    run_dir = _open_run_dir(config, tasks, workflow.config, run_prompts(env, workflow))
-    del env  # the driver runs no episode
+    config, tasks, workflow = plan.config, list(plan.tasks), plan.workflow
+    run_dir = open_run_dir(config, tasks, plan.header)
     merge_shards(run_dir)  # shard files of a run started by an older raleval
     results = ResultsFile(run_dir / RESULTS)
     latest, pending = pending_episodes(run_dir, tasks, config)

@@ -16,7 +16,7 @@ from raleval.store import RESULTS, write_atomic
 
 COLUMNS = (
     "env", "workflow", "model", "tasks", "n", "failed", "correct", "f1", "exact", "missing",
-    "s_per_episode", "run_dir",
+    "s_per_episode", "usd_per_episode", "run_dir",
 )  # fmt: skip
 
 
@@ -43,6 +43,10 @@ def matrix_rows(configs: list[RunConfig]) -> list[dict[str, Any]]:
                 "exact": round(total.em, 4),
                 "missing": round(total.missing, 4),
                 "s_per_episode": round(total.wall_s, 3),
+                # None: some episode's price is unknown (-M price_in= -M price_out=)
+                "usd_per_episode": None
+                if total.cost_usd is None or not total.n
+                else round(total.cost_usd / total.n, 6),
             }
         rows.append({k: row.get(k) for k in COLUMNS})
     return rows
@@ -51,13 +55,15 @@ def matrix_rows(configs: list[RunConfig]) -> list[dict[str, Any]]:
 def to_markdown(rows: list[dict[str, Any]]) -> str:
     shown = [c for c in COLUMNS if c != "run_dir"]
 
-    def cell(v: Any) -> str:
+    def cell(v: Any, column: str) -> str:
         if v is None:
             return "-"
+        if column == "usd_per_episode":
+            return f"{v:.6f}"  # to the millionth: a token at $1 per million
         return f"{v:.3f}" if isinstance(v, float) else str(v)
 
     lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
-    lines += ["| " + " | ".join(cell(r[c]) for c in shown) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(r[c], c) for c in shown) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -41,7 +41,8 @@ from raleval.app.distributed import (
     run_on_workers,
     stream_episodes,
 )
-from raleval.app.runner import RunSummary
+from raleval.app.episodes import RunSummary
+from raleval.app.plan import RunPlan
 from raleval.config import RunConfig
 from raleval.workflow import Workflow
 
@@ -153,9 +154,9 @@ class ProcessTransport:
             worker.conn.close()
 
 
-def run_processes(config: RunConfig, display: str = "none") -> RunSummary:
-    """Run (or resume) ``config`` in ``config.workers`` local worker processes."""
-    return run_on_workers(config, ProcessTransport(config), display)
+def execute(plan: RunPlan, display: str = "none") -> RunSummary:
+    """Run (or resume) ``plan`` in ``plan.config.workers`` local worker processes."""
+    return run_on_workers(plan, ProcessTransport(plan.config), display)
 
 
 class _PipeFeed(Feed):

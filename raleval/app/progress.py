@@ -108,10 +108,11 @@ class Phases:
             took = time.monotonic() - start
             print(f"{self.title}: {what}: done in {took:.1f} s", file=sys.stderr, flush=True)
             return
-        from rich.console import Console
         from rich.markup import escape
 
-        console = Console(stderr=True)
+        from raleval.app.console import make_console
+
+        console = make_console(stderr=True)
         with console.status(f"{escape(what)} ..."):
             yield
         took = time.monotonic() - start

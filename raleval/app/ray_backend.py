@@ -13,7 +13,8 @@ import os
 from typing import Any
 
 from raleval.app.distributed import Done, Item, WorkerError, run_on_workers, stream_episodes
-from raleval.app.runner import RunSummary
+from raleval.app.episodes import RunSummary
+from raleval.app.plan import RunPlan
 from raleval.config import ConfigError, RunConfig
 from raleval.workflow import Workflow
 
@@ -74,6 +75,6 @@ class RayTransport:
             self._ray.cancel(stream, force=True)
 
 
-def run_ray(config: RunConfig, display: str = "none") -> RunSummary:
-    """Run (or resume) ``config`` on Ray; the driver is the only writer of the run directory."""
-    return run_on_workers(config, RayTransport(config), display)
+def execute(plan: RunPlan, display: str = "none") -> RunSummary:
+    """Run (or resume) ``plan`` on Ray; the driver is the only writer of the run directory."""
+    return run_on_workers(plan, RayTransport(plan.config), display)

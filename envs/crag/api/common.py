@@ -20,70 +20,70 @@ MAX_HITS = 10
 CUTOFF = 60.0
 
 
-class _P(BaseModel):
+class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
-class QueryParams(_P):
+class QueryParams(Params):
     query: str = Field(min_length=1, description="a name (or words of it) to search for")
 
 
-class TickerParams(_P):
+class TickerParams(Params):
     ticker: str = Field(
         min_length=1, description="a ticker symbol, e.g. from finance_get_ticker_by_name"
     )
 
 
-class YearParams(_P):
+class YearParams(Params):
     year: int | str = Field(description="a year, e.g. 2021")
 
 
-class IdParams(_P):
+class IdParams(Params):
     id: int = Field(description="an id from a search result")
 
 
-class ArtistParams(_P):
+class ArtistParams(Params):
     artist_name: str = Field(min_length=1, description="the exact artist or band name")
 
 
-class BandParams(_P):
+class BandParams(Params):
     band_name: str = Field(min_length=1, description="the exact band name")
 
 
-class SongParams(_P):
+class SongParams(Params):
     song_name: str = Field(min_length=1, description="the exact song name")
 
 
-class RankDateParams(_P):
+class RankDateParams(Params):
     rank: int = Field(ge=1, le=100, description="a chart position, 1-100")
     date: str | None = Field(
         None, description="YYYY-MM-DD, the exact date of a chart; every chart if omitted"
     )
 
 
-class BillboardAttrParams(_P):
+class BillboardAttrParams(Params):
     date: str = Field(description="YYYY-MM-DD")
     attribute: str = Field(description=", ".join(BILLBOARD_ATTRIBUTES))
     song_name: str = Field(min_length=1)
 
 
-class GamesParams(_P):
+class GamesParams(Params):
     date: str = Field(description="YYYY-MM-DD, or YYYY-MM for a whole month")
     team_name: str | None = Field(None, description="only this team's games")
 
 
-class GameIdsParams(_P):
+class GameIdsParams(Params):
     game_ids: list[str] = Field(min_length=1, description="NBA game ids")
 
 
-def _parse_date(value: str, field: str = "date") -> date:
+def parse_date(value: str, field: str = "date") -> date:
     try:
         return datetime.strptime(value.strip()[:10], "%Y-%m-%d").date()
     except ValueError as exc:
         raise ToolMisuse(f"{field} must be YYYY-MM-DD, got {value!r}") from exc
 
 
-def _year(value: int | str) -> int:
+def parse_year(value: int | str) -> int:
     try:
         return int(str(value).strip())
     except ValueError as exc:

@@ -12,7 +12,7 @@ from raleval.envs.crag.api.common import (
     QueryParams,
     RenderedResult,
     YearParams,
-    _year,
+    parse_year,
     search,
     specs,
 )
@@ -92,7 +92,7 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         return [v for v in views if v is not None]
 
     def movie_get_year_info(year: int | str) -> RenderedResult | None:
-        y = _year(year)
+        y = parse_year(year)
         if y > as_of.year:
             return None
         # a large world's year has thousands of movies: their ids are kept as text

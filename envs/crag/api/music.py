@@ -7,16 +7,16 @@ from typing import Any
 
 from raleval.environment import ToolMisuse, ToolSpec
 from raleval.envs.crag.api.common import (
-    _P,
     ArtistParams,
     BandParams,
     BillboardAttrParams,
+    Params,
     QueryParams,
     RankDateParams,
     SongParams,
     YearParams,
-    _parse_date,
-    _year,
+    parse_date,
+    parse_year,
     search,
     search_ids,
     specs,
@@ -59,7 +59,7 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         if not any(e["rank"] == rank for chart in charts.values() for e in chart):
             return [None, None]
         if date is not None:
-            _parse_date(date)
+            parse_date(date)
             charts = {date: charts[date]} if date in charts else {}
         hits = [e for chart in charts.values() for e in chart if e["rank"] == rank]
         return [[e["song"] for e in hits], [e["artist"] for e in hits]]
@@ -69,7 +69,7 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         # rank_last_week) of the song on the chart dated exactly ``date``.
         if attribute not in BILLBOARD_ATTRIBUTES:
             raise ToolMisuse(f"attribute must be one of {', '.join(BILLBOARD_ATTRIBUTES)}")
-        _parse_date(date)
+        parse_date(date)
         for entry in charts_until_now().get(date, ()):
             if entry["song"].casefold() == song_name.casefold():
                 value = entry[attribute]
@@ -80,15 +80,15 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         return range(min(w.grammys), min(max(w.grammys), as_of.year) + 1)
 
     def music_grammy_get_best_artist_by_year(year: int | str) -> list[str] | None:
-        y = _year(year)
+        y = parse_year(year)
         return [w.grammys[y]["best_new_artist"]] if y in grammy_years() else None
 
     def music_grammy_get_best_song_by_year(year: int | str) -> list[str] | None:
-        y = _year(year)
+        y = parse_year(year)
         return [w.grammys[y]["song_of_the_year"]] if y in grammy_years() else None
 
     def music_grammy_get_best_album_by_year(year: int | str) -> list[str] | None:
-        y = _year(year)
+        y = parse_year(year)
         return [w.grammys[y]["album_of_the_year"]] if y in grammy_years() else None
 
     def award_years(name: str) -> list[int]:
@@ -234,7 +234,7 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         ),
         (
             music_grammy_get_all_awarded_artists,
-            _P,
+            Params,
             "list[str]",
             "none",
             "every artist who has won a Grammy.",

@@ -11,7 +11,7 @@ from raleval.environment import ToolSpec
 from raleval.envs.crag.api.common import (
     GameIdsParams,
     GamesParams,
-    _parse_date,
+    parse_date,
     specs,
 )
 from raleval.envs.crag.world import CragWorld
@@ -207,10 +207,10 @@ def tools(w: CragWorld, as_of: date) -> list[ToolSpec]:
         if len(value) == 4 and value.isdigit():  # a year, YYYY
             prefix = value
         elif len(value) == 7:  # a month, YYYY-MM
-            _parse_date(value + "-01")
+            parse_date(value + "-01")
             prefix = value
         else:
-            prefix = _parse_date(value).isoformat()
+            prefix = parse_date(value).isoformat()
         dates, order = _by_date(w, league, field)
         start, stop = bisect_left(dates, prefix), bisect_left(dates, prefix + "~")
         games = getattr(w, league)

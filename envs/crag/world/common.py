@@ -43,7 +43,7 @@ _SYL = [
 ]
 
 
-_WORDS = [
+WORDS = [
     "Phantom",
     "Harbor",
     "Silver",
@@ -71,7 +71,7 @@ _WORDS = [
 ]
 
 
-_NOUNS = [
+NOUNS = [
     "Garden",
     "Signal",
     "Kingdom",
@@ -125,7 +125,7 @@ CITIES = [
 OSCAR_CATEGORIES = ["Best Picture", "Best Director", "Best Actor", "Best Actress"]
 
 
-def _name(rng: random.Random, parts: int = 2) -> str:
+def random_name(rng: random.Random, parts: int = 2) -> str:
     # 2-4 syllables: about 346k one-word names, enough for the large world's 730k song titles
     # and 243k company names (2-3 syllables gave 14k, and the large world never finished)
     return " ".join(
@@ -134,20 +134,20 @@ def _name(rng: random.Random, parts: int = 2) -> str:
     )
 
 
-def _title(rng: random.Random) -> str:
+def random_title(rng: random.Random) -> str:
     # A few short, common-word titles (the hardest to disambiguate), then an unbounded space.
     roll = rng.random()
     if roll < 0.15:
-        return rng.choice(_WORDS)
+        return rng.choice(WORDS)
     if roll < 0.4:
-        return f"{rng.choice(_WORDS)} {rng.choice(_NOUNS)}"
+        return f"{rng.choice(WORDS)} {rng.choice(NOUNS)}"
     if roll < 0.7:
-        return f"The {rng.choice(_NOUNS)} of {_name(rng, 1)}"
-    return f"{_name(rng, 1)} {rng.choice(_NOUNS)}"
+        return f"The {rng.choice(NOUNS)} of {random_name(rng, 1)}"
+    return f"{random_name(rng, 1)} {rng.choice(NOUNS)}"
 
 
 @functools.cache
-def _trading_days() -> tuple[date, ...]:
+def world_trading_days() -> tuple[date, ...]:
     return tuple(trading_days(START, END))
 
 
@@ -164,7 +164,7 @@ def price_key(d: date) -> str:
     return f"{d.isoformat()} 00:00:00 EST"
 
 
-class _Unique:
+class UniqueNames:
     """Hands out names not used before (case-insensitively) within one namespace."""
 
     def __init__(self) -> None:
@@ -178,7 +178,7 @@ class _Unique:
         return name
 
 
-def _lookalikes(name: str, kind: str) -> list[str]:
+def lookalikes(name: str, kind: str) -> list[str]:
     """Hard negatives: names a careless agent confuses with ``name``."""
     if kind == "movie":
         return [f"{name} II", f"The {name}", f"{name}: Reloaded", f"Return of the {name}"]
@@ -194,14 +194,14 @@ def _lookalikes(name: str, kind: str) -> list[str]:
     return [f"{name} (disambiguation)", f"{name} Jr."]
 
 
-def _pop(i: int) -> str:
+def popularity_of(i: int) -> str:
     return POPULARITY[i % 3]
 
 
-def _noise_names(rng, name, kind, noise, make, unique) -> list[str]:
+def noise_names(rng, name, kind, noise, make, unique) -> list[str]:
     """``noise`` distractor names: look-alikes first, then random same-type names."""
     out = []
-    for n in _lookalikes(name, kind):
+    for n in lookalikes(name, kind):
         if len(out) < noise and unique.take(n):
             out.append(n)
     while len(out) < noise:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from raleval.envs.crag.world.common import (
     SECTORS,
-    _name,
-    _noise_names,
-    _pop,
-    _trading_days,
-    _Unique,
+    UniqueNames,
+    noise_names,
+    popularity_of,
+    random_name,
+    world_trading_days,
 )
 
 if TYPE_CHECKING:
@@ -34,11 +34,12 @@ def _ticker(rng: random.Random, name: str, used: set[str]) -> str:
 
 
 def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
-    unique, tickers = _Unique(), set()
-    days = _trading_days()
+    unique, tickers = UniqueNames(), set()
+    days = world_trading_days()
 
     def company_name(r: random.Random) -> str:
-        return f"{_name(r, 1)} {r.choice(['Systems', 'Energy', 'Labs', 'Bank', 'Motors', 'Foods'])}"
+        first = random_name(r, 1)  # drawn before the kind: the world's draws stay in order
+        return f"{first} {r.choice(['Systems', 'Energy', 'Labs', 'Bank', 'Motors', 'Foods'])}"
 
     names: list[tuple[str, bool, int]] = []
     for i in range(n_core):
@@ -47,7 +48,7 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
             name = unique.take(company_name(rng))
         names.append((name, True, i))
         names += [
-            (n, False, i) for n in _noise_names(rng, name, "company", noise, company_name, unique)
+            (n, False, i) for n in noise_names(rng, name, "company", noise, company_name, unique)
         ]
     for name, core, i in names:
         ticker = _ticker(rng, name, tickers)
@@ -80,6 +81,6 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
             type="company",
             domain="finance",
             name=name,
-            popularity=_pop(i),
+            popularity=popularity_of(i),
             core=core,
         )

@@ -10,12 +10,12 @@ from raleval.envs.crag.world.common import (
     GENRES,
     LANGS,
     OSCAR_CATEGORIES,
-    _lookalikes,
-    _name,
-    _noise_names,
-    _pop,
-    _title,
-    _Unique,
+    UniqueNames,
+    lookalikes,
+    noise_names,
+    popularity_of,
+    random_name,
+    random_title,
 )
 
 if TYPE_CHECKING:
@@ -23,13 +23,13 @@ if TYPE_CHECKING:
 
 
 def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
-    titles, pnames = _Unique(), _Unique()
+    titles, pnames = UniqueNames(), UniqueNames()
     n_people = max(8, n_core * 3)
     person_ids: list[int] = []
     for i in range(n_people * (1 + noise // 3)):
         name = None
         while name is None:
-            name = pnames.take(_name(rng))
+            name = pnames.take(random_name(rng))
         pid = 1000 + i
         core = i < n_people
         birthday = date(rng.randint(1940, 2000), rng.randint(1, 12), rng.randint(1, 28))
@@ -43,13 +43,18 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
             "core": core,
         }
         w.add_node(
-            f"person:{pid}", type="person", domain="movie", name=name, popularity=_pop(i), core=core
+            f"person:{pid}",
+            type="person",
+            domain="movie",
+            name=name,
+            popularity=popularity_of(i),
+            core=core,
         )
         person_ids.append(pid)
     core_people = person_ids[:n_people]
     # person look-alikes: names built from core names
     for i, pid in enumerate(core_people[: max(1, n_core // 2)]):
-        for j, alt in enumerate(_lookalikes(w.people[pid]["name"], "person")):
+        for j, alt in enumerate(lookalikes(w.people[pid]["name"], "person")):
             if pnames.take(alt):
                 nid = 500_000 + i * 10 + j
                 w.people[nid] = {
@@ -76,9 +81,11 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
     for i in range(n_core):
         t = None
         while t is None:
-            t = titles.take(_title(rng))
+            t = titles.take(random_title(rng))
         all_titles.append((t, True, i))
-        all_titles += [(n, False, i) for n in _noise_names(rng, t, "movie", noise, _title, titles)]
+        all_titles += [
+            (n, False, i) for n in noise_names(rng, t, "movie", noise, random_title, titles)
+        ]
     for title, core, i in all_titles:
         mid = next_id
         next_id += 1
@@ -108,7 +115,7 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
             ],
             "oscar_awards": [],
             "cast": [
-                {"name": w.people[p]["name"], "id": p, "character": _name(rng, 1), "order": k}
+                {"name": w.people[p]["name"], "id": p, "character": random_name(rng, 1), "order": k}
                 for k, p in enumerate(cast_ids)
             ],
             "crew": [{"name": w.people[director]["name"], "id": director, "job": "Director"}],
@@ -121,7 +128,12 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
         w.people[director]["directed_movies"].append(mid)
         w.graph.add_edge(f"person:{director}", f"movie:{mid}", key="directed")
         w.add_node(
-            f"movie:{mid}", type="movie", domain="movie", name=title, popularity=_pop(i), core=core
+            f"movie:{mid}",
+            type="movie",
+            domain="movie",
+            name=title,
+            popularity=popularity_of(i),
+            core=core,
         )
     # Oscars: each ceremony year picks winners among core movies released the year before
     by_year: dict[int, list[int]] = {}

@@ -7,17 +7,17 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
 from raleval.envs.crag.world.common import (
-    _NOUNS,
-    _WORDS,
     CITIES,
     COUNTRIES,
     END,
-    _lookalikes,
-    _name,
-    _noise_names,
-    _pop,
-    _title,
-    _Unique,
+    NOUNS,
+    WORDS,
+    UniqueNames,
+    lookalikes,
+    noise_names,
+    popularity_of,
+    random_name,
+    random_title,
 )
 
 if TYPE_CHECKING:
@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 
 
 def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
-    anames, snames = _Unique(), _Unique()
+    anames, snames = UniqueNames(), UniqueNames()
 
     def band_name(r: random.Random) -> str:
         if r.random() < 0.5:
-            return f"The {r.choice(_WORDS)} {_name(r, 1)}s"
-        return _name(r)
+            return f"The {r.choice(WORDS)} {random_name(r, 1)}s"
+        return random_name(r)
 
     entries: list[tuple[str, bool, int]] = []
     so_far: list[str] = []  # artists generated so far, in order
@@ -39,7 +39,7 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
         while a is None:
             a = anames.take(band_name(rng))
         entries.append((a, True, i))
-        entries += [(n, False, i) for n in _noise_names(rng, a, "artist", noise, band_name, anames)]
+        entries += [(n, False, i) for n in noise_names(rng, a, "artist", noise, band_name, anames)]
     for name, core, i in entries:
         is_band = name.startswith("The ") or rng.random() < 0.3
         start = rng.randint(1960, 2015)
@@ -51,7 +51,7 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
                 left = None
                 if rng.random() < 0.3:
                     left = date(start + rng.randint(1, 8), 6, 1)
-                members.append((joined, left.isoformat() if left else None, _name(rng)))
+                members.append((joined, left.isoformat() if left else None, random_name(rng)))
         so_far.append(name)
         w.artists[name] = {
             "name": name,
@@ -72,7 +72,7 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
             type="artist",
             domain="music",
             name=name,
-            popularity=_pop(i),
+            popularity=popularity_of(i),
             core=core,
         )
         for member in members:
@@ -80,14 +80,14 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
         for k in range(rng.randint(2, 4)):
             s = None
             while s is None:
-                s = snames.take(_title(rng))
+                s = snames.take(random_title(rng))
             released = date(
                 max(start, 1990) + rng.randint(0, 8), rng.randint(1, 12), rng.randint(1, 28)
             )
             song = {
                 "name": s,
                 "artist": name,
-                "author": _name(rng) if rng.random() < 0.5 else name,
+                "author": random_name(rng) if rng.random() < 0.5 else name,
                 "release_country": rng.choice(COUNTRIES),
                 "release_date": released.isoformat(),
                 "core": core and k == 0,
@@ -100,11 +100,11 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
                 type="song",
                 domain="music",
                 name=s,
-                popularity=_pop(i),
+                popularity=popularity_of(i),
                 core=song["core"],
             )
             if song["core"]:
-                for alt in _lookalikes(s, "song")[: max(1, noise // 10)]:
+                for alt in lookalikes(s, "song")[: max(1, noise // 10)]:
                     if snames.take(alt):
                         w.songs[alt] = {
                             **song,
@@ -161,6 +161,6 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
         w.grammys[year] = {
             "best_new_artist": rng.choice(core_artists),
             "song_of_the_year": rng.choice(core_songs),
-            "album_of_the_year": f"{rng.choice(_WORDS)} {rng.choice(_NOUNS)}",
+            "album_of_the_year": f"{rng.choice(WORDS)} {rng.choice(NOUNS)}",
         }
         w.grammys[year]["album_artist"] = rng.choice(core_artists)

@@ -6,13 +6,13 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from raleval.envs.crag.world.common import (
-    _NOUNS,
-    _WORDS,
     COUNTRIES,
-    _name,
-    _noise_names,
-    _pop,
-    _Unique,
+    NOUNS,
+    WORDS,
+    UniqueNames,
+    noise_names,
+    popularity_of,
+    random_name,
 )
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
-    unique = _Unique()
+    unique = UniqueNames()
     kinds = [
         ("river", "a river"),
         ("mountain", "a mountain"),
@@ -30,14 +30,14 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
     ]
 
     def make(r: random.Random) -> str:
-        return _name(r, r.choice([1, 2]))
+        return random_name(r, r.choice([1, 2]))
 
     for i in range(n_core):
         name = None
         while name is None:
             name = unique.take(make(rng))
         group = [(name, True)] + [
-            (n, False) for n in _noise_names(rng, name, "open", noise, make, unique)
+            (n, False) for n in noise_names(rng, name, "open", noise, make, unique)
         ]
         for n, core in group:
             kind, article = rng.choice(kinds)
@@ -46,13 +46,11 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
                 facts["length_km" if kind == "river" else "height_m"] = rng.randint(50, 8000)
             elif kind == "inventor":
                 facts["born"] = str(rng.randint(1800, 1990))
-                facts["known_for"] = (
-                    f"the {rng.choice(_WORDS).lower()} {rng.choice(_NOUNS).lower()}"
-                )
+                facts["known_for"] = f"the {rng.choice(WORDS).lower()} {rng.choice(NOUNS).lower()}"
             elif kind == "city":
                 facts["population"] = rng.randint(10_000, 9_000_000)
             else:
-                facts["author"] = _name(rng)
+                facts["author"] = random_name(rng)
                 facts["published"] = str(rng.randint(1850, 2022))
             text = f"{n} is {article} in {facts['country']}. " + " ".join(
                 f"Its {k.replace('_', ' ')} is {v}."
@@ -61,5 +59,10 @@ def generate(w: CragWorld, rng: random.Random, n_core: int, noise: int) -> None:
             )
             w.open_entities[n] = {"summary_text": text, "summary_structured": facts, "core": core}
             w.add_node(
-                f"open:{n}", type="open", domain="open", name=n, popularity=_pop(i), core=core
+                f"open:{n}",
+                type="open",
+                domain="open",
+                name=n,
+                popularity=popularity_of(i),
+                core=core,
             )

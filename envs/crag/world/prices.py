@@ -19,7 +19,7 @@ from functools import cache
 
 import numpy as np
 
-from raleval.envs.crag.world.common import _trading_days
+from raleval.envs.crag.world.common import world_trading_days
 
 MINUTES = 390  # 09:30 to 15:59
 
@@ -56,7 +56,7 @@ class PriceSeries:
 
 @cache
 def calendar() -> tuple[date, ...]:
-    return _trading_days()
+    return world_trading_days()
 
 
 def days_through(when: date) -> int:

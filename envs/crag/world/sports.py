@@ -7,7 +7,7 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
 from raleval.envs.crag.world.common import (
-    _name,
+    random_name,
 )
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def generate(w: CragWorld, rng: random.Random, n_core: int) -> None:
-    cities = [_name(rng, 1) for _ in range(max(6, min(30, n_core)))]
+    cities = [random_name(rng, 1) for _ in range(max(6, min(30, n_core)))]
     nba_teams = [
         f"{c} {rng.choice(['Hawks', 'Comets', 'Giants', 'Kings', 'Wolves'])}" for c in cities
     ]

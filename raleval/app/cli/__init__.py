@@ -11,6 +11,7 @@ from raleval.app.cli import run  # noqa: F401  run, retry
 from raleval.app.cli import grading  # noqa: F401  audit, score, grade
 from raleval.app.cli import catalog  # noqa: F401  list, models, tasks
 from raleval.app.cli import results  # noqa: F401  report, table, compare, export
+from raleval.app.cli import power  # noqa: F401  power
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki
 from raleval.app.cli import diagnosis  # noqa: F401  diagnose
 

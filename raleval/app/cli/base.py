@@ -37,7 +37,7 @@ def _main(
         typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
     ] = False,
     debug: Annotated[
-        bool, typer.Option("--debug", envvar="RALEVALDEBUG", help="show tracebacks on errors")
+        bool, typer.Option("--debug", envvar="RALEVAL_DEBUG", help="show tracebacks on errors")
     ] = False,
 ) -> None:
     """Evaluate retrieval-augmented LLMs as tool-using agents."""
@@ -46,14 +46,15 @@ def _main(
 
 def fail(message: str, code: int = USER_ERROR) -> None:
     """Print ``error: message`` (user text escaped, never read as Rich markup) and exit."""
-    from rich.console import Console
     from rich.markup import escape
+
+    from raleval.app.console import make_console
 
     if DEBUG["on"] and sys.exc_info()[1] is not None:
         import traceback
 
         traceback.print_exc()
-    Console(stderr=True, soft_wrap=True).print(
+    make_console(stderr=True, soft_wrap=True).print(
         f"[bold red]error:[/] {escape(message)}", highlight=False, emoji=False
     )
     raise typer.Exit(code)
@@ -103,14 +104,15 @@ def main() -> None:
     except Exception as exc:
         if DEBUG["on"] or "--debug" in sys.argv:
             raise
-        from rich.console import Console
         from rich.markup import escape
+
+        from raleval.app.console import make_console
 
         if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
             what = f"no space left on the device ({exc.filename or 'a write'})"
         else:
             what = f"{type(exc).__name__}: {exc}"
-        Console(stderr=True, soft_wrap=True).print(
+        make_console(stderr=True, soft_wrap=True).print(
             f"[bold red]error:[/] {escape(what)} (run again with --debug for the traceback)",
             highlight=False,
             emoji=False,

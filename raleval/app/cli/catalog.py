@@ -16,6 +16,24 @@ from raleval.app.cli.base import (
     user_errors,
 )
 
+WORLD_OPTIONS = ("backend", "size", "seed")  # the options that choose an environment's world
+
+
+def default_world(env_entry: object) -> str:
+    """`` Default world: size=tiny, seed=0.`` for an environment whose factory chooses its
+    world by options (none for one that takes a path or a server)."""
+    import inspect
+
+    params = getattr(env_entry, "parameters", lambda: None)() or {}
+    shown = [
+        f"{k}={params[k].default}"
+        for k in WORLD_OPTIONS
+        if k in params and params[k].default not in (inspect.Parameter.empty, None)
+    ]
+    default_tasks = getattr(env_entry, "default_tasks", None)
+    text = f" Default world: {', '.join(shown)}." if shown else ""
+    return text + (f" Default task set: {default_tasks}." if default_tasks else "")
+
 
 @app.command("list")
 def list_plugins(
@@ -33,11 +51,11 @@ def list_plugins(
     import shutil
     import textwrap
 
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from raleval import registry
+    from raleval.app.console import make_console
 
     if kind == "tools":
         from raleval.config import parse_key_values
@@ -57,7 +75,7 @@ def list_plugins(
             example = tool["example"] and json.dumps(tool["example"]["arguments"])
             cells = (tool["name"], params, tool["description"], example)
             table.add_row(*(escape(x or "") for x in cells))
-        Console().print(table)
+        make_console().print(table)
         return
 
     kinds = {
@@ -77,6 +95,8 @@ def list_plugins(
             desc = f"{obj.level.value} {obj.domain}, metric {obj.metric}: {obj.description}"
         else:
             desc = plain_doc(obj)
+        if kind == "envs" and not isinstance(obj, Exception):
+            desc += default_world(obj)
         entries.append((name, desc))
     if kind == "tasks":
         for name in registry.task_sets.names():
@@ -95,13 +115,16 @@ def list_plugins(
 @app.command()
 def models() -> None:
     """List the embedded local models and whether their weights are installed."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from raleval.agents.local import LOCAL_MODELS, is_installed
+    from raleval.app.console import make_console
 
-    table = Table(title="local models (local/<name>)")
+    table = Table(
+        title="local models (local/<name>)",
+        caption="any other GGUF file: local/<path>.gguf (its context window from its metadata)",
+    )
     for col in ("name", "installed", "size", "RAM", "description"):
         table.add_column(col)
     for name, w in LOCAL_MODELS.items():
@@ -113,7 +136,7 @@ def models() -> None:
             f"{w.ram_gb:.1f} GB",
             escape(w.description),
         )
-    Console().print(table)
+    make_console().print(table)
 
 
 tasks_app = typer.Typer(help="The task catalog: list families, build seasonal test sets.")
@@ -123,10 +146,10 @@ app.add_typer(tasks_app, name="tasks")
 @tasks_app.command("list")
 def tasks_list() -> None:
     """Every task family (level, domain, environment, metric) and every task set."""
-    from rich.console import Console
     from rich.table import Table
 
     from raleval import registry
+    from raleval.app.console import make_console
 
     table = Table(title="raleval task families")
     for col in ("family", "level", "domain", "env", "metric", "description"):
@@ -136,7 +159,7 @@ def tasks_list() -> None:
             table.add_row(name, "", "", "", "", f"failed to load: {fam}")
             continue
         table.add_row(name, fam.level.value, fam.domain, fam.env, fam.metric, fam.description)
-    console = Console()
+    console = make_console()
     console.print(table)
     sets = Table(title="task sets")
     sets.add_column("set")
@@ -158,9 +181,9 @@ def tasks_build(
     out: Annotated[Path | None, typer.Option(help="output folder")] = None,
 ) -> None:
     """Write test.jsonl, examples.jsonl and manifest.json for a seeded season."""
-    from rich.console import Console
     from rich.table import Table
 
+    from raleval.app.console import make_console
     from raleval.tasks.catalog import build_catalog
 
     folder = out or Path("catalog") / f"{tasks}-{season}"
@@ -175,7 +198,7 @@ def tasks_build(
         table.add_row(
             fid, f["level"], f["env"], str(f["test"]), str(f["examples"]), str(f["seconds"])
         )
-    Console().print(table)
+    make_console().print(table)
     typer.echo(f"test.jsonl sha256 {manifest['files']['test.jsonl']}")
 
 

@@ -13,7 +13,6 @@ from raleval.app.cli.base import app, fail, user_errors
 
 def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
     """The cause tables and the R-Eval label by cause cross-tab of the runs' diagnoses."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -22,9 +21,9 @@ def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
     diagnoses = [d for p in run_dirs for d in read_diagnoses(p)]
     if not diagnoses:
         fail(f"no {', '.join(map(str, run_dirs))} has a diagnosis.jsonl: run raleval diagnose")
-    console = Console()
-    if not console.is_terminal:  # a pipe or a log: wide enough for every cause column
-        console = Console(width=max(console.width, 140))
+    from raleval.app.console import make_console
+
+    console = make_console()
     for title, header, rows in cause_tables(diagnoses):
         if fmt == "csv":
             typer.echo(f"# {title}")

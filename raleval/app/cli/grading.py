@@ -37,10 +37,9 @@ def audit(
 ) -> None:
     """Shortcut audit: no-tool baselines per family against chance; exit 1 when one wins, 3 when
     none wins but a family has too few items to judge."""
-    from rich.console import Console
-
     from raleval import registry
     from raleval.analysis.audit import audit_table, audit_tasks, dumps, markdown_table
+    from raleval.app.console import make_console
     from raleval.tasks.catalog import load_tasks
 
     try:
@@ -65,7 +64,7 @@ def audit(
     elif markdown:
         typer.echo(markdown_table(report))
     else:
-        Console().print(audit_table(report))
+        make_console().print(audit_table(report))
     if report.failed:
         raise typer.Exit(1)
     if not report.passed:  # nothing failed, but a family was too small to judge
@@ -104,15 +103,18 @@ def score(
         float,
         typer.Option(
             envvar="RALEVAL_THRESHOLD",
-            help="F1 at or above which a free-text answer is correct (R-Eval: 0.05)",
+            help="F1 at or above which a free-text answer counts as correct (typed answers: "
+            "entities, counts, dates, lists, follow their own rule). 0.05 reproduces R-Eval's "
+            "error analysis (its code's f1_threshold; the paper states no number), where one "
+            "shared word in twenty makes a match; 0.5, the default, asks for half the words. "
+            "Report the threshold beside the labels",
         ),
     ] = 0.5,
 ) -> None:
     """Recompute scores and error types from stored trajectories (no model or tool calls)."""
-    from rich.console import Console
-
     from raleval.analysis.runs import load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
+    from raleval.app.console import make_console
     from raleval.store import RESULTS, TASKS, write_atomic
 
     try:
@@ -140,7 +142,7 @@ def score(
             for t in scored
         )
         write_atomic(run_dir / "scores.jsonl", lines)
-        console = Console()
+        console = make_console()
         console.print(
             render_table(summarize(scored, run.tasks), title=f"{run_dir} (threshold {threshold})")
         )

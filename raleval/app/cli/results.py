@@ -16,7 +16,9 @@ from raleval.app.cli.base import (
 
 @app.command()
 def report(
-    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+    ],
     out: Annotated[
         Path | None,
         typer.Option(
@@ -41,97 +43,110 @@ def report(
 
 @app.command()
 def table(
-    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
+    ci: Annotated[
+        bool | None,
+        typer.Option(
+            "--ci/--no-ci",
+            help="each mean with ± its 95% interval, clustered by template (default: on for "
+            "rich, off for csv, markdown and latex)",
+        ),
+    ] = None,
     diagnosis: Annotated[
         bool, typer.Option("--diagnosis", help="the causes of failure (raleval diagnose)")
     ] = False,
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
-    from rich.console import Console
+    from raleval.analysis.runs import find_runs, load_run, per_task_table
+    from raleval.app.console import make_console
 
     if diagnosis:
         from raleval.app.cli.diagnosis import print_diagnosis_tables
 
-        print_diagnosis_tables(run_dirs, fmt)
+        try:
+            found = find_runs(run_dirs)
+        except user_errors() as exc:
+            fail(str(exc))
+        print_diagnosis_tables(found, fmt)
         return
 
-    from raleval.analysis.runs import load_run, per_task_table
-
     try:
-        t = per_task_table([load_run(p) for p in run_dirs])
+        t = per_task_table([load_run(p) for p in find_runs(run_dirs)])
     except user_errors() as exc:
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
     if fmt == "rich":
-        Console().print(t.to_rich())
+        make_console().print(t.to_rich(ci=ci))
     elif fmt in renderers:
-        typer.echo(renderers[fmt](), nl=False)
+        typer.echo(renderers[fmt](ci=bool(ci)), nl=False)
     else:
         fail(f"--format must be rich, csv, markdown or latex, not {fmt!r}")
 
 
 @app.command()
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="run directory A")],
-    run_b: Annotated[Path, typer.Argument(help="run directory B")],
+    run_dirs: Annotated[
+        list[Path],
+        typer.Argument(help="two or more run directories (A B [C ...]), or a log directory"),
+    ],
     threshold: Annotated[float, typer.Option(envvar="RALEVAL_THRESHOLD")] = 0.5,
+    cluster: Annotated[
+        str,
+        typer.Option(
+            help="auto (a task's declared cluster, else its template) | family | task (none) | "
+            "a task metadata key (e.g. person_id)"
+        ),
+    ] = "auto",
+    alpha: Annotated[float, typer.Option(help="significance level (Holm over all pairs)")] = 0.05,
+    power: Annotated[float, typer.Option(help="power for the minimum detectable difference")] = 0.8,
 ) -> None:
-    """Paired comparison of two runs on the tasks they share (bootstrap and McNemar)."""
-    from rich.console import Console
-
-    from raleval.analysis.runs import load_run
-    from raleval.analysis.stats import compare as paired
-    from raleval.analysis.stats import tasks_needed
+    """Every pair of runs on their shared tasks: clustered paired t test on F1 (tasks of one
+    template are one cluster; with epochs a task's mean is the unit), Holm-corrected p-values,
+    the minimum detectable difference, and each run's between-epoch flip rate."""
+    from raleval.analysis.compare import compare_runs, render_comparison, run_units
+    from raleval.analysis.runs import find_runs, load_run
+    from raleval.app.console import make_console
 
     try:
-        a, b = load_run(run_a), load_run(run_b)
-    except user_errors() as exc:
+        found = find_runs(run_dirs)
+        if len(found) < 2:
+            fail("compare needs at least two run directories")
+        units = [run_units(load_run(p), threshold, cluster, label=str(p)) for p in found]
+    except (*user_errors(), ValueError) as exc:
         fail(str(exc))
-    fa = {(t.task_id, t.epoch): t for t in a.results}
-    fb = {(t.task_id, t.epoch): t for t in b.results}
-    common = sorted(set(fa) & set(fb))
-    if not common:
-        fail("the two runs share no task")
-    f1a = [fa[k].scores.get("f1", 0.0) for k in common]
-    f1b = [fb[k].scores.get("f1", 0.0) for k in common]
-    result = paired(f1a, f1b, [x >= threshold for x in f1a], [x >= threshold for x in f1b])
-    diffs = [x - y for x, y in zip(f1a, f1b, strict=True)]
-    c = Console()
-    c.print(f"A = {a.system} ({run_a})\nB = {b.system} ({run_b})", highlight=False)
-    c.print(
-        f"{result.n} shared tasks: mean F1 A {result.mean_a:.3f}, B {result.mean_b:.3f}",
-        highlight=False,
-    )
-    c.print(
-        f"A - B = {result.diff} (95% paired bootstrap), p = {result.p_bootstrap:.4f}",
-        highlight=False,
-    )
-    c.print(
-        f"McNemar on matches (F1 >= {threshold}): A only {result.a_only}, B only "
-        f"{result.b_only}, exact p = {result.p_mcnemar:.4f}",
-        highlight=False,
-    )
-    c.print(
-        f"tasks needed for a +/-0.05 interval on the difference: {tasks_needed(diffs, 0.05)}",
-        highlight=False,
-    )
+    result = compare_runs(units, alpha, power)
+    if not result.pairs:
+        fail("no two runs share a task")
+    letters = [chr(ord("A") + i) if i < 26 else f"R{i}" for i in range(len(units))]
+    c = make_console()
+    for letter, u in zip(letters, units, strict=True):
+        c.print(f"{letter} = {u.system} ({u.label})", highlight=False, markup=False)
+    c.print(render_comparison(result, letters))
 
 
 @app.command()
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="a run directory, or a log directory: every run below it")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="parquet | csv | inspect")] = "parquet",
-    out: Annotated[Path, typer.Option(help="output file (steps go beside it)")] = Path(
-        "episodes.parquet"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="output file; steps go beside it (episodes.steps.parquet)",
+            show_default="episodes.parquet, episodes.csv or run.eval",
+        ),
+    ] = None,
 ) -> None:
     """Export a run: episodes (and steps) as Parquet or CSV, or an Inspect AI eval log."""
-    from raleval.analysis.export import export_run
+    from raleval.analysis.export import MissingExtraError, export_run
 
     try:
         written = export_run(run_dir, fmt, out)
-    except user_errors() as exc:
+    except (*user_errors(), MissingExtraError) as exc:
         fail(str(exc))
     for path in written:
         typer.echo(f"wrote {path}")

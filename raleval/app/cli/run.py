@@ -18,8 +18,29 @@ from raleval.app.cli.base import (
     user_errors,
 )
 
+# ``raleval run --help`` groups its options in these panels; every option shows its default
+# (the RunConfig default it stands for: tests/test_cli_help.py checks they agree) and has a
+# RALEVAL_<NAME> environment twin, named once in the command's help instead of per option.
+MODEL, ENV, TASKS, BUDGETS, OUTPUT, DISTRIBUTION = (
+    "Model and workflow",
+    "Environment",
+    "Tasks",
+    "Budgets and fault injection",
+    "Output and resuming",
+    "Distribution",
+)
+_OPT = {"show_envvar": False}
 
-@app.command()
+RUN_HELP = (
+    "Run (or resume) an evaluation and print its results table.\n\n"
+    "Every option but --force also reads an environment variable: RALEVAL_ and its name "
+    "in capitals (RALEVAL_MODEL, RALEVAL_LIMIT, RALEVAL_MODEL_OPTIONS for -M, ...).\n\n"
+    "Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them "
+    "with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."
+)
+
+
+@app.command(help=RUN_HELP)
 def run(
     model: Annotated[
         str | None,
@@ -27,63 +48,35 @@ def run(
             "--model",
             "-m",
             envvar="RALEVAL_MODEL",
-            help="provider/name, e.g. scripted/oracle, openai/gpt-4o-mini",
+            help="provider/name: local/qwen2.5-0.5b, local/PATH.gguf, scripted/oracle, "
+            "openai/gpt-4o-mini, openai-compatible/NAME@URL (raleval list models)",
+            show_default="local/qwen2.5-0.5b",
+            rich_help_panel=MODEL,
+            **_OPT,
         ),
     ] = None,
-    env: Annotated[str | None, typer.Option(envvar="RALEVAL_ENV", help="environment")] = None,
-    workflow: Annotated[
-        str | None, typer.Option("--workflow", "-w", envvar="RALEVAL_WORKFLOW", help="workflow")
-    ] = None,
-    tasks: Annotated[
-        str | None,
-        typer.Option(envvar="RALEVAL_TASKS", help="task set, family id or tasks .jsonl file"),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            envvar="RALEVAL_LIMIT",
-            help="run N tasks taken round-robin across the set's families "
-            "(each family's in its seeded generated order); raising N extends a run",
-        ),
-    ] = None,
-    sample_id: Annotated[
-        str | None,
-        typer.Option(
-            "--sample-id", envvar="RALEVAL_SAMPLE_ID", help="run only these task ids (ID,ID,...)"
-        ),
-    ] = None,
-    tasks_per_family: Annotated[
-        int | None,
-        typer.Option(
-            envvar="RALEVAL_TASKS_PER_FAMILY",
-            help="tasks generated per family of a generated set (default 100); --limit and "
-            "--sample-id choose among them",
-        ),
-    ] = None,
-    seed: Annotated[int | None, typer.Option(envvar="RALEVAL_SEED")] = None,
-    max_connections: Annotated[
-        int | None,
-        typer.Option(envvar="RALEVAL_MAX_CONNECTIONS", help="episodes in flight at once"),
-    ] = None,
-    max_connections_per_endpoint: Annotated[
-        int | None,
-        typer.Option(
-            envvar="RALEVAL_MAX_CONNECTIONS_PER_ENDPOINT",
-            help="concurrent calls per model endpoint",
-        ),
-    ] = None,
-    log_dir: Annotated[Path | None, typer.Option(envvar="RALEVAL_LOG_DIR")] = None,
-    run_name: Annotated[str | None, typer.Option(envvar="RALEVAL_RUN_NAME")] = None,
     model_option: Annotated[
         list[str] | None,
         typer.Option(
-            "-M", "--model-option", envvar="RALEVAL_MODEL_OPTIONS", help="model option key=value"
+            "-M",
+            "--model-option",
+            envvar="RALEVAL_MODEL_OPTIONS",
+            help="model option key=value, repeatable (n_ctx=8192, timeout_s=120, ...)",
+            show_default="the provider's",
+            rich_help_panel=MODEL,
+            **_OPT,
         ),
     ] = None,
-    env_option: Annotated[
-        list[str] | None,
+    workflow: Annotated[
+        str | None,
         typer.Option(
-            "-E", "--env-option", envvar="RALEVAL_ENV_OPTIONS", help="environment option key=value"
+            "--workflow",
+            "-w",
+            envvar="RALEVAL_WORKFLOW",
+            help="react, function_calling, pal, dfsdt, direct or planned",
+            show_default="react",
+            rich_help_panel=MODEL,
+            **_OPT,
         ),
     ] = None,
     workflow_option: Annotated[
@@ -92,49 +85,107 @@ def run(
             "-W",
             "--workflow-option",
             envvar="RALEVAL_WORKFLOW_OPTIONS",
-            help="workflow option key=value (max_steps=10, react_style=two_call, ...)",
+            help="workflow option key=value, repeatable (max_steps=10, shots=1, ...)",
+            show_default="the workflow's",
+            rich_help_panel=MODEL,
+            **_OPT,
         ),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            envvar="RALEVAL_CONFIG", help="YAML file; may list workflows x models x tasks"
-        ),
-    ] = None,
-    display: Annotated[
-        str, typer.Option(envvar="RALEVAL_DISPLAY", help="rich | plain | none")
-    ] = "rich",
-    backend: Annotated[
-        str | None,
-        typer.Option(
-            envvar="RALEVAL_BACKEND",
-            help="local (this process) | processes (--workers local processes) | ray",
-        ),
-    ] = None,
-    ray_address: Annotated[
-        str | None, typer.Option(envvar="RALEVAL_RAY_ADDRESS", help="Ray cluster address")
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option(envvar="RALEVAL_WORKERS", help="worker processes (processes, ray)")
-    ] = None,
-    tool_fault_rate: Annotated[
-        float | None,
-        typer.Option(envvar="RALEVAL_TOOL_FAULT_RATE", help="inject seeded tool faults"),
-    ] = None,
-    llm_fault_rate: Annotated[
-        float | None,
-        typer.Option(envvar="RALEVAL_LLM_FAULT_RATE", help="inject seeded model faults"),
-    ] = None,
-    epochs: Annotated[
-        int | None,
-        typer.Option(envvar="RALEVAL_EPOCHS", help="repeat every task; reports pass@k, pass^k"),
     ] = None,
     cache: Annotated[
         bool | None,
         typer.Option(
             "--cache/--no-cache",
             envvar="RALEVAL_CACHE",
-            help="serve repeated model requests from the response cache (default on)",
+            help="answer repeated model requests from the response cache",
+            show_default="--cache",
+            rich_help_panel=MODEL,
+            **_OPT,
+        ),
+    ] = None,
+    env: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_ENV",
+            help="environment: scholar, wiki, crag, crag-pages, remote, mcp or a plugin "
+            "(raleval list envs)",
+            show_default="scholar",
+            rich_help_panel=ENV,
+            **_OPT,
+        ),
+    ] = None,
+    env_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-E",
+            "--env-option",
+            envvar="RALEVAL_ENV_OPTIONS",
+            help="environment option key=value, repeatable (size=tiny, seed=3, ...)",
+            show_default="the environment's",
+            rich_help_panel=ENV,
+            **_OPT,
+        ),
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_TASKS",
+            help="task set, family id or tasks .jsonl file; SET@TESTBED for a testbed",
+            show_default="the environment's set",
+            rich_help_panel=TASKS,
+            **_OPT,
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_LIMIT",
+            help="run N tasks taken round-robin across the set's families (each family's "
+            "in its seeded order); raising N extends a run",
+            show_default="all",
+            rich_help_panel=TASKS,
+            **_OPT,
+        ),
+    ] = None,
+    sample_id: Annotated[
+        str | None,
+        typer.Option(
+            "--sample-id",
+            envvar="RALEVAL_SAMPLE_ID",
+            help="run only these task ids (ID,ID,...)",
+            show_default="all",
+            rich_help_panel=TASKS,
+            **_OPT,
+        ),
+    ] = None,
+    tasks_per_family: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_TASKS_PER_FAMILY",
+            help="tasks generated per family of a generated set; --limit and --sample-id "
+            "choose among them",
+            show_default="100",
+            rich_help_panel=TASKS,
+            **_OPT,
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_SEED",
+            help="seed of task generation, demonstrations and fault injection",
+            show_default="0",
+            rich_help_panel=TASKS,
+            **_OPT,
+        ),
+    ] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_EPOCHS",
+            help="repeat every task; reports pass@k and pass^k",
+            show_default="1",
+            rich_help_panel=TASKS,
+            **_OPT,
         ),
     ] = None,
     allow_foreign_tasks: Annotated[
@@ -142,28 +193,143 @@ def run(
         typer.Option(
             "--allow-foreign-tasks",
             envvar="RALEVAL_ALLOW_FOREIGN_TASKS",
-            help="run tasks made for another environment or world (refused by default)",
+            help="run tasks made for another environment or world (refused otherwise)",
+            show_default="off",
+            rich_help_panel=TASKS,
+            **_OPT,
         ),
     ] = None,
+    max_connections: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_MAX_CONNECTIONS",
+            help="episodes in flight at once, or auto: found from the endpoint's 429/503 "
+            "answers (AIMD), recorded in concurrency.jsonl",
+            show_default="8",
+            rich_help_panel=BUDGETS,
+            **_OPT,
+        ),
+    ] = None,
+    max_connections_per_endpoint: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_MAX_CONNECTIONS_PER_ENDPOINT",
+            help="concurrent calls per model endpoint",
+            show_default="no cap",
+            rich_help_panel=BUDGETS,
+            **_OPT,
+        ),
+    ] = None,
+    tool_fault_rate: Annotated[
+        float | None,
+        typer.Option(
+            envvar="RALEVAL_TOOL_FAULT_RATE",
+            help="share of tool calls answered by a seeded injected fault",
+            show_default="0.0",
+            rich_help_panel=BUDGETS,
+            **_OPT,
+        ),
+    ] = None,
+    llm_fault_rate: Annotated[
+        float | None,
+        typer.Option(
+            envvar="RALEVAL_LLM_FAULT_RATE",
+            help="share of model calls answered by a seeded injected fault",
+            show_default="0.0",
+            rich_help_panel=BUDGETS,
+            **_OPT,
+        ),
+    ] = None,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="RALEVAL_LOG_DIR",
+            help="folder that holds the run directories",
+            show_default="runs",
+            rich_help_panel=OUTPUT,
+            **_OPT,
+        ),
+    ] = None,
+    run_name: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_RUN_NAME",
+            help="the run directory's name inside --log-dir",
+            show_default="from env, workflow, model, tasks",
+            rich_help_panel=OUTPUT,
+            **_OPT,
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="RALEVAL_CONFIG",
+            help="YAML file of these options; may list workflows x models x tasks",
+            show_default="none",
+            rich_help_panel=OUTPUT,
+            **_OPT,
+        ),
+    ] = None,
+    display: Annotated[
+        str,
+        typer.Option(
+            envvar="RALEVAL_DISPLAY",
+            help="progress display: rich, plain or none",
+            rich_help_panel=OUTPUT,
+            **_OPT,
+        ),
+    ] = "rich",
     retry_failed: Annotated[
         bool,
         typer.Option(
             "--retry-failed",
             envvar="RALEVAL_RETRY_FAILED",
             help="run again the episodes whose last attempt failed for infrastructure reasons",
+            show_default="off",
+            rich_help_panel=OUTPUT,
+            **_OPT,
         ),
     ] = False,
     force: Annotated[
         bool,
         typer.Option(
-            "--force", help="set aside (not delete) a run directory that holds another run"
+            "--force",
+            help="set aside (not delete) a run directory that holds another run",
+            show_default="off",
+            rich_help_panel=OUTPUT,
         ),
     ] = False,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_BACKEND",
+            help="local (this process), processes (--workers processes) or ray",
+            show_default="local",
+            rich_help_panel=DISTRIBUTION,
+            **_OPT,
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RALEVAL_WORKERS",
+            help="worker processes of the processes and ray backends",
+            show_default="2",
+            rich_help_panel=DISTRIBUTION,
+            **_OPT,
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RALEVAL_RAY_ADDRESS",
+            help="Ray cluster to join",
+            show_default="a local Ray",
+            rich_help_panel=DISTRIBUTION,
+            **_OPT,
+        ),
+    ] = None,
 ) -> None:
-    """Run (or resume) an evaluation and print its results table.
-
-    Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them
-    with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."""
     from raleval.config import build_config, load_matrix, parse_key_values
 
     try:
@@ -280,10 +446,10 @@ def _command_line() -> str:
 
 def _matrix_report(configs: list[Any]) -> None:
     """One report over every cell of a matrix, in the log dir (beside matrix.md)."""
-    from rich.console import Console
     from rich.markup import escape
 
     from raleval.analysis.report import write_report
+    from raleval.app.console import make_console
     from raleval.store import RESULTS
 
     dirs = [c.run_dir for c in configs if (c.run_dir / RESULTS).exists()]
@@ -293,35 +459,28 @@ def _matrix_report(configs: list[Any]) -> None:
         path = write_report(dirs, configs[0].log_dir / "matrix-report.html")
         typer.echo(f"matrix report: {path}")
     except Exception as exc:  # the results are safe; `raleval report` can retry
-        Console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
+        make_console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
 
 
 def _run_one(cfg: Any, display: str) -> bool:
     """Run one configuration and print its results; False if episodes failed or went
     unwritten (the run is then incomplete, and the exit status 1)."""
-    import asyncio
-
-    from rich.console import Console
     from rich.markup import escape
 
     from raleval.analysis.summary import render_table, summarize
-    from raleval.app.runner import run as run_async
+    from raleval.app.console import make_console
+    from raleval.app.runner import run_sync
     from raleval.store import RESULTS
 
-    console = Console()
+    console = make_console()
     try:
-        if cfg.backend == "local":
-            summary = asyncio.run(run_async(cfg, display=display))
-        else:  # episodes in worker processes, this one writing
-            from raleval.app.runner import run_sync
-
-            summary = run_sync(cfg, display)
+        summary = run_sync(cfg, display)
     except KeyboardInterrupt:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
         _exit_interrupted(f"{summary.ran} episodes finished and saved in {summary.run_dir}")
     if summary.write_error is not None:
-        Console(stderr=True, soft_wrap=True).print(
+        make_console(stderr=True, soft_wrap=True).print(
             f"[bold red]error:[/] cannot write results: {escape(summary.write_error)}; the run "
             f"stopped before its next model call ({summary.ran} episodes saved, "
             f"{summary.unwritten} to run again). Free space, then: {escape(_command_line())}",
@@ -340,6 +499,16 @@ def _run_one(cfg: Any, display: str) -> bool:
         f"results in {summary.run_dir / RESULTS}",
         highlight=False,
     )
+    if cfg.max_connections == "auto":
+        from raleval.concurrency import LOG_NAME, settled
+
+        level = settled(summary.run_dir)
+        if level is not None:
+            console.print(
+                f"max-connections auto: settled at {level.get('settled', level['limit'])} "
+                f"({summary.run_dir / LOG_NAME})",
+                highlight=False,
+            )
     for label, rates in robustness_rates(run).items():
         shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
         console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
@@ -355,7 +524,7 @@ def _run_one(cfg: Any, display: str) -> bool:
         report = save_report([run], summary.run_dir / "report.html")
         console.print(f"report: {report}", highlight=False)
     except Exception as exc:  # the results are safe on disk; a report can be made later
-        Console(stderr=True).print(
+        make_console(stderr=True).print(
             f"[yellow]no report[/]: {escape(str(exc))}; run `raleval report "
             f"{escape(str(summary.run_dir))}` to retry",
             highlight=False,
@@ -365,8 +534,9 @@ def _run_one(cfg: Any, display: str) -> bool:
 
 def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
     """The failure summary by cause; True when there is none."""
-    from rich.console import Console
     from rich.markup import escape
+
+    from raleval.app.console import make_console
 
     if not failures:
         return True
@@ -375,7 +545,7 @@ def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
     again = _command_line()
     if "--retry-failed" not in again:
         again += " --retry-failed"
-    Console(stderr=True, soft_wrap=True).print(
+    make_console(stderr=True, soft_wrap=True).print(
         f"[bold yellow]{n} episode(s) failed for infrastructure reasons[/] (not scored): "
         f"{escape(causes)}\nretry them with: {escape(again)}",
         highlight=False,

@@ -22,12 +22,11 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("stats")
 def cache_stats() -> None:
     """Entries and size of the response cache, per model."""
-    from rich.console import Console
-
+    from raleval.app.console import make_console
     from raleval.cache import ResponseCache, default_cache_path
 
     stats = ResponseCache(default_cache_path()).stats()
-    console = Console()
+    console = make_console()
     console.print(
         f"{stats['path']}: {stats['entries']} responses, {stats['bytes']} bytes", highlight=False
     )

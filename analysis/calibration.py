@@ -1,0 +1,158 @@
+"""Simulations that check :mod:`raleval.analysis.stats` is calibrated.
+
+A simulated study has ``templates`` templates of ``per_template`` tasks each; a task's chance
+of being answered right is ``sigmoid(base + u_template + v_task)`` (normal effects on the logit
+scale, so tasks of one template succeed and fail together), and each of its ``epochs`` samples
+is a Bernoulli draw. A second system B adds ``shift + w_template + e_task`` on the same logit
+scale, so B - A differs by template too. Every check calls the same functions ``raleval
+compare`` and the tables call, once per simulated study:
+
+- A/A: one system, two independent samplings of its episodes on the same tasks; the share
+  called different at ``alpha`` should be ``alpha`` (the paired test's size).
+- null with template effects: B differs from A by template but not on average over the
+  population of templates; the unclustered test calls this different too often.
+- detection at the minimum detectable difference: B is better by the MDD the paired test
+  reports (its median over null studies); the share detected should be the power (80%).
+- coverage: the 95% interval of A's mean against the population mean, over fresh templates.
+
+``benchmarks/stats_calibration.py`` runs them at size; tests run them small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from raleval.analysis.stats import mean_interval, paired_difference
+
+
+@dataclass(frozen=True)
+class Design:
+    templates: int = 20
+    per_template: int = 5
+    epochs: int = 1
+    base: float = 0.0  # logit of the typical task's success chance
+    template_sd: float = 1.0  # logit sd between templates
+    task_sd: float = 0.7  # logit sd between tasks of one template
+    diff_template_sd: float = 0.4  # logit sd of B - A between templates
+    diff_task_sd: float = 0.3  # logit sd of B - A between tasks of one template
+
+    @property
+    def tasks(self) -> int:
+        return self.templates * self.per_template
+
+    @property
+    def clusters(self) -> np.ndarray:
+        return np.repeat(np.arange(self.templates), self.per_template)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _draw(design: Design, rng: np.random.Generator, shift: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-task success chances of A and B for a fresh draw of templates and tasks."""
+    g, m = design.templates, design.per_template
+    logit_a = (
+        design.base
+        + np.repeat(rng.normal(0, design.template_sd, g), m)
+        + rng.normal(0, design.task_sd, g * m)
+    )
+    logit_b = (
+        logit_a
+        + shift
+        + np.repeat(rng.normal(0, design.diff_template_sd, g), m)
+        + rng.normal(0, design.diff_task_sd, g * m)
+    )
+    return _sigmoid(logit_a), _sigmoid(logit_b)
+
+
+def _task_means(p: np.ndarray, epochs: int, rng: np.random.Generator) -> np.ndarray:
+    """Each task's mean verdict over its epochs: the unit of analysis."""
+    return (rng.random((len(p), epochs)) < p[:, None]).mean(axis=1)
+
+
+def population_means(design: Design, shift: float, draws: int = 2_000_000, seed: int = 1):
+    """A's and B's mean success chance over the population of templates and tasks (Monte
+    Carlo with ``draws`` tasks: standard error below 0.0003)."""
+    rng = np.random.default_rng(seed)
+    big = Design(**{**design.__dict__, "templates": draws, "per_template": 1})
+    pa, pb = _draw(big, rng, shift)
+    return float(pa.mean()), float(pb.mean())
+
+
+def shift_for_difference(
+    design: Design, target: float, seed: int = 1, draws: int = 400_000
+) -> float:
+    """The logit shift that makes B's population mean exceed A's by ``target`` (bisection to
+    1e-5 on common random numbers, so the search is monotone)."""
+    lo, hi = -4.0, 4.0
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        a, b = population_means(design, mid, draws=draws, seed=seed)
+        if b - a < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def aa_rate(
+    design: Design, sims: int, seed: int = 0, clustered: bool = True, alpha: float = 0.05
+) -> float:
+    """Share of A/A comparisons called different at ``alpha``."""
+    rng = np.random.default_rng(seed)
+    clusters = design.clusters if clustered else None
+    hits = 0
+    for _ in range(sims):
+        pa, _ = _draw(design, rng, 0.0)
+        a, b = _task_means(pa, design.epochs, rng), _task_means(pa, design.epochs, rng)
+        hits += paired_difference(a, b, clusters, alpha).p < alpha
+    return hits / sims
+
+
+def comparison_rate(
+    design: Design,
+    sims: int,
+    shift: float,
+    seed: int = 0,
+    clustered: bool = True,
+    alpha: float = 0.05,
+) -> tuple[float, float]:
+    """Share of A-vs-B comparisons called different at ``alpha``, and the median minimum
+    detectable difference (80% power) they report."""
+    rng = np.random.default_rng(seed)
+    clusters = design.clusters if clustered else None
+    hits, mdds = 0, []
+    for _ in range(sims):
+        pa, pb = _draw(design, rng, shift)
+        res = paired_difference(
+            _task_means(pb, design.epochs, rng),
+            _task_means(pa, design.epochs, rng),
+            clusters,
+            alpha,
+        )
+        hits += res.p < alpha
+        mdds.append(res.mdd)
+    return hits / sims, float(np.median(mdds))
+
+
+def coverage(
+    design: Design,
+    sims: int,
+    seed: int = 0,
+    clustered: bool = True,
+    level: float = 0.95,
+    draws: int = 2_000_000,
+) -> float:
+    """Share of A's mean intervals that cover A's population mean."""
+    truth, _ = population_means(design, 0.0, draws=draws)
+    rng = np.random.default_rng(seed)
+    clusters = design.clusters if clustered else None
+    hits = 0
+    for _ in range(sims):
+        pa, _ = _draw(design, rng, 0.0)
+        ci = mean_interval(_task_means(pa, design.epochs, rng), clusters, level)
+        hits += ci.low <= truth <= ci.high
+    return hits / sims

@@ -1,0 +1,116 @@
+"""``--max-connections auto``: AIMD against a real HTTP server on 127.0.0.1 that refuses load."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from typer.testing import CliRunner
+
+from raleval.app.cli import app
+from raleval.concurrency import LOG_NAME, PROBE_AFTER_WINDOWS, AdaptiveLimit
+from raleval.store import RESULTS
+
+from .stub_openai import StubServer
+
+runner = CliRunner()
+
+
+def _run(stub: StubServer, tmp_path, name: str, connections: str, n: int = 40):
+    cmd = [
+        "run", "--model", f"openai-compatible/capacity@{stub.base_url}",
+        "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks",
+        "--tasks-per-family", str(n), "--display", "none", "--no-cache",
+        "--max-connections", connections, "--log-dir", str(tmp_path), "--run-name", name,
+        # a bounded test: a request that cannot get through fails fast instead of waiting
+        "-W", "time_limit_s=60",
+    ]  # fmt: skip
+    res = runner.invoke(app, cmd)
+    lines = [json.loads(x) for x in (tmp_path / name / RESULTS).read_text().splitlines()]
+    return res, lines
+
+
+def test_auto_finds_the_servers_capacity_and_loses_no_episode(tmp_path):
+    """Issue 36's acceptance line: against a server that answers 429 to more than 4 requests
+    in flight (Retry-After 0), a fixed 16 loses episodes as rate_limited, and auto finishes
+    all 40 with none failed, settled at or below 4 and recorded in the run."""
+    with StubServer() as stub:
+        stub.hold_s = 0.1  # long enough that a retry at once meets the same four in flight
+        res, fixed = _run(stub, tmp_path, "fixed", "16")
+        fixed_failures = [r["failure"] for r in fixed if r["failure"]]
+        fixed_refused, stub.refused = stub.refused, 0
+        res, auto = _run(stub, tmp_path, "auto", "auto")
+        refused = stub.refused
+    # the server is a real limit: at 16 in flight, retries alone do not get through
+    assert fixed_failures and set(fixed_failures) == {"rate_limited"}
+    assert refused * 5 < fixed_refused  # auto drew far fewer refusals than a fixed 16
+    assert res.exit_code == 0, res.output
+    assert len(auto) == 40 and not [r for r in auto if r["failure"]]
+    assert all(r["answer"] == "Paris" for r in auto)
+    record = [json.loads(x) for x in (tmp_path / "auto" / LOG_NAME).read_text().splitlines()]
+    assert record[0]["why"] == "start" and record[0]["limit"] == 8
+    assert any(e["why"] == "HTTP 429" for e in record)  # it backed off on the server's answer
+    assert record[-1]["settled"] <= 4
+    assert f"max-connections auto: settled at {record[-1]['settled']}" in res.output
+    assert refused > 0  # the server did refuse requests: they were retried, none lost
+
+
+def test_aimd_grows_while_the_endpoint_keeps_up_and_halves_once_per_overload():
+    """The limit's arithmetic without a server: additive increase per window in which every
+    slot was taken, multiplicative decrease once for the requests sent before the cut, the
+    refused level remembered, a probe above it after clean windows, Retry-After holding new
+    requests."""
+    now = [0.0]
+
+    async def full_window(limit, refuse=None, retry_after=None):
+        """``limit.level`` requests at once; the last ``refuse`` of them refused, if set."""
+        async with contextlib.AsyncExitStack() as stack:
+            slots = [await stack.enter_async_context(limit.request()) for _ in range(limit.level)]
+            for i, slot in enumerate(reversed(slots)):
+                if refuse and i < refuse:
+                    slot.overloaded(429, retry_after)
+                else:
+                    slot.succeeded()
+
+    async def scenario():
+        limit = AdaptiveLimit(start=2, maximum=10, clock=lambda: now[0])
+        await full_window(limit)
+        assert limit.level == 3  # a busy window of successes: +1
+        for _ in range(6):  # one request at a time: the slots were never all taken
+            async with limit.request() as slot:
+                slot.succeeded()
+        assert limit.level == 3
+        await full_window(limit, refuse=2)  # two of three refused: one halving, not two
+        assert (limit.level, limit.ceiling, limit.overloads) == (1, 2, 2)
+        await full_window(limit)
+        assert limit.level == limit.settled == 2  # back up to below the refused level ...
+        for _ in range(PROBE_AFTER_WINDOWS - 1):
+            await full_window(limit)
+        assert limit.level == 2  # ... held there ...
+        await full_window(limit)
+        assert limit.level == 3 and limit.settled == 2  # ... then a probe above it
+        await full_window(limit, refuse=1, retry_after=5.0)
+        assert limit.level == 2  # a refused probe goes back without halving ...
+        for _ in range(PROBE_AFTER_WINDOWS):
+            now[0] += 5.0  # (past each Retry-After hold)
+            await full_window(limit)
+        assert limit.level == 2  # ... and the next probe waits twice as long
+        for _ in range(PROBE_AFTER_WINDOWS):
+            await full_window(limit)
+        assert limit.level == 3 and limit.settled == 2
+        await full_window(limit)  # a busy window at the probe's level goes through:
+        assert limit.level == limit.settled == 3  # the endpoint takes more now
+        await full_window(limit, refuse=1, retry_after=5.0)
+        assert (limit.level, limit.ceiling) == (1, 2)  # refused at or below it: halved
+        # Retry-After 5 s holds every new request until the clock has passed it
+        waiter = asyncio.ensure_future(limit.request().__aenter__())
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not waiter.done()
+        now[0] += 5.0
+        async with limit.request() as slot:  # a request after the hold; its end wakes the rest
+            slot.succeeded()
+        await asyncio.wait_for(waiter, 10.0)
+
+    asyncio.run(scenario())

@@ -1,0 +1,274 @@
+"""Clustered intervals, paired tests, Holm, power: golden values for the formulas, seeded
+simulations that show they are calibrated, and ``raleval compare`` / ``power`` on real runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from raleval.analysis.calibration import (
+    Design,
+    aa_rate,
+    comparison_rate,
+    coverage,
+    shift_for_difference,
+)
+from raleval.analysis.compare import RunUnits, compare_runs, power_plan
+from raleval.analysis.runs import cluster_of
+from raleval.analysis.stats import (
+    Interval,
+    clustered_se,
+    combine_means,
+    epoch_spread,
+    holm,
+    mean_interval,
+    minimum_detectable_difference,
+    paired_difference,
+    tasks_for_power,
+)
+from raleval.app.cli import app
+from raleval.records import Level, Task
+
+runner = CliRunner()
+
+
+# --- formulas -------------------------------------------------------------------------------
+
+
+def test_clustered_se_matches_the_formula_by_hand():
+    # mean 0.5; residual sums per cluster 0, +1, -1; C = 3: sqrt(3/2 * 2) / 6
+    values = [1, 0, 1, 1, 0, 0]
+    assert clustered_se(values, ["a", "a", "b", "b", "c", "c"]) == pytest.approx(math.sqrt(3) / 6)
+    # every value its own cluster: the textbook sd(ddof=1) / sqrt(n)
+    assert clustered_se(values) == pytest.approx(math.sqrt(0.3) / math.sqrt(6))
+    assert clustered_se(values, list("abcdef")) == pytest.approx(clustered_se(values))
+    assert math.isnan(clustered_se(values, ["x"] * 6))  # one cluster: nothing to measure
+
+
+def test_mean_interval_uses_t_with_clusters_minus_one_df():
+    ci = mean_interval([1, 0, 1, 1, 0, 0], ["a", "a", "b", "b", "c", "c"])
+    assert (ci.clusters, ci.df) == (3, 2)
+    assert ci.half_width == pytest.approx(4.302652729911275 * math.sqrt(3) / 6)
+    assert str(mean_interval([0.7])) == "0.700 [n/a]"
+
+
+def test_holm_step_down():
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5]) == [0.5]
+    out = holm([0.02, float("nan"), 0.03])
+    assert out[0] == pytest.approx(0.04) and math.isnan(out[1]) and out[2] == pytest.approx(0.04)
+
+
+def test_mdd_and_tasks_needed_agree_with_miller():
+    # z_{0.975} + z_{0.8} = 2.8016 (Miller, section 5)
+    assert minimum_detectable_difference(0.01) == pytest.approx(0.028016, abs=1e-5)
+    # omega^2 = 0.25: n = (2.8016 / 0.05)^2 * 0.25 = 784.9 -> 785
+    assert tasks_for_power(0.05, 0.25) == 785
+    # epochs shrink only the within-task part: 0.1 + 0.3 / 3 = 0.2 -> 628
+    assert tasks_for_power(0.05, 0.1, 0.3, epochs=3) == 628
+    # a design effect of 2 doubles it
+    assert tasks_for_power(0.05, 0.25, deff=2.0) == 1570
+
+
+def test_combined_interval_of_family_means():
+    a = Interval(0.5, 0.4, 0.6, se=0.05, df=10, clusters=11)
+    b = Interval(0.3, 0.2, 0.4, se=0.05, df=10, clusters=11)
+    c = combine_means([a, b])
+    assert c.estimate == pytest.approx(0.4)
+    assert c.se == pytest.approx(math.sqrt(0.005) / 2)
+    assert c.df == pytest.approx(20)  # Welch-Satterthwaite for equal parts
+    assert math.isnan(combine_means([a, Interval(0.1, float("nan"), float("nan"))]).low)
+
+
+def test_epoch_spread_and_flip_rate():
+    samples = {"t1": [1.0, 1.0, 1.0], "t2": [1.0, 0.0, 1.0], "t3": [0.0, 0.0, 0.0]}
+    verdicts = {k: [x >= 0.5 for x in v] for k, v in samples.items()}
+    s = epoch_spread(samples, verdicts)
+    assert s is not None and (s.tasks, s.epochs) == (3, 3)
+    assert s.flip_rate == pytest.approx(1 / 3)
+    assert s.within_var == pytest.approx((0 + 1 / 3 + 0) / 3)
+    assert epoch_spread({"t1": [1.0]}, {"t1": [True]}) is None
+
+
+def test_paired_difference_is_the_se_of_differences():
+    a, b = [0.9, 0.8, 0.4, 0.7, 0.6], [0.5, 0.7, 0.3, 0.2, 0.6]
+    res = paired_difference(a, b)
+    d = [x - y for x, y in zip(a, b, strict=True)]
+    assert res.diff.estimate == pytest.approx(sum(d) / 5)
+    assert res.diff.se == pytest.approx(clustered_se(d))
+    assert 0 < res.p < 0.1
+    assert paired_difference([1, 1], [1, 1]).p == 1.0
+
+
+def test_compare_runs_holm_over_every_pair():
+    def units(name: str, scores: list[float]) -> RunUnits:
+        ids = [f"t{i}" for i in range(len(scores))]
+        return RunUnits(
+            name, name, {k: [s] for k, s in zip(ids, scores, strict=True)},
+            {k: [s >= 0.5] for k, s in zip(ids, scores, strict=True)},
+            {k: f"g{i // 2}" for i, k in enumerate(ids)},
+        )  # fmt: skip
+
+    runs = [
+        units("a", [1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0]),
+        units("b", [0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0]),
+        units("c", [1, 0, 1, 0, 0, 1, 0, 1, 1, 1, 0, 0]),
+    ]
+    cmp = compare_runs(runs)
+    assert [(p.a, p.b) for p in cmp.pairs] == [(0, 1), (0, 2), (1, 2)]
+    assert [p.p_holm for p in cmp.pairs] == pytest.approx(holm([p.p for p in cmp.pairs]))
+    assert all(p.clusters == 6 and p.mdd > 0 for p in cmp.pairs)
+    ab = cmp.pairs[0]
+    assert (ab.a_only, ab.b_only) == (5, 0)
+
+
+def test_cluster_of_prefers_declared_then_template():
+    def task(**metadata) -> Task:
+        return Task(
+            id="t", domain="d", level=Level.KS, family="f", question="q?", answers=["a"],
+            metadata=metadata,
+        )  # fmt: skip
+
+    assert cluster_of(task(cluster="Paris", template="x"), "t") == "cluster:Paris"
+    assert cluster_of(task(template="Who is {x}?"), "t") == "f:Who is {x}?"
+    assert cluster_of(task(), "t") == "t"
+    assert cluster_of(task(template="x"), "t", "family") == "f"
+    assert cluster_of(task(template="x"), "t", "task") == "t"
+    assert cluster_of(task(person_id="p1"), "t", "person_id") == "person_id:p1"
+
+
+# --- simulations (small and seeded; benchmarks/stats_calibration.py runs them at size) ------
+
+CLUSTERED = Design(templates=10, per_template=12, diff_template_sd=0.8)
+
+
+@pytest.mark.slow
+def test_aa_comparisons_are_called_different_at_about_alpha():
+    assert 0.02 <= aa_rate(CLUSTERED, 400, seed=11, clustered=True) <= 0.09
+    assert 0.02 <= aa_rate(CLUSTERED, 400, seed=12, clustered=False) <= 0.09
+
+
+@pytest.mark.slow
+def test_clustered_interval_covers_where_the_unclustered_one_does_not():
+    clustered = coverage(CLUSTERED, 400, seed=13, clustered=True, draws=200_000)
+    plain = coverage(CLUSTERED, 400, seed=13, clustered=False, draws=200_000)
+    assert 0.91 <= clustered <= 0.985
+    assert plain < 0.87  # tasks of one template are not independent: too narrow
+
+
+@pytest.mark.slow
+def test_detection_at_the_reported_mdd_is_about_the_power():
+    design = Design(templates=30, per_template=4, diff_template_sd=0.8)
+    zero = shift_for_difference(design, 0.0, draws=100_000)
+    null_rate, mdd = comparison_rate(design, 300, zero, seed=14)
+    assert null_rate <= 0.1
+    shift = shift_for_difference(design, mdd, draws=100_000)
+    detected, _ = comparison_rate(design, 300, shift, seed=15)
+    assert 0.66 <= detected <= 0.93
+
+
+# --- the commands on real runs ----------------------------------------------------------------
+
+
+def _run(tmp_path, model: str, epochs: int = 2) -> list:
+    res = runner.invoke(
+        app,
+        ["run", "--model", model, "-E", "size=tiny", "--tasks", "scholar",
+         "--tasks-per-family", "3", "--epochs", str(epochs), "--display", "none",
+         "--log-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+
+
+def test_compare_three_runs_prints_every_pair_holm_mdd_and_flip_rate(tmp_path):
+    _run(tmp_path, "scripted/oracle")
+    _run(tmp_path, "scripted/abstain")
+    oracle = tmp_path / "scholar__react__scripted_oracle__scholar"
+    # a third system: the oracle's episodes with one task wrong in its second epoch only,
+    # and another wrong in both (a flip, and a stable miss)
+    flaky = tmp_path / "flaky"
+    flaky.mkdir()
+    for name in ("header.json", "tasks.jsonl"):
+        (flaky / name).write_bytes((oracle / name).read_bytes())
+    lines = []
+    for line in (oracle / "results.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        if (d["task_id"], d["epoch"]) in {
+            ("scholar-1-3-s0-0000", 1),
+            ("scholar-2-4-s0-0000", 0),
+            ("scholar-2-4-s0-0000", 1),
+        }:
+            d["scores"].update(f1=0.0, correct=0.0)
+        lines.append(json.dumps(d))
+    (flaky / "results.jsonl").write_text("\n".join(lines) + "\n")
+    res = runner.invoke(
+        app,
+        ["compare", str(oracle), str(tmp_path / "scholar__react__scripted_abstain__scholar"),
+         str(flaky)],
+        env={"COLUMNS": "100"},
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "Holm over 3 comparisons" in out and "MDD" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert set(rows) >= {"A-B", "A-C", "B-C"}
+    # A - C: oracle 1.0 on 9 tasks vs flaky's means (0.5 on one, 0 on another): +1.5 / 9
+    assert rows["A-C"][2] == "+0.167"
+    # flips: 1 of 9 tasks changes verdict across epochs in the flaky run, none elsewhere
+    assert rows["C"][-1] == "11.1%" and rows["A"][-1] == "0.0%"
+    assert rows["A"][-3] == "2"  # epochs
+
+    # a log directory stands for the runs below it; one run is not a comparison
+    res = runner.invoke(app, ["compare", str(tmp_path)], env={"COLUMNS": "100"})
+    assert res.exit_code == 0 and "Holm over 3 comparisons" in res.output, res.output
+    res = runner.invoke(app, ["compare", str(oracle)])
+    assert res.exit_code == 2 and "at least two" in res.output
+
+    res = runner.invoke(app, ["power", "--runs", str(flaky), "--diff", "0.1"])
+    assert res.exit_code == 0, res.output
+    assert "between epochs (sigma_A^2 + sigma_B^2)" in res.output
+    assert " 10 epoch(s):" in res.output
+    res = runner.invoke(app, ["power", "--runs", str(oracle)])
+    assert res.exit_code == 2 and "do not vary" in res.output
+
+
+def test_compare_needs_runs(tmp_path):
+    res = runner.invoke(app, ["compare", str(tmp_path)])
+    assert res.exit_code == 2 and "no run directory" in res.output
+
+
+def test_power_plan_splits_task_and_epoch_variance():
+    # two tasks per cluster; A - B per task: epochs (1, 0) -> 0.5 mean, within var 0.5
+    a = RunUnits(
+        "a", "a", {"t1": [1, 0], "t2": [1, 1], "t3": [0, 0], "t4": [1, 0]},
+        {"t1": [True, False], "t2": [True, True], "t3": [False, False], "t4": [True, False]},
+        {"t1": "g1", "t2": "g1", "t3": "g2", "t4": "g2"},
+    )  # fmt: skip
+    b = RunUnits(
+        "b", "b", {k: [0, 0] for k in a.samples}, {k: [False, False] for k in a.samples},
+        a.clusters,
+    )  # fmt: skip
+    plan = power_plan([a, b], 0.1, epochs=[1, 4])
+    # differences 0.5, 1, 0, 0.5: variance 1/6; within: A's mean epoch variance 0.25, B's 0
+    assert plan.var_within == pytest.approx(0.25)
+    assert plan.var_between == pytest.approx(1 / 6 - 0.25 / 2)
+    assert plan.needed[4] < plan.needed[1]
+    assert plan.pilot_epochs == 2 and plan.clusters == 2
+
+
+def test_reval_table_prints_each_mean_with_its_interval():
+    from raleval.analysis.tables import RevalTable
+
+    a = Interval(50.0, 40.0, 60.0, se=5.0, df=10, clusters=11)
+    b = Interval(30.0, 24.0, 36.0, se=3.0, df=10, clusters=11)
+    table = RevalTable({"s": {"1-3": 50.0, "2-4": 30.0}}, intervals={"s": {"1-3": a, "2-4": b}})
+    header, (row,) = table.rows(ci=True)
+    assert row[1:3] == ["50.0 ±10.0", "30.0 ±6.0"]
+    avg = combine_means([a, b])
+    assert avg.se == pytest.approx(math.sqrt(34) / 2)
+    assert row[header.index("avg_all")] == f"40.0 ±{avg.half_width:.1f}"
+    assert table.rows()[1][0][1] == "50.0"  # without ci: the published table, unchanged
+    assert r"$\pm$" in table.to_latex(ci=True)
