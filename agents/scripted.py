@@ -6,6 +6,9 @@
 - ``abstain``: answers "I don't know" at once.
 - ``error``: the backend fails on every call (exercises ``llm_error``).
 - ``empty``: the backend returns empty text.
+- ``wrong-tool``, ``constant``, ``misspelled-arg``: one defect each (for ``raleval diagnose``,
+  docs/diagnosis.md): a wrong but valid first call, then an answer from what it saw; the gold
+  calls, then a constant answer; the gold calls with an argument name misspelled.
 - ``replay``: replays the model outputs recorded in a results file (``-M path=results.jsonl``),
   task by task, so a stored run can be re-executed against the tools without the model.
 """
@@ -201,6 +204,7 @@ class OracleModel(ScriptedModel):
         self.task, self.env, self.workflow, self.variant = task, env, workflow, variant
         self.executed: str | None = None  # the answer the solution's results give
         self.results: list[Any] = []  # the solution's results (ToolResult), once executed
+        self.observations: list[str] = []  # what the solution's calls returned
 
     def for_episode(self, task: Task, env: Any, workflow: Any) -> OracleModel:
         bound = OracleModel(task, env, workflow, self.variant)
@@ -227,6 +231,7 @@ class OracleModel(ScriptedModel):
         results = [await asyncio.to_thread(self.env.call_sync, c.tool, c.arguments) for c in calls]
         assert self.task is not None
         self.results = results
+        self.observations = [r.observation for r in results]
         return answer_from_results(self.task, results)
 
     def plan(self) -> GoldPlan:
@@ -258,6 +263,102 @@ class OracleModel(ScriptedModel):
             done = shown is None or len(shown) >= len(plan.calls)
             if done and shown is not None and not visible_in(self.task, self.results, shown):
                 plan = GoldPlan(plan.calls, NOT_VISIBLE)
+        return self.workflow.gold_reply(request, plan, self.env)
+
+
+def view_text(request: GenerateRequest, question: str) -> str:
+    """What a model sees of its own episode: the request's text after the question (the
+    instructions and demonstrations before it are not the episode), whitespace collapsed."""
+    parts = []
+    for m in request.messages:
+        parts.append(m.content)
+        parts.extend(f"{c.tool}({c.arguments})" for c in m.tool_calls)
+    text = " ".join(" ".join(parts).split())
+    q = " ".join(question.split())
+    at = text.rfind(q)
+    return text[at + len(q) :] if at >= 0 else text
+
+
+def fingerprint(observation: str, size: int = 40) -> str:
+    """The start of an observation, whitespace collapsed: how a view is checked for it (a
+    workflow may cut a long observation, never its start)."""
+    return " ".join(observation.split())[:size]
+
+
+CONSTANT_ANSWER = "a constant answer"
+
+
+def misspelled(name: str) -> str:
+    """``name`` with its 2nd and 3rd letters swapped (``query`` -> ``qeury``)."""
+    if len(name) >= 3 and name[1] != name[2]:
+        return name[0] + name[2] + name[1] + name[3:]
+    return name + "x"
+
+
+class DefectModel(OracleModel):
+    """An oracle with one defect, reading only what is in its view: it answers the executed
+    gold answer when every gold call's result is in its view, else :data:`NOT_RETURNED`.
+
+    - ``wrong-tool``: first calls a valid tool no gold path uses, then answers from what it
+      saw; put on the gold path (its first gold result in view) it follows it;
+    - ``constant``: makes the gold calls, then answers :data:`CONSTANT_ANSWER` whatever it saw;
+    - ``misspelled-arg``: makes the gold calls with the first argument name misspelled.
+    """
+
+    def for_episode(self, task: Task, env: Any, workflow: Any) -> DefectModel:
+        bound = DefectModel(task, env, workflow, self.variant)
+        bound.latency_s = self.latency_s
+        return bound
+
+    def sees(self, request: GenerateRequest, observations: list[str]) -> bool:
+        view = view_text(request, self.task.question if self.task else "")
+        return all(fingerprint(o) in view for o in observations)
+
+    def wrong_call(self) -> ToolCall:
+        """A valid call of a tool that no gold path uses (search tools first), with the first
+        text value of the first gold call (or the question) as its argument."""
+        from pydantic import ValidationError
+
+        assert self.task is not None
+        calls = self.solution()
+        used = {c.tool for c in calls}
+        used |= {c["tool"] for alt in self.task.metadata.get("alt_solutions") or [] for c in alt}
+        texts = [v for c in calls[:1] for v in c.arguments.values() if isinstance(v, str)]
+        value = texts[0] if texts else self.task.question
+        tools = sorted(self.env.tools, key=lambda t: t.matching != "fuzzy")
+        for spec in tools:
+            if spec.name in used or not spec.param_names:
+                continue
+            args = {spec.param_names[0]: value}
+            try:
+                spec.params.model_validate(args)
+            except ValidationError:
+                continue
+            return ToolCall(tool=spec.name, arguments=args)
+        raise ModelError("scripted/wrong-tool: every tool is on a gold path", "no_wrong_tool")
+
+    def reply(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
+        calls = self.solution()
+        answer = self.executed if self.sees(request, self.observations) else NOT_RETURNED
+        answer = answer or NOT_RETURNED
+        if self.variant == "constant":
+            plan = GoldPlan(calls, CONSTANT_ANSWER)
+        elif self.variant == "misspelled-arg":
+            bent = [
+                ToolCall(
+                    tool=c.tool,
+                    arguments={
+                        (misspelled(k) if i == 0 else k): v
+                        for i, (k, v) in enumerate(c.arguments.items())
+                    },
+                )
+                for c in calls
+            ]
+            plan = GoldPlan(bent, answer)
+        elif self.sees(request, self.observations[:1]):  # wrong-tool, put on the gold path
+            plan = GoldPlan(calls, answer)
+        else:
+            plan = GoldPlan([self.wrong_call()], answer)
         return self.workflow.gold_reply(request, plan, self.env)
 
 
@@ -341,6 +442,9 @@ _BUILDERS = {
     "memorizer": lambda: OracleModel(variant="memorizer"),
     "oracle-wrong": lambda: OracleModel(variant="oracle-wrong"),
     "alternating": lambda: AlternatingModel(),
+    "wrong-tool": lambda: DefectModel(variant="wrong-tool"),
+    "constant": lambda: DefectModel(variant="constant"),
+    "misspelled-arg": lambda: DefectModel(variant="misspelled-arg"),
     "malformed": lambda: _Fixed("malformed", "Let me look this up.", "I will search the person"),
     "unknown-tool": lambda: _Fixed("unknown-tool", "Let me browse.", "browse(query=answer)"),
     "abstain": lambda: _Fixed("abstain", "I cannot know this.", "Finish[I don't know]"),

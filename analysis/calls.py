@@ -108,11 +108,13 @@ def match_path(
     return n
 
 
-def first_departure(
+def departure_point(
     calls: Sequence[tuple[int, tuple[str, Any]]], paths: Sequence[Sequence[ToolCall]]
-) -> int | None:
-    """The step index of the first call that continues no gold path (a path is followed call
-    by call; repeating the call just made stays on it), or None."""
+) -> tuple[int | None, dict[int, int]]:
+    """Where the agent first leaves every gold path (a path is followed call by call;
+    repeating the call just made stays on it): the step index of that call, or None when
+    every call continues some path; and each path still followed just before it (or at the
+    end) with how many of its calls had been made."""
     keys = [[call_key(c.tool, c.arguments) for c in p] for p in paths]
     alive = {i: 0 for i in range(len(keys))}  # path -> calls of it made so far
     for index, call in calls:
@@ -123,9 +125,17 @@ def first_departure(
             elif pos > 0 and keys[p][pos - 1] == call:  # a retry of the same call
                 nxt[p] = pos
         if not nxt:
-            return index
+            return index, alive
         alive = nxt
-    return None
+    return None, alive
+
+
+def first_departure(
+    calls: Sequence[tuple[int, tuple[str, Any]]], paths: Sequence[Sequence[ToolCall]]
+) -> int | None:
+    """The step index of the first call that continues no gold path (a path is followed call
+    by call; repeating the call just made stays on it), or None."""
+    return departure_point(calls, paths)[0]
 
 
 def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:

@@ -119,22 +119,27 @@ def invalid_calls(trajectory: Trajectory, question: str = "") -> list[str]:
     (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an id
     argument (``person_id``, ``pub_id``, ``game_ids``...) that neither the question nor any
     earlier observation contained, i.e. an id the model made up."""
-    causes: list[str] = []
+    return [cause for _, cause in invalid_steps(trajectory, question)]
+
+
+def invalid_steps(trajectory: Trajectory, question: str = "") -> list[tuple[int, str]]:
+    """(step index, cause) of each invalid call of :func:`invalid_calls`."""
+    out: list[tuple[int, str]] = []
     seen = question
     for step in trajectory.steps:
         if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error):
-            causes.append(step.cause or step.kind.value)
+            out.append((step.index, step.cause or step.kind.value))
         elif step.tool and step.tool != "Finish" and step.arguments:
             for key, value in step.arguments.items():
                 if not _ID_ARG.search(key):
                     continue
                 values = value if isinstance(value, list) else [value]
                 if any(str(v) and str(v) not in seen for v in values):
-                    causes.append("unknown_id")
+                    out.append((step.index, "unknown_id"))
                     break
         if step.observation:
             seen += "\n" + step.observation
-    return causes
+    return out
 
 
 def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> ErrorType:

@@ -74,6 +74,9 @@ class Workflow:
 
     name: ClassVar[str] = "workflow"
     Config: ClassVar[type[WorkflowConfig]] = WorkflowConfig
+    # Whether an episode can start from given steps (the graph's input ``prefix``: a list of
+    # ``Step``; a replay is an ordinary episode that starts there, see docs/diagnosis.md).
+    accepts_prefix: ClassVar[bool] = False
 
     def __init__(self, config: WorkflowConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()

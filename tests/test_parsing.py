@@ -188,6 +188,17 @@ def test_one_parameter_tool_takes_the_whole_bracket(env_tools, text, args):
     assert parsed.arguments == args
 
 
+def test_a_misspelled_keyword_reaches_the_tool_as_written(env_tools, scholar_env):
+    """``getPersonPubs(preson_id="...")`` names a parameter the tool lacks: the call keeps the
+    name, and the tool refuses it, rather than looking up the text ``preson_id="..."``."""
+    parsed = parse_action('getPersonPubs(preson_id="cb44ce0e")', env_tools["scholar"])
+    assert parsed.arguments == {"preson_id": "cb44ce0e"}
+    result = scholar_env.call_sync(parsed.tool, parsed.arguments)
+    assert (result.kind.value, result.cause) == ("misuse", "bad_arguments")
+    crag = parse_action("movie_get_person_info(qeury='Tom Hanks')", env_tools["crag"])
+    assert crag.arguments == {"qeury": "Tom Hanks"}
+
+
 @pytest.mark.parametrize(
     ("text", "tool", "args"),
     [

@@ -46,6 +46,7 @@ __all__ = [
     "examples_text",
     "fit_observation",
     "fit_series",
+    "given_steps",
     "load_prompt",
     "observation_room",
     "render_tool_lines",
@@ -262,6 +263,30 @@ def examples_text(config: WorkflowConfig, runtime: Any = None) -> str:
     family = ((runtime or {}).get("configurable") or {}).get("family")
     examples = config.demonstrations.get(family, config.examples) if family else config.examples
     return "".join(f"Here is an example.\n{example}\n(End of example)\n" for example in examples)
+
+
+async def given_steps(
+    rec: EpisodeRecord, env: Any, prefix: list[Step], fit: Callable[[str], str]
+) -> list[Step]:
+    """Record the steps an episode starts from (the graph's input ``prefix``) as its first
+    steps. A step with an observation is taken as recorded; one without is a call made now
+    through the episode's environment, recorded like any call, its observation cut by ``fit``
+    as the workflow cuts its own. ``extra["prefix_steps"]`` says how many steps were given.
+    Stops early if a given call ends the episode (a tool fault)."""
+    out: list[Step] = []
+    for step in prefix:
+        if rec.done:
+            break
+        if step.observation is None and step.tool is not None:
+            result = await env.call(step.tool, dict(step.arguments or {}))
+            result.observation = fit(result.observation)
+            drop = {"index", "observation", "kind", "cause", "latency_s", "cached"}
+            fields = step.model_dump(exclude=drop)
+            out.append(rec.add_step(result, **fields))
+        else:
+            out.append(rec.add_step(**step.model_dump(exclude={"index"})))
+    rec.extra["prefix_steps"] = len(out)
+    return out
 
 
 @dataclass

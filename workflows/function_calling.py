@@ -22,7 +22,7 @@ from pydantic import Field
 
 from raleval.environment import Environment
 from raleval.model import GenerateRequest, Generation, Model
-from raleval.records import Termination, ToolCall
+from raleval.records import OutcomeKind, Step, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
@@ -35,6 +35,7 @@ from raleval.workflows.common import (
     episode_model,
     examples_text,
     fit_observation,
+    given_steps,
     load_prompt,
     observation_room,
     routed,
@@ -61,6 +62,7 @@ class FCState(TypedDict, total=False):
     rec: EpisodeRecord
     messages: Annotated[list[BaseMessage], add_messages]
     turns: int
+    prefix: list[Step]  # steps the episode starts from (a replay); rendered as its own
 
 
 def transcript(messages: tuple[Any, ...]) -> str:
@@ -94,6 +96,42 @@ def build_function_calling_graph(
         schemas, text = tool_schemas(ep_env.tools, FINISH_TOOL)
         return list(schemas), text
 
+    async def start_from(
+        prefix: list[Step], config: RunnableConfig, rec: EpisodeRecord, so_far: str
+    ) -> list[BaseMessage]:
+        """The given steps, recorded, as the assistant's tool calls and their results."""
+        ep_env, ep_model = episode_env(config, env), episode_model(config, model)
+        out: list[BaseMessage] = []
+
+        def fit(text: str) -> str:
+            room = observation_room(ep_model, cfg, context_limit, so_far)
+            return fit_observation(ep_model, text, room)
+
+        for given in prefix:
+            recorded = await given_steps(rec, ep_env, [given], fit)
+            if not recorded:
+                break
+            got = recorded[0]
+            call_id = f"given-{got.index}"
+            args = dict(got.arguments or {})
+            out.append(
+                AIMessage(
+                    content=got.thought or "",
+                    tool_calls=[{"name": got.tool or "", "args": args, "id": call_id}],
+                )
+            )
+            out.append(
+                LCToolMessage(
+                    content=got.observation or "",
+                    tool_call_id=call_id,
+                    name=got.tool or "",
+                    status="success" if got.kind is OutcomeKind.ok else "error",
+                )
+            )
+            so_far += "\ntool: " + (got.observation or "")
+        rec.extra["prefix_steps"] = len(rec.steps)
+        return out
+
     async def agent(state: FCState, config: RunnableConfig) -> FCState:
         ep_model = episode_model(config, model)
         schemas, schema_text = schemas_of(episode_env(config, env))
@@ -105,6 +143,12 @@ def build_function_calling_graph(
         if not messages:
             text = system.substitute(examples=examples_text(cfg, config))
             new = [SystemMessage(text), HumanMessage(f"Question: {state['question']}")]
+            if state.get("prefix"):
+                so_far = schema_text + transcript(to_raleval_messages(new))
+                new += await start_from(state["prefix"], config, rec, so_far)
+                state = {**state, "turns": len(rec.steps)}
+                if rec.done:
+                    return {"rec": rec, "messages": new}
             messages = new
         turns = state.get("turns", 0) + 1
         if turns > cfg.max_steps:
@@ -216,6 +260,7 @@ class FunctionCalling(Workflow):
     name = "function_calling"
     Config = FunctionCallingConfig
     config: FunctionCallingConfig
+    accepts_prefix = True
 
     def build(self, model: Model, env: Environment) -> Any:
         return build_function_calling_graph(model, env, self.config)

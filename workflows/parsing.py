@@ -164,6 +164,9 @@ def _string_literal(text: str) -> str | None:
     return None
 
 
+_KEYWORD = re.compile(r"([A-Za-z_]\w*)\s*=\s*")
+
+
 def parse_single_argument(inner: str, name: str, annotation: Any = str) -> dict[str, Any]:
     """The whole bracket content as the one argument ``name`` of a one-parameter tool."""
     text = inner.strip()
@@ -178,6 +181,13 @@ def parse_single_argument(inner: str, name: str, annotation: Any = str) -> dict[
     prefix = re.match(rf"{re.escape(name)}\s*[=:]\s*", text, re.IGNORECASE)
     if prefix:
         text = text[prefix.end() :].strip()
+    else:
+        other = _KEYWORD.match(text)
+        written = _string_literal(text[other.end() :].strip()) if other else None
+        if other and written is not None:
+            # another parameter's name (a misspelling): passed on as written, for the tool
+            # to refuse, rather than searched for as text
+            return {other.group(1): written}
     quoted = _string_literal(text)
     if quoted is not None:
         return {name: [quoted] if get_origin(annotation) is list else quoted}

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from raleval.environment import Environment
 from raleval.model import GenerateRequest, Message, Model
-from raleval.records import OutcomeKind, Termination, ToolCall
+from raleval.records import OutcomeKind, Step, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.workflow import GoldPlan, Workflow
 from raleval.workflows.common import (
@@ -33,6 +33,7 @@ from raleval.workflows.common import (
     episode_model,
     examples_text,
     fit_observation,
+    given_steps,
     load_prompt,
     observation_room,
     render_tool_lines,
@@ -51,6 +52,7 @@ class ReActState(TypedDict, total=False):
     scratchpad: str  # the Thought / Action / Observation lines so far
     n: int
     parse_errors: int
+    prefix: list[Step]  # steps the episode starts from (a replay); rendered as its own
 
 
 def one_line(text: str) -> str:
@@ -196,6 +198,46 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         )
         return {"scratchpad": pad + observation, "n": n + 1, "parse_errors": 0}
 
+    def step_text(n: int, step: Step, tools_env: Environment) -> str:
+        """A recorded step as the scratchpad shows it (as ``act`` wrote it)."""
+        if step.kind is OutcomeKind.parse_error or step.tool is None:
+            raw = step.raw_action or ""
+            action = one_line(raw.splitlines()[0] if raw.strip() else "")
+        else:
+            spec = tools_env.tool(step.tool)
+            args = step.arguments or {}
+            action = step.raw_action or (spec.react_call(args) if spec else f"{step.tool}({args})")
+        return (
+            f"\nThought {n}: {step.thought or ''}\nAction {n}: {action}"
+            f"\nObservation {n}: {step.observation or ''}"
+        )
+
+    async def start_from(
+        prefix: list[Step], config: RunnableConfig, rec: EpisodeRecord, head: str
+    ) -> ReActState:
+        """The state after the given steps, each recorded and in the scratchpad."""
+        ep_env, ep_model = episode_env(config, env), episode_model(config, model)
+        pad = ""
+
+        def fit(text: str) -> str:
+            room = observation_room(ep_model, cfg, context_limit, head + pad)
+            return fit_observation(ep_model, one_line(text), room)
+
+        errors = 0
+        for given in prefix:
+            recorded = await given_steps(rec, ep_env, [given], fit)
+            if not recorded:
+                break
+            got = recorded[0]
+            if got.raw_action is None and got.tool is not None:
+                spec = ep_env.tool(got.tool)
+                if spec is not None:
+                    got.raw_action = spec.react_call(got.arguments or {})
+            pad += step_text(len(rec.steps), got, ep_env)
+            errors = errors + 1 if got.kind is OutcomeKind.parse_error else 0
+        rec.extra["prefix_steps"] = len(rec.steps)
+        return {"scratchpad": pad, "n": len(rec.steps) + 1, "parse_errors": errors}
+
     async def step(state: ReActState, config: RunnableConfig) -> Command:
         """One Thought / Action / Observation round, then this node again or the end. One
         node, not a reason node and an act node: LangGraph charges each node run about as
@@ -204,6 +246,11 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         rec = state.get("rec") or EpisodeRecord()
         head = state.get("header") or header(state["question"], episode_env(config, env), config)
         update: ReActState = {"rec": rec, "header": head}
+        if "header" not in state and state.get("prefix"):
+            update.update(await start_from(state["prefix"], config, rec, head))
+            state = {**state, **update}
+            if rec.done:
+                return Command(update=update, goto=END)
         said = await reason(state, config, rec, head)
         if said is not None:
             update.update(await act(state, config, rec, head, *said))
@@ -254,6 +301,7 @@ class ReAct(Workflow):
     name = "react"
     Config = ReActConfig
     config: ReActConfig
+    accepts_prefix = True
 
     def build(self, model: Model, env: Environment) -> Any:
         return build_react_graph(model, env, self.config)

@@ -145,6 +145,25 @@ def episode_view(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str,
     }
 
 
+def diagnosis_section(runs: list[Run]) -> str:
+    """The causes of failure found by ``raleval diagnose`` (docs/diagnosis.md): per system,
+    family and level, and the R-Eval label by cause; empty when no run was diagnosed."""
+    from raleval.analysis.diagnosis import cause_tables, read_diagnoses, replay_calls
+
+    diagnoses = [d for run in runs for d in read_diagnoses(run.path)]
+    if not diagnoses:
+        return ""
+    parts = ["<h2>Why episodes failed (counterfactual replay)</h2>"]
+    for title, header, rows in cause_tables(diagnoses):
+        parts.append(f"<h3>{html.escape(title)}</h3>" + _table(header, rows))
+    calls, hits = replay_calls(diagnoses)
+    parts.append(
+        f'<p class="muted">{len(diagnoses)} episodes diagnosed; the replays made {calls} '
+        f"model calls, {hits} of them answered by the response cache.</p>"
+    )
+    return "".join(parts)
+
+
 def _run_prompts(run: Run) -> dict[str, Any]:
     """The run's stored prompts (template, demonstration ids and texts), empty without a header."""
     return (run.header.prompts if run.header else None) or {}
@@ -338,6 +357,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             )
     crag_html += "<h2>Robustness testbeds</h2>" + "".join(bed_parts) if bed_parts else ""
 
+    crag_html += diagnosis_section(runs)
     crag_html += prompts_section(runs)
 
     figures = []

@@ -18,7 +18,7 @@ from raleval.concurrency import AUTO_MAX
 from raleval.config import RunConfig
 from raleval.failures import failure_cause
 from raleval.model import GenerateRequest, Generation, Model, ModelWrapper
-from raleval.records import AgentSpec, Task, Termination, Trajectory
+from raleval.records import AgentSpec, Step, Task, Termination, Trajectory
 from raleval.scheduling import TurnModel, within
 from raleval.workflow import Workflow
 
@@ -115,10 +115,13 @@ async def run_episode(
     agent: AgentSpec,
     epoch: int = 0,
     graph: Any = None,
+    prefix: list[Step] | None = None,
 ) -> Trajectory:
     """Run one episode; never raises: harness failures are recorded as ``harness_error``.
 
     ``graph`` is the workflow compiled once for the run; without it one is compiled here.
+    ``prefix``: steps the episode starts from (a counterfactual replay, docs/diagnosis.md); a
+    step without an observation is a call the workflow makes first, with its real observation.
     """
     from raleval.tasks.testbeds import wrap_session
     from raleval.workflows.common import EpisodeRecord
@@ -135,7 +138,7 @@ async def run_episode(
             graph = workflow.build(episode_model, session)
         await within(
             graph.ainvoke(
-                {"question": task.question, "rec": rec},
+                {"question": task.question, "rec": rec, **({"prefix": prefix} if prefix else {})},
                 {
                     "recursion_limit": workflow.recursion_limit(),
                     # the task's family picks its demonstrations (examples_text)
@@ -191,12 +194,15 @@ async def run_scored(
     epoch: int,
     attempt: int,
     graph: Any,
+    prefix: list[Step] | None = None,
 ) -> Trajectory:
     """:func:`run_episode`, scored, with its infrastructure failure cause and its attempt
     number: the trajectory every backend writes."""
     from raleval.analysis.scoring import score_trajectory
 
-    traj = await run_episode(task, model, env, workflow, agent, epoch=epoch, graph=graph)
+    traj = await run_episode(
+        task, model, env, workflow, agent, epoch=epoch, graph=graph, prefix=prefix
+    )
     score_trajectory(traj, task)
     traj.failure = failure_cause(traj)
     traj.attempt = attempt

@@ -14,5 +14,6 @@ from raleval.app.cli import views  # noqa: F401  tasks fit
 from raleval.app.cli import results  # noqa: F401  report, table, compare, export
 from raleval.app.cli import power  # noqa: F401  power
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki
+from raleval.app.cli import diagnosis  # noqa: F401  diagnose
 
 __all__ = ["FAILED", "INTERRUPTED", "OK", "USER_ERROR", "app", "main"]

@@ -55,10 +55,23 @@ def table(
             "rich, off for csv, markdown and latex)",
         ),
     ] = None,
+    diagnosis: Annotated[
+        bool, typer.Option("--diagnosis", help="the causes of failure (raleval diagnose)")
+    ] = False,
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
     from raleval.analysis.runs import find_runs, load_run, per_task_table
     from raleval.app.console import make_console
+
+    if diagnosis:
+        from raleval.app.cli.diagnosis import print_diagnosis_tables
+
+        try:
+            found = find_runs(run_dirs)
+        except user_errors() as exc:
+            fail(str(exc))
+        print_diagnosis_tables(found, fmt)
+        return
 
     try:
         t = per_task_table([load_run(p) for p in find_runs(run_dirs)])

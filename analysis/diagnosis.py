@@ -1,0 +1,341 @@
+"""Why an episode failed, by counterfactual replay (docs/diagnosis.md).
+
+A failed episode is replayed from a prefix of its own transcript under three interventions, and
+the first one that makes its answer correct names the cause:
+
+- ``clean_interface``: each misuse step (unknown tool, bad arguments, unparseable action, an
+  id the model made up: the taxonomy's invalid calls) is replaced by the call the model
+  evidently meant (:func:`intended_call`), one at a time;
+- ``gold_retrieval``: at the first step where the agent leaves every gold path (the
+  first-departure measure of :mod:`raleval.analysis.calls`), the next gold call is made in its
+  place, with its real observation;
+- ``evidence_in_hand``: the gold solution's calls are the episode's first steps.
+
+This module builds the prefixes (lists of :class:`Step`) from stored records, holds the
+:class:`Diagnosis` record written to ``diagnosis.jsonl`` and the tables read from it. Pure: it
+never calls a model or a tool; the replays are ordinary episodes run by the app.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from raleval.analysis.calls import FINISH_TOOLS, call_key, departure_point, gold_paths
+from raleval.analysis.taxonomy import invalid_steps
+from raleval.records import OutcomeKind, Step, Task, ToolCall, Trajectory
+
+DIAGNOSIS = "diagnosis.jsonl"
+
+
+class Cause(str, Enum):
+    """Why an episode failed, by the first intervention that fixes it."""
+
+    interface = "interface"  # fixed by clean interface
+    retrieval = "retrieval"  # fixed by gold retrieval
+    grounding = "grounding"  # fixed only by evidence in hand
+    beyond_reach = "beyond_reach"  # no intervention fixes it
+    not_needed = "not_needed"  # the episode's answer was correct
+    # the episode, or a replay that would decide its cause, was stopped by the wall clock: a
+    # harness limit (a slower or busier machine trips it sooner), so no cause can be told
+    harness_limit = "harness_limit"
+
+
+# Tried in this order; an episode's cause is the first that fixes it. Clean interface comes
+# before gold retrieval: where the departure from the gold path is itself a misuse step both
+# replace the same step, and the smaller change (the call the model meant) explains it.
+INTERVENTIONS: dict[str, Cause] = {
+    "clean_interface": Cause.interface,
+    "gold_retrieval": Cause.retrieval,
+    "evidence_in_hand": Cause.grounding,
+}
+CAUSES = [c.value for c in Cause]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Replay(_Record):
+    """One counterfactual episode: the intervention, its round (clean interface replaces one
+    misuse step per round), how many steps it was given, and the episode as recorded."""
+
+    intervention: str
+    round: int = 0
+    prefix_steps: int
+    correct: bool
+    trajectory: Trajectory
+
+
+class Outcome(_Record):
+    """What one intervention did to an episode."""
+
+    applied: bool  # False: nothing to intervene on (``why`` says what)
+    fixed: bool = False
+    why: str | None = None
+    rounds: int = 0
+    undecided: bool = False  # its last replay was stopped by the wall clock, not answered
+
+
+class Diagnosis(_Record):
+    """One line of ``diagnosis.jsonl``: an episode of the run, its cause and the replays."""
+
+    schema_version: int = 1
+    task_id: str
+    epoch: int = 0
+    system: str  # workflow/model of the run
+    model: str  # the model that replayed it
+    family: str
+    level: str
+    label: str | None  # the episode's R-Eval label (EM, AM, GE, RE, TE, ME)
+    correct: bool
+    cause: Cause
+    outcomes: dict[str, Outcome] = Field(default_factory=dict)
+    replays: list[Replay] = Field(default_factory=list)
+    llm_calls: int = 0  # model calls the replays made ...
+    cache_hits: int = 0  # ... and how many of them the response cache answered
+    created_at: datetime
+
+
+def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False) -> Cause:
+    """The cause: ``not_needed`` for a correct episode; ``harness_limit`` when the episode
+    was ``stopped`` by the wall clock or an intervention tried before the first that fixed it
+    was; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it, else
+    ``beyond_reach``."""
+    if correct:
+        return Cause.not_needed
+    if stopped:
+        return Cause.harness_limit
+    for name, cause in INTERVENTIONS.items():
+        outcome = outcomes.get(name)
+        if outcome is None:
+            continue
+        if outcome.fixed:
+            return cause
+        if outcome.undecided:
+            return Cause.harness_limit
+    return Cause.beyond_reach
+
+
+# -- prefixes ---------------------------------------------------------------------------------
+
+
+def _kept(step: Step) -> bool:
+    """A recorded step a replay can start from: a tool call or an unparseable action."""
+    if step.tool in FINISH_TOOLS:
+        return False
+    return step.tool is not None or step.kind is OutcomeKind.parse_error
+
+
+def given(step: Step) -> Step:
+    """A recorded step, to be given again as recorded (its observation included)."""
+    return step.model_copy(deep=True)
+
+
+def gold_step(call: ToolCall, thought: str | None = None) -> Step:
+    """A gold call to be made at the start of a replay (no observation: the workflow makes
+    the call, so the observation is the tool's real one)."""
+    return Step(
+        index=0,
+        thought=thought if thought is not None else f"I need to call {call.tool}.",
+        tool=call.tool,
+        arguments=dict(call.arguments),
+    )
+
+
+def _calls(steps: Sequence[Step]) -> list[tuple[int, tuple[str, Any]]]:
+    return [
+        (s.index, call_key(s.tool, s.arguments))
+        for s in steps
+        if s.tool is not None and s.tool not in FINISH_TOOLS
+    ]
+
+
+def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
+    """The gold call that comes next after ``steps``: on the first gold path still followed,
+    its next call; when the steps left every path, the next call of the path they went
+    furthest along (the first path when none)."""
+    paths = gold_paths(task)
+    if not paths:
+        return None
+    _index, alive = departure_point(_calls(steps), paths)
+    pending = {p: pos for p, pos in alive.items() if pos < len(paths[p])}
+    if not pending:
+        return None
+    p = min(pending, key=lambda k: (-pending[k], k))
+    return paths[p][pending[p]]
+
+
+def gold_retrieval_prefix(traj: Trajectory, task: Task) -> tuple[list[Step] | None, str]:
+    """The agent's steps before it first left every gold path, then the gold call it should
+    have made there. An agent that never left a path but stopped before its end gets the next
+    gold call where it stopped. ``(None, why)`` when there is nothing to put in place."""
+    paths = gold_paths(task)
+    if not paths:
+        return None, "the task has no gold solution"
+    made = _calls(traj.steps)
+    index, alive = departure_point(made, paths)
+    pending = {p: pos for p, pos in alive.items() if pos < len(paths[p])}
+    if not pending:
+        return None, "the agent had made every call of a gold path"
+    if index is None:  # it stopped on the path: the next gold call where it stopped
+        index = (made[-1][0] + 1) if made else 0
+    p = min(pending, key=lambda k: (-pending[k], k))
+    before = [given(s) for s in traj.steps if s.index < index and _kept(s)]
+    return [*before, gold_step(paths[p][pending[p]])], ""
+
+
+def evidence_prefix(task: Task) -> tuple[list[Step] | None, str]:
+    """The gold solution's calls, as the episode's first steps."""
+    paths = gold_paths(task)
+    if not paths or not paths[0]:
+        return None, "the task has no gold solution"
+    return [gold_step(c) for c in paths[0]], ""
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def _visible(call: ToolCall, seen: str) -> bool:
+    """Every argument value of ``call`` is in ``seen`` (the question and what tools showed)."""
+    values = [v for v in call.arguments.values() if v is not None]
+    return all(_norm(str(v)) in seen for v in values)
+
+
+def _repaired(step: Step, spec: Any) -> ToolCall | None:
+    """``step``'s call with each argument name the tool does not have replaced by the
+    closest one it has (a misspelling), if there was one and the result is a valid call."""
+    from rapidfuzz import fuzz, process
+
+    names = spec.param_names()
+    args: dict[str, Any] = {}
+    for key, value in (step.arguments or {}).items():
+        if key in names:
+            args[key] = value
+            continue
+        best = process.extractOne(key, names, scorer=fuzz.ratio, score_cutoff=60)
+        if best is None or best[0] in args:
+            return None
+        args[best[0]] = value
+    if set(args) == set(step.arguments or {}):
+        return None  # nothing misspelled: its values are what is wrong
+    try:
+        spec.params.model_validate(args)
+    except ValidationError:
+        return None
+    return ToolCall(tool=spec.name, arguments=args)
+
+
+def intended_call(
+    step: Step, earlier: Sequence[Step], task: Task, tools: Sequence[Any]
+) -> ToolCall | None:
+    """The valid call a misuse ``step`` evidently meant: for a tool that exists, the gold
+    call of that tool whose argument values the model could see (in the question or an
+    earlier observation), else the same call with misspelled argument names mended; for an
+    unknown tool, an unparseable action or a call nothing mends, the next gold call."""
+    nxt = next_gold_call(earlier, task)
+    spec = next((t for t in tools if t.name == step.tool), None)
+    if spec is None or step.kind is OutcomeKind.parse_error:
+        return nxt
+    seen = _norm(" ".join([task.question, *(s.observation or "" for s in earlier)]))
+    made = {c for _, c in _calls(earlier)}
+    same_tool = [c for path in gold_paths(task) for c in path if c.tool == spec.name]
+    if nxt is not None and nxt.tool == spec.name:
+        same_tool.insert(0, nxt)
+    for call in same_tool:
+        if call_key(call.tool, call.arguments) not in made and _visible(call, seen):
+            return call
+    return _repaired(step, spec) or nxt
+
+
+def clean_interface_prefix(
+    traj: Trajectory, task: Task, tools: Sequence[Any]
+) -> tuple[list[Step] | None, str]:
+    """The steps before the first misuse step the model itself took (given steps excluded),
+    then the call it meant in that step's place. Repeated on each replay, this replaces every
+    misuse step in turn."""
+    start = int(traj.extra.get("prefix_steps", 0) or 0)  # the steps a replay was given
+    invalid = [i for i, _ in invalid_steps(traj, task.question) if i >= start]
+    if not invalid:
+        return None, "no misuse step"
+    first = next(s for s in traj.steps if s.index == invalid[0])
+    earlier = [given(s) for s in traj.steps if s.index < first.index and _kept(s)]
+    call = intended_call(first, earlier, task, tools)
+    if call is None:
+        return None, "no valid call to put in its place"
+    return [*earlier, gold_step(call, first.thought)], ""
+
+
+# -- reading diagnosis.jsonl and the tables ---------------------------------------------------
+
+
+def read_diagnoses(run_dir: Path) -> list[Diagnosis]:
+    """The run's diagnoses, the last line per (task, epoch); a torn last line is skipped."""
+    path = Path(run_dir) / DIAGNOSIS
+    if not path.exists():
+        return []
+    latest: dict[tuple[str, int], Diagnosis] = {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = Diagnosis.model_validate_json(line)
+        except ValidationError:
+            if n == len(lines):
+                break  # a line torn by a crash: the next diagnose writes it again
+            raise
+        latest[(d.task_id, d.epoch)] = d
+    return list(latest.values())
+
+
+def cause_counts(diagnoses: Iterable[Diagnosis], by: str) -> dict[tuple[str, str], Counter[str]]:
+    """Causes counted per (system, value of ``by``): ``family``, ``level``, ``label`` (the
+    R-Eval label: the cross-tab) or ``all``."""
+    out: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for d in diagnoses:
+        value = "all" if by == "all" else str(getattr(d, by) or "-")
+        out[(d.system, value)][d.cause.value] += 1
+    return dict(sorted(out.items()))
+
+
+def cause_tables(diagnoses: Sequence[Diagnosis]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """(title, header, rows) of each diagnosis table: causes per system, per family, per
+    level, and the R-Eval label by cause cross-tab."""
+    tables = []
+    for by, title in (
+        ("all", "Causes per system"),
+        ("family", "Causes per task family"),
+        ("level", "Causes per level"),
+        ("label", "R-Eval label by cause"),
+    ):
+        rows = [
+            [system, *([] if by == "all" else [value]), sum(c.values()), *(c[k] for k in CAUSES)]
+            for (system, value), c in cause_counts(diagnoses, by).items()
+        ]
+        head = ["system", *([] if by == "all" else [by]), "n", *CAUSES]
+        tables.append((title, head, rows))
+    return tables
+
+
+def replay_calls(diagnoses: Iterable[Diagnosis]) -> tuple[int, int]:
+    """Model calls the replays made and how many the response cache answered."""
+    ds = list(diagnoses)
+    return sum(d.llm_calls for d in ds), sum(d.cache_hits for d in ds)
+
+
+def diagnosis_json(d: Diagnosis) -> str:
+    """One line of ``diagnosis.jsonl``."""
+    return json.dumps(d.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))

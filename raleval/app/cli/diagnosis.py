@@ -1,0 +1,97 @@
+"""``raleval diagnose``: why a run's failed episodes failed, by counterfactual replay."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from raleval.app.cli.base import app, fail, user_errors
+
+
+def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
+    """The cause tables and the R-Eval label by cause cross-tab of the runs' diagnoses."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from raleval.analysis.diagnosis import cause_tables, read_diagnoses, replay_calls
+
+    diagnoses = [d for p in run_dirs for d in read_diagnoses(p)]
+    if not diagnoses:
+        fail(f"no {', '.join(map(str, run_dirs))} has a diagnosis.jsonl: run raleval diagnose")
+    from raleval.app.console import make_console
+
+    console = make_console()
+    for title, header, rows in cause_tables(diagnoses):
+        if fmt == "csv":
+            typer.echo(f"# {title}")
+            typer.echo(",".join(header))
+            for row in rows:
+                typer.echo(",".join(str(c) for c in row))
+            continue
+        table = Table(title=title)
+        for h in header:
+            table.add_column(h, justify="left" if h in ("system", "family", "level") else "right")
+        for row in rows:  # names come from task files and model specs: never markup
+            table.add_row(*(escape(str(c)) for c in row))
+        console.print(table)
+    calls, hits = replay_calls(diagnoses)
+    typer.echo(f"replay model calls recorded: {calls} ({hits} answered by the response cache)")
+
+
+@app.command()
+def diagnose(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="replay with this model (default: the run's own)"),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="diagnose at most N more episodes", min=1)
+    ] = None,
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--time-limit",
+            help="wall-clock seconds per replay instead of the run's time_limit_s; episodes "
+            "the run's clock stopped are then replayed too",
+            min=1,
+        ),
+    ] = None,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            help="set the existing diagnosis.jsonl aside (renamed, kept) and diagnose again"
+        ),
+    ] = False,
+) -> None:
+    """Replay the run's failed episodes under interventions (clean interface, gold retrieval,
+    evidence in hand) and record each one's cause in diagnosis.jsonl (docs/diagnosis.md)."""
+    from raleval.app.diagnose import diagnose_sync, set_aside
+
+    def show(d: Any) -> None:
+        typer.echo(
+            f"  {d.task_id} [{d.label}] -> {d.cause.value}  "
+            f"({len(d.replays)} replays, {d.llm_calls} model calls, {d.cache_hits} cached)"
+        )
+
+    started = time.monotonic()
+    try:
+        if not (run_dir / "results.jsonl").exists():
+            fail(f"{run_dir} has no results.jsonl; is it a run directory?")
+        if fresh:
+            aside = set_aside(run_dir)
+            if aside is not None:
+                typer.echo(f"set aside: {aside}")
+        summary = diagnose_sync(run_dir, model, limit, show, time_limit)
+    except user_errors() as exc:
+        fail(str(exc))
+    typer.echo(
+        f"diagnosed {summary.diagnosed} episodes ({summary.skipped} already diagnosed) in "
+        f"{time.monotonic() - started:.1f} s; replay model calls: {summary.llm_calls}, of "
+        f"them {summary.cache_hits} from the response cache, "
+        f"{summary.llm_calls - summary.cache_hits} sent to the model"
+    )
+    print_diagnosis_tables([run_dir])
