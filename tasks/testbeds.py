@@ -16,7 +16,11 @@ session; a task the transform cannot change cleanly is left out, never emitted b
 - ``noise``: search-style (fuzzy-matching) tools get look-alike records that hold no gold
   answer, mixed in so they make up ``ratio`` of the results (0, 0.2, 0.4, 0.6, 0.8).
 
-Task sets name a testbed after ``@``: ``crag-kg@negative``, ``reval-12@noise=0.4``.
+Interface testbeds (``rename-tools``, ``bare-tools``, ``distractors=K``, ``inject``) change
+how the tools are presented rather than what they know: :mod:`raleval.tasks.interface`.
+
+Task sets name a testbed after ``@``: ``crag-kg@negative``, ``reval-12@noise=0.4``,
+``scholar-...@distractors=3``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from raleval.records import OutcomeKind, Task, ToolCall
 from raleval.tasks.metrics import split_items
 
 KINDS = ("negative", "false-premise", "counterfactual", "noise")
+INTERFACE = ("rename-tools", "bare-tools", "distractors", "inject")  # raleval.tasks.interface
+MAX_DISTRACTORS = 20
 NOISE_RATIOS = (0.0, 0.2, 0.4, 0.6, 0.8)
 REJECTION_ANSWER = "I don't know"
 INVALID_ANSWER = "invalid question"
@@ -47,9 +53,12 @@ class Testbed:
 
     kind: str
     ratio: float = 0.0  # noise only
+    count: int = 0  # distractors only
 
     @property
     def label(self) -> str:
+        if self.kind == "distractors":
+            return f"distractors={self.count}"
         return f"noise={self.ratio:g}" if self.kind == "noise" else self.kind
 
 
@@ -59,8 +68,16 @@ def parse_spec(spec: str) -> tuple[str, Testbed | None]:
         return spec, None
     base, _, name = spec.rpartition("@")
     kind, _, value = name.partition("=")
-    if kind not in KINDS:
-        raise ValueError(f"unknown testbed {kind!r} in {spec!r}; choose one of {', '.join(KINDS)}")
+    if kind not in KINDS + INTERFACE:
+        known = ", ".join(KINDS + INTERFACE)
+        raise ValueError(f"unknown testbed {kind!r} in {spec!r}; choose one of {known}")
+    if kind == "distractors":
+        if not value.isdigit() or not 1 <= int(value) <= MAX_DISTRACTORS:
+            raise ValueError(
+                f"distractors needs a count from 1 to {MAX_DISTRACTORS}, e.g. "
+                f"{base}@distractors=3 (got {name!r})"
+            )
+        return base, Testbed("distractors", count=int(value))
     if kind != "noise":
         if value:
             raise ValueError(f"testbed {kind!r} takes no value (got {name!r})")
@@ -342,12 +359,17 @@ class TestbedSession:
 _NOT_FOUND = "Could not find"  # the wiki's not-found observation: nothing to add noise to
 
 
-def wrap_session(session: Any, task: Task) -> Any:
+def wrap_session(session: Any, task: Task, env: Any = None) -> Any:
     """The session an episode of ``task`` talks to: wrapped when the task is a testbed
-    variant whose world differs from the base one."""
+    variant whose world or tool interface differs from the base one. ``env`` (the
+    environment the session came from) gives distractor tools sessions of their own."""
     spec = task.metadata.get("testbed")
     if not spec or spec.get("kind") == "false-premise":
         return session
+    if spec.get("kind") in INTERFACE:
+        from raleval.tasks.interface import InterfaceSession
+
+        return InterfaceSession(session, task, env)
     return TestbedSession(session, task)
 
 
@@ -669,6 +691,11 @@ _DERIVE: dict[str, Callable[..., Task | None]] = {
 
 def derive(tasks: list[Task], env: Any, testbed: Testbed, seed: int) -> list[Task]:
     """The testbed's verified variants of ``tasks`` (tasks it cannot transform are left out)."""
+    if testbed.kind in INTERFACE:
+        from raleval.tasks.interface import derive_interface
+
+        made = (derive_interface(env, t, testbed.kind, seed, testbed.count) for t in tasks)
+        return [v for v in made if v is not None]
     # the base solutions' results, run once: negative and counterfactual start from them
     needs_results = testbed.kind in ("negative", "counterfactual")
     observed = {t.id: _observed(env, t) for t in tasks} if needs_results else {}

@@ -168,7 +168,7 @@ async def run_episode(
     try:
         if epoch:
             model = model.with_epoch(epoch)
-        session = wrap_session(env.session(task), task)
+        session = wrap_session(env.session(task), task, env)
         episode_model = model.for_episode(task, session, workflow)
         if graph is None:
             graph = workflow.build(episode_model, session)
@@ -276,6 +276,7 @@ def _prepare(config: RunConfig, phase: Any = _no_phase) -> tuple[Any, list[Task]
     """Environment, tasks and the configured workflow; the model is resolved separately
     (a Ray driver needs no model of its own: a local one would start a server)."""
     from raleval.tasks.catalog import foreign_tasks
+    from raleval.tasks.testbeds import wrap_session
 
     config = config.with_defaults()
     check_run_dir(config)  # before reading anything a run directory holds
@@ -297,8 +298,12 @@ def _prepare(config: RunConfig, phase: Any = _no_phase) -> tuple[Any, list[Task]
         if reason:
             raise ConfigError(f"refused: {reason}")
     demos = demonstration_tasks(config, env, tasks, workflow.config.shots)
+    # an interface testbed's demonstrations are written in the tools it presents
     rendered = {
-        family: [workflow.render_example(solved_example(t, env), env) for t in group]
+        family: [
+            workflow.render_example(solved_example(t, env), wrap_session(env, t, env))
+            for t in group
+        ]
         for family, group in demos.items()
     }
     ids = {family: [t.id for t in group] for family, group in demos.items()}
@@ -366,6 +371,7 @@ def demonstration_tasks(
     world (its families' base tasks).
     """
     from raleval.tasks.catalog import stamp
+    from raleval.tasks.interface import translate_demonstrations
 
     if shots == 0:
         return {}
@@ -384,7 +390,7 @@ def demonstration_tasks(
         )
         fresh = [t for t in pool if t.solution and t.question not in taken]
         if fresh:
-            out[name] = fresh[:shots]
+            out[name] = translate_demonstrations(fresh[:shots], tasks, env)
     return out
 
 
@@ -395,9 +401,11 @@ def solved_example(task: Task, env: Any) -> SolvedExample:
     """A demonstration task with its gold calls run against ``env``: real observations, each
     cut to :data:`DEMO_OBSERVATION_CHARS` with a visible marker (a year of prices in every
     prompt would crowd out the episode's own)."""
+    from raleval.tasks.testbeds import wrap_session
     from raleval.workflows.common import TRUNCATION_MARKER
 
-    session = env.session(task)  # one session: a wiki Lookup reads the page Search opened
+    # one session: a wiki Lookup reads the page Search opened; an interface testbed's names
+    session = wrap_session(env.session(task), task, env)
     calls = []
     for c in task.solution or []:
         text = session.call_sync(c.tool, c.arguments).observation
