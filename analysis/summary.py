@@ -28,6 +28,8 @@ class SummaryRow:
     # call-level scores (analysis/calls.py), over the episodes whose task has a gold solution
     call_precision: float | None = None
     call_recall: float | None = None
+    # AgentBoard's progress rate (analysis/progress.py), over episodes whose task stores subgoals
+    progress: float | None = None
     family_mean_f1: float | None = None  # the all row: unweighted mean of the families' F1
 
 
@@ -71,6 +73,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
+                progress=_mean_score(trajs, "progress"),
                 failed=failed[family],
             )
         )
@@ -88,6 +91,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.wall_s = sum(t.wall_time_s for t in everything) / len(everything)
             total.call_precision = _mean_score(everything, "call_precision")
             total.call_recall = _mean_score(everything, "call_recall")
+            total.progress = _mean_score(everything, "progress")
         for r in rows:
             total.labels.update(r.labels)
         scored = [r for r in rows if r.n]
@@ -104,16 +108,20 @@ def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     """Two rich tables, each within 80 columns: scores per family (the ``all`` row is the mean
     over episodes; ``fam. mean`` the unweighted mean of the families' F1), then the label mix.
-    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class."""
+    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class; ``prog.`` is
+    AgentBoard's progress rate (shown when the tasks store their subgoals)."""
     from rich.console import Group
     from rich.table import Table
 
     calls = any(r.call_precision is not None for r in rows)
+    progress = any(r.progress is not None for r in rows)
     failed = any(r.failed for r in rows)
     fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
     scores = Table(title=title, padding=(0, 1), collapse_padding=True)
     columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1"]
-    columns += ["exact", "missing", *(["call P", "call R"] if calls else []), "s/ep"]
+    columns += ["prog." if progress else "", "exact", "missing"]
+    columns += [*(["call P", "call R"] if calls else []), "s/ep"]
+    columns = [c for c in columns if c]
     for col in columns:
         scores.add_column(col, justify="left" if col in ("family", "level") else "right")
 
@@ -123,10 +131,11 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
         if r.n == 0:  # every episode failed: nothing was scored
-            cells += ["-"] * (5 + (2 if calls else 0))
+            cells += ["-"] * (5 + (2 if calls else 0) + (1 if progress else 0))
             scores.add_row(*cells)
             continue
-        cells += [pct(r.correct), pct(r.f1), pct(r.em), pct(r.missing)]
+        cells += [pct(r.correct), pct(r.f1), *([pct(r.progress)] if progress else [])]
+        cells += [pct(r.em), pct(r.missing)]
         cells += [pct(r.call_precision), pct(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)

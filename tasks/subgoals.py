@@ -45,8 +45,10 @@ def key_values(task: Task, results: list[Any]) -> list[list[str]]:
     """Per gold call, its key values (see the module docstring), given each call's
     ``ToolResult``."""
     calls = list(task.solution or [])
-    texts = [r.observation if r.data is None else json.dumps(r.data, default=str, ensure_ascii=False)
-             for r in results]  # fmt: skip
+    texts = [
+        r.observation if r.data is None else json.dumps(r.data, default=str, ensure_ascii=False)
+        for r in results
+    ]
     question = normalize_answer(task.question)
     expr = task.metadata.get("answer_expr")
     read = read_values_by_result(expr, [r.data for r in results]) if expr else [[] for _ in calls]
