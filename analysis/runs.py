@@ -300,14 +300,15 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
     return sorted(front, key=lambda s: points[s][0])
 
 
-def domain_level_f1(runs: Iterable[Run]) -> dict[str, dict[str, float]]:
-    """system -> '<domain> <level>' -> mean F1 over tasks (for radars and bars)."""
+def domain_level_f1(runs: Iterable[Run], key: str = "f1") -> dict[str, dict[str, float]]:
+    """system -> '<domain> <level>' -> mean F1 over tasks (for radars and bars); with
+    ``key="progress"``, the mean progress rate over the episodes that have one."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         for t in run.results:
             task = run.tasks.get(t.task_id)
-            if task:
-                out[run.system][f"{task.domain} {task.level.value}"].append(t.scores.get("f1", 0.0))
+            if task and (key == "f1" or key in t.scores):
+                out[run.system][f"{task.domain} {task.level.value}"].append(t.scores.get(key, 0.0))
     return {s: {k: sum(v) / len(v) for k, v in d.items()} for s, d in out.items()}
 
 

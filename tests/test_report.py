@@ -170,8 +170,9 @@ def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
     try:
         driver.get(many.as_uri())
         figures = driver.execute_script(FIGURE_LAYOUT_JS)
-        # two radars (one per workflow), the bars, the error mix, the deployment plot
-        assert len(figures) == 5 and sum(f["polar"] for f in figures) == 2
+        # two radars (one per workflow), the F1 bars, the progress-rate bars, the error mix,
+        # the deployment plot
+        assert len(figures) == 6 and sum(f["polar"] for f in figures) == 2
         for k, fig in enumerate(figures):
             assert fig["marks"] >= 1, f"figure {k} is an empty panel"
             labels = [t["text"] for t in fig["ticks"] if t["text"]]
