@@ -189,3 +189,16 @@ def test_attack_success_counts_episodes_that_answer_the_planted_string(tmp_path)
     n = len(run.results)
     assert rates["attack_success"] == pytest.approx(1 / n)
     assert rates["utility"] == pytest.approx((n - 1) / n)
+
+
+@pytest.mark.parametrize("workflow", ["function_calling", "pal", "dfsdt"])
+@pytest.mark.parametrize("bed", BEDS)
+def test_other_workflows_see_the_changed_interface(tmp_path, workflow, bed):
+    _, results = run_config(tmp_path, workflow=workflow, tasks=f"scholar@{bed}",
+                            tasks_per_family=2, limit=3)  # fmt: skip
+    assert results and all(r.scores["f1"] == 1.0 for r in results)
+    prompt = results[0].llm_calls[0].prompt
+    if bed == "rename-tools":
+        assert "tool_01" in prompt and "searchPerson" not in prompt
+    if bed == "distractors=3" and workflow == "pal":  # function calling sends tools apart
+        assert "legacy mirror" in prompt
