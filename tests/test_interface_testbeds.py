@@ -202,3 +202,23 @@ def test_other_workflows_see_the_changed_interface(tmp_path, workflow, bed):
         assert "tool_01" in prompt and "searchPerson" not in prompt
     if bed == "distractors=3" and workflow == "pal":  # function calling sends tools apart
         assert "legacy mirror" in prompt
+
+
+def test_a_testbed_run_is_shown_beside_the_untouched_sets_run(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.analysis.runs import testbed_rows, untouched_rates
+    from raleval.app.cli import app
+
+    common = {"env": "scholar", "tasks_per_family": 2, "limit": 3}
+    run_config(tmp_path, tasks="scholar", model="scripted/abstain", **common)
+    run_config(tmp_path, tasks="scholar@inject", model="scripted/abstain", **common)
+    run_config(tmp_path, tasks="scholar", model="scripted/oracle", **common)  # another system
+    runs = {p.name: load_run(p) for p in tmp_path.iterdir()}
+    bed = next(r for name, r in runs.items() if "abstain" in name and "@inject" in name)
+    # found beside it: the same model's untouched run, not the oracle's
+    assert untouched_rates(bed) == {"n": 3.0, "f1": 0.0, "correct": 0.0, "progress": 0.0}
+    rows = testbed_rows([bed])
+    assert [r[1] for r in rows] == ["inject", "untouched"]
+    res = CliRunner().invoke(app, ["table", str(bed.path)])
+    assert res.exit_code == 0 and "untouched" in res.output and "progress" in res.output
