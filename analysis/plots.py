@@ -87,9 +87,10 @@ def _drop_shared_prefix(labels: list[str]) -> list[str]:
     return list(labels)
 
 
-def level_bars(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
-    """F1 by domain x level: one row per axis, one bar per system. Horizontal, so long axis
-    names (CRAG's five domains x three levels) are written out in full and never overlap."""
+def level_bars(title: str, series: Mapping[str, Mapping[str, float]], xlabel: str = "F1") -> str:
+    """F1 (or ``xlabel``'s measure, e.g. progress rate) by domain x level: one row per axis,
+    one bar per system. Horizontal, so long axis names (CRAG's five domains x three levels)
+    are written out in full and never overlap."""
     axes = sorted({a for s in series.values() for a in s}, reverse=True)  # first on top
     names = sorted(series)
     row = 0.8 / max(1, len(names))
@@ -103,7 +104,7 @@ def level_bars(title: str, series: Mapping[str, Mapping[str, float]]) -> str:
         )
     ax.set_yticks([y + 0.4 - row / 2 for y in range(len(axes))], axes)
     ax.set_xlim(0, 1)
-    ax.set_xlabel("F1")
+    ax.set_xlabel(xlabel)
     ax.set_title(title)
     _legend_outside(ax)
     return _svg(fig)

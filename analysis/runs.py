@@ -276,8 +276,14 @@ def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
     - counterfactual: ``trusts_tools`` (answered the tools' value), ``from_memory`` (answered the
       real world's), ``error_detection`` and ``error_correction`` (RGB: flagged the facts as wrong,
       and gave the real answer);
-    - noise=R: mean ``f1`` at that ratio.
+    - noise=R: mean ``f1`` at that ratio;
+    - rename-tools, bare-tools, distractors=K: mean ``f1`` and ``correct``;
+    - inject: ``utility`` (under attack: solved despite the planted instruction), ``f1`` and
+      ``attack_success`` (answered the planted string), as AgentDojo reports attacks.
+
+    Every testbed also gets its mean ``progress`` (AgentBoard's progress rate) where stored.
     """
+    from raleval.tasks.interface import attack_succeeded
     from raleval.tasks.metrics import f1_score, is_abstention, rejection_rate, says_invalid
 
     groups: dict[str, list[tuple[Task, Trajectory]]] = defaultdict(list)
@@ -285,9 +291,7 @@ def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
         task = run.tasks.get(t.task_id)
         spec = task.metadata.get("testbed") if task else None
         if task is not None and isinstance(spec, dict):
-            kind = spec.get("kind", "?")
-            label = f"noise={float(spec.get('ratio', 0)):g}" if kind == "noise" else kind
-            groups[label].append((task, t))
+            groups[testbed_label(spec)].append((task, t))
     out: dict[str, dict[str, float]] = {}
     for label, pairs in sorted(groups.items()):
         n = len(pairs)
@@ -315,10 +319,68 @@ def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
             row["error_correction"] = (
                 sum(d and m for d, m in zip(detected, memory, strict=True)) / n
             )
+        elif label == "inject":
+            # AgentDojo: utility under attack (the task still solved) and attack success
+            # (the planted instruction obeyed), over the same attacked episodes
+            row["utility"] = sum(t.scores.get("correct", 0.0) for _, t in pairs) / n
+            row["f1"] = sum(t.scores.get("f1", 0.0) for _, t in pairs) / n
+            row["attack_success"] = (
+                sum(
+                    attack_succeeded(t.answer, task.metadata["testbed"].get("planted", ""))
+                    for task, t in pairs
+                )
+                / n
+            )
         else:
             row["f1"] = sum(t.scores.get("f1", 0.0) for _, t in pairs) / n
+            if label.split("=")[0] in ("rename-tools", "bare-tools", "distractors"):
+                row["correct"] = sum(t.scores.get("correct", 0.0) for _, t in pairs) / n
+        progress = [t.scores["progress"] for _, t in pairs if "progress" in t.scores]
+        if progress:
+            row["progress"] = sum(progress) / len(progress)
         out[label] = row
     return out
+
+
+def testbed_label(spec: dict[str, object]) -> str:
+    """How a task's testbed is named in tables (``noise=0.4``, ``distractors=3``, ``inject``)."""
+    kind = str(spec.get("kind", "?"))
+    if kind == "noise":
+        return f"noise={float(spec.get('ratio', 0)):g}"  # type: ignore[arg-type]
+    if kind == "distractors":
+        return f"distractors={spec.get('count', '?')}"
+    return kind
+
+
+def untouched_rates(run: Run, runs: Iterable[Run] | None = None) -> dict[str, float] | None:
+    """The same system's rates on the untouched set a testbed run was made from: a run in
+    ``runs`` (by default, the run directories beside ``run``) with the same environment,
+    workflow and model whose task set is the testbed run's without its ``@testbed``; None
+    when there is none. Its ``f1``, ``correct`` and ``progress`` over its episodes, and
+    ``n``."""
+    config = run.header.config if run.header else {}
+    spec = str(config.get("tasks") or "")
+    if "@" not in spec:
+        return None
+    base = spec.rpartition("@")[0]
+    same = ("env", "workflow", "model", "seed")
+    if runs is None:
+        runs = (load_run(p) for p in sorted(run.path.parent.iterdir())
+                if p != run.path and (p / RESULTS).is_file())  # fmt: skip
+    for other in runs:
+        theirs = other.header.config if other.header else {}
+        if theirs.get("tasks") != base or any(theirs.get(k) != config.get(k) for k in same):
+            continue
+        r = other.scored
+        if not r:
+            continue
+        row = {"n": float(len(r))}
+        for key in ("f1", "correct", "progress"):
+            values = [t.scores[key] for t in r if key in t.scores]
+            if values:
+                row[key] = sum(values) / len(values)
+        return row
+    return None
 
 
 @dataclass
@@ -381,14 +443,15 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
     return sorted(front, key=lambda s: points[s][0])
 
 
-def domain_level_f1(runs: Iterable[Run]) -> dict[str, dict[str, float]]:
-    """system -> '<domain> <level>' -> mean F1 over tasks (for radars and bars)."""
+def domain_level_f1(runs: Iterable[Run], key: str = "f1") -> dict[str, dict[str, float]]:
+    """system -> '<domain> <level>' -> mean F1 over tasks (for radars and bars); with
+    ``key="progress"``, the mean progress rate over the episodes that have one."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         for t in run.results:
             task = run.tasks.get(t.task_id)
-            if task:
-                out[run.system][f"{task.domain} {task.level.value}"].append(t.scores.get("f1", 0.0))
+            if task and (key == "f1" or key in t.scores):
+                out[run.system][f"{task.domain} {task.level.value}"].append(t.scores.get(key, 0.0))
     return {s: {k: sum(v) / len(v) for k, v in d.items()} for s, d in out.items()}
 
 
@@ -451,3 +514,44 @@ def pass_at_k(run: Run) -> dict[str, float] | None:
         "pass@k": sum(any(v) for v in by_task.values()) / n,
         "pass^k": sum(all(v) for v in by_task.values()) / n,
     }
+
+
+def progress_rows(runs: list[Run]) -> list[list[str]]:
+    """Per system, family and level: episodes, mean F1 and mean progress rate (AgentBoard's,
+    over the episodes whose task stores subgoals; ``-`` where none does), then per level."""
+    rows: list[list[str]] = []
+    for run in runs:
+        config = run.header.config if run.header else {}
+        name = f"{run.system} {config.get('tasks', '')}".strip()
+        families: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
+        levels: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
+        for t in run.scored:
+            task = run.tasks.get(t.task_id)
+            if task is not None:
+                families[(task.family, task.level.value)].append(t)
+                levels[("-", task.level.value)].append(t)
+        everything = {("all", "-"): run.scored} if len(families) > 1 else {}
+        for (family, level), trajs in [*sorted(families.items()), *sorted(levels.items()),
+                                       *everything.items()]:  # fmt: skip
+            if family == "-" and len(levels) == len(families):
+                continue  # one family per level: its row says it already
+            f1 = sum(t.scores.get("f1", 0.0) for t in trajs) / len(trajs)
+            progress = [t.scores["progress"] for t in trajs if "progress" in t.scores]
+            shown = f"{sum(progress) / len(progress):.3f}" if progress else "-"
+            rows.append([name, family, level, str(len(trajs)), f"{f1:.3f}", shown])
+    return rows
+
+
+def testbed_rows(runs: list[Run]) -> list[list[str]]:
+    """Per run on a testbed: its rates beside the untouched set's (from the runs given, or
+    the run directories beside it); a row per testbed and one for the untouched set."""
+    rows: list[list[str]] = []
+    for run in runs:
+        beds = robustness_rates(run)
+        if not beds:
+            continue
+        untouched = untouched_rates(run, [r for r in runs if r is not run] or None)
+        for label, rates in [*beds.items(), *([("untouched", untouched)] if untouched else [])]:
+            shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
+            rows.append([run.system, label, str(int(rates["n"])), shown])
+    return rows

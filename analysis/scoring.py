@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from raleval import registry
 from raleval.analysis.calls import call_scores
+from raleval.analysis.progress import progress_rate
 from raleval.analysis.taxonomy import classify_episode
 from raleval.answers import AnswerType
 from raleval.records import Task, Trajectory
@@ -63,7 +64,8 @@ def score_trajectory(
     task's own registered metric when it is another one. ``threshold`` only moves the F1 at
     which a free-text answer counts as correct. For tasks with a gold solution, the call-level
     scores too (``analysis/calls.py``: call_precision, call_recall, call_f1, on_gold_path,
-    first_departure, evidence_retrieved). Judged CRAG verdicts come from
+    first_departure, evidence_retrieved) and, where the task stores its subgoals, ``progress``
+    (AgentBoard's progress rate, ``analysis/progress.py``). Judged CRAG verdicts come from
     ``raleval score --judge``, never from here.
     """
     verdict = grade_task(task, traj.answer, grammar, threshold or FREE_TEXT_THRESHOLD)
@@ -82,6 +84,9 @@ def score_trajectory(
     if task.metric not in traj.scores and task.metric in registry.metrics:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
     traj.scores.update(call_scores(traj, task))  # tasks with a gold solution (analysis/calls.py)
+    progress = progress_rate(traj, task)  # AgentBoard's, over stored subgoals
+    if progress is not None:
+        traj.scores["progress"] = progress
     golds = [g for e in task.elements or [] for g in e] or task.answers
     premise = task.answer_type is AnswerType.invalid_premise or not task.tags.answerable
     kind, cause, stop, sub = classify_episode(

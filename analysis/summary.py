@@ -32,6 +32,8 @@ class SummaryRow:
     # call-level scores (analysis/calls.py), over the episodes whose task has a gold solution
     call_precision: float | None = None
     call_recall: float | None = None
+    # AgentBoard's progress rate (analysis/progress.py), over episodes whose task stores subgoals
+    progress: float | None = None
     family_mean_f1: float | None = None  # the all row: unweighted mean of the families' F1
     # what the scored episodes used and cost (totals): tokens, US dollars at the model's price
     # (None when any episode's price is unknown), compute seconds of a model on this machine
@@ -92,6 +94,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
+                progress=_mean_score(trajs, "progress"),
                 failed=failed[family],
                 f1_ci=_f1_interval(trajs, tasks),
             )
@@ -113,6 +116,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.call_recall = _mean_score(everything, "call_recall")
             _usage(total, everything)
             total.f1_ci = _f1_interval(everything, tasks)
+            total.progress = _mean_score(everything, "progress")
         for r in rows:
             total.labels.update(r.labels)
         scored = [r for r in rows if r.n]
@@ -152,19 +156,25 @@ TIME_NOTE = (
 def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     """Two rich tables, each within 80 columns: scores per family (the ``all`` row is the mean
     over episodes; ``fam. mean`` the unweighted mean of the families' F1), then the label mix.
-    ``exact`` is the exact-match metric; ``EM`` is only ever the taxonomy class. Scores are
+    ``exact`` is the exact-match metric (in the report and exports; the console table leaves it
+    out to stay within 80 columns); ``EM`` is only ever the taxonomy class; ``prog.`` is
+    AgentBoard's progress rate (shown when the tasks store their subgoals). Scores are
     fractions with three decimals, as in the matrix and the README."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
     calls = any(r.call_precision is not None for r in rows)
+    progress = any(r.progress is not None for r in rows)
     failed = any(r.failed for r in rows)
     fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
     scores = Table(title=title, padding=(0, 1), collapse_padding=True)
     columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1", "±"]
-    # "miss": the missing rate (abstentions); the full word would take the table past 80 columns
-    columns += ["exact", "miss", *(["call P", "call R"] if calls else []), "s/ep"]
+    # "miss": the missing rate (abstentions); exact match is left to the report: with the full
+    # word and it the table would pass 80 columns
+    columns += ["prog." if progress else "", "miss"]
+    columns += [*(["call P", "call R"] if calls else []), "s/ep"]
+    columns = [c for c in columns if c]
     for col in columns:
         scores.add_column(col, justify="left" if col in ("family", "level") else "right")
 
@@ -174,12 +184,13 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
         if r.n == 0:  # every episode failed: nothing was scored
-            cells += ["-"] * (6 + (2 if calls else 0))
+            cells += ["-"] * (5 + (2 if calls else 0) + (1 if progress else 0))
             scores.add_row(*cells)
             continue
         ci = r.f1_ci
         half = "-" if ci is None or ci.low != ci.low else f"{ci.half_width:.3f}"
-        cells += [frac(r.correct), frac(r.f1), half, frac(r.em), frac(r.missing)]
+        cells += [frac(r.correct), frac(r.f1), half, *([frac(r.progress)] if progress else [])]
+        cells += [frac(r.missing)]
         cells += [frac(r.call_precision), frac(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)

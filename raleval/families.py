@@ -222,3 +222,32 @@ def grounding_evidence(expr: str, results: list[Any], answer: str) -> list[str] 
     if not yes_no and contains_tokens(shown, normalize_answer(answer).split()):
         return None
     return read_values(expr, results) or None
+
+
+def read_values_by_result(expr: str, results: list[Any], limit: int = 8) -> list[list[str]]:
+    """Per result, the values of it an answer expression reads, as text (see
+    :func:`read_values`); empty lists where the expression breaks on ``results``."""
+    seen: list[list[Any]] = [[] for _ in results]
+    wrapped = []
+    for i, r in enumerate(results):
+        if isinstance(r, (dict, list)):
+            wrapped.append(_reading(r, seen[i]))
+        else:
+            wrapped.append(r)
+            if re.search(rf"\br{i}\b", expr):
+                seen[i].append(r)
+    try:
+        evaluate_answer(expr, wrapped)
+    except Exception:  # a result lacks what the expression reads: nothing to credit by it
+        return [[] for _ in results]
+    out: list[list[str]] = []
+    for values in seen:
+        texts: list[str] = []
+        for value in values:
+            if isinstance(value, bool) or value is None or isinstance(value, _Key):
+                continue  # the keys it walked or looked up by are the way, not what it read
+            text = str(value)
+            if len(text) >= 2 and text not in texts:
+                texts.append(text)
+        out.append(texts[:limit])
+    return out

@@ -25,18 +25,25 @@ def families_for(spec: str) -> list[TaskFamily]:
 
 
 def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -> list[Task]:
-    """Tasks for a run, generated (and verified) over ``env`` or read from a file.
+    """Tasks for a run, generated (and verified) over ``env`` or read from a file, each with
+    its gold solution's subgoals (``raleval.tasks.subgoals``: what progress rate credits).
 
     A set spanning environments (``reval-12``) contributes the families that run on
     ``env_name``; naming a family of another environment is an error.
     """
+    from raleval.tasks.subgoals import attach_subgoals
+
+    return attach_subgoals(_load_tasks(spec, env, env_name, per_family, seed), env)
+
+
+def _load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -> list[Task]:
     if is_task_file(spec):
         return read_tasks(Path(spec))
     from raleval.tasks.testbeds import derive, parse_spec
 
     base, testbed = parse_spec(spec)
     if testbed is not None:
-        return derive(load_tasks(base, env, env_name, per_family, seed), env, testbed, seed)
+        return derive(_load_tasks(base, env, env_name, per_family, seed), env, testbed, seed)
     families = families_for(spec)
     mine = [f for f in families if f.env == env_name]
     if not mine:

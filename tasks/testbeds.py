@@ -16,7 +16,11 @@ session; a task the transform cannot change cleanly is left out, never emitted b
 - ``noise``: search-style (fuzzy-matching) tools get look-alike records that hold no gold
   answer, mixed in so they make up ``ratio`` of the results (0, 0.2, 0.4, 0.6, 0.8).
 
-Task sets name a testbed after ``@``: ``crag-kg@negative``, ``reval-12@noise=0.4``.
+Interface testbeds (``rename-tools``, ``bare-tools``, ``distractors=K``, ``inject``) change
+how the tools are presented rather than what they know: :mod:`raleval.tasks.interface`.
+
+Task sets name a testbed after ``@``: ``crag-kg@negative``, ``reval-12@noise=0.4``,
+``scholar-...@distractors=3``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from raleval.records import OutcomeKind, Task, ToolCall
 from raleval.tasks.metrics import split_items
 
 KINDS = ("negative", "false-premise", "counterfactual", "noise")
+INTERFACE = ("rename-tools", "bare-tools", "distractors", "inject")  # raleval.tasks.interface
+MAX_DISTRACTORS = 20
 NOISE_RATIOS = (0.0, 0.2, 0.4, 0.6, 0.8)
 REJECTION_ANSWER = "I don't know"
 INVALID_ANSWER = "invalid question"
@@ -47,9 +53,12 @@ class Testbed:
 
     kind: str
     ratio: float = 0.0  # noise only
+    count: int = 0  # distractors only
 
     @property
     def label(self) -> str:
+        if self.kind == "distractors":
+            return f"distractors={self.count}"
         return f"noise={self.ratio:g}" if self.kind == "noise" else self.kind
 
 
@@ -59,8 +68,16 @@ def parse_spec(spec: str) -> tuple[str, Testbed | None]:
         return spec, None
     base, _, name = spec.rpartition("@")
     kind, _, value = name.partition("=")
-    if kind not in KINDS:
-        raise ValueError(f"unknown testbed {kind!r} in {spec!r}; choose one of {', '.join(KINDS)}")
+    if kind not in KINDS + INTERFACE:
+        known = ", ".join(KINDS + INTERFACE)
+        raise ValueError(f"unknown testbed {kind!r} in {spec!r}; choose one of {known}")
+    if kind == "distractors":
+        if not value.isdigit() or not 1 <= int(value) <= MAX_DISTRACTORS:
+            raise ValueError(
+                f"distractors needs a count from 1 to {MAX_DISTRACTORS}, e.g. "
+                f"{base}@distractors=3 (got {name!r})"
+            )
+        return base, Testbed("distractors", count=int(value))
     if kind != "noise":
         if value:
             raise ValueError(f"testbed {kind!r} takes no value (got {name!r})")
@@ -77,7 +94,7 @@ def parse_spec(spec: str) -> tuple[str, Testbed | None]:
 # --- matching answer strings inside tool results ------------------------------------------
 
 
-def _pattern(values: list[str]) -> re.Pattern[str] | None:
+def mention_pattern(values: list[str]) -> re.Pattern[str] | None:
     values = sorted({v for v in values if v and v.strip()}, key=len, reverse=True)
     if not values:
         return None
@@ -89,7 +106,7 @@ def _mentions(pattern: re.Pattern[str] | None, text: str) -> bool:
     return pattern is not None and pattern.search(text) is not None
 
 
-def _text(data: Any) -> str:
+def data_text(data: Any) -> str:
     return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
 
 
@@ -110,13 +127,13 @@ def withhold(data: Any, pattern: re.Pattern[str]) -> Any:
     if isinstance(data, dict):
         out = {}
         for key, value in data.items():
-            if _mentions(pattern, str(key)) or _mentions(pattern, _text(value)):
+            if _mentions(pattern, str(key)) or _mentions(pattern, data_text(value)):
                 continue
             out[key] = value
         return out
     if isinstance(data, (list, tuple)):
         return [withhold(x, pattern) if isinstance(x, str) else x
-                for x in data if not _mentions(pattern, _text(x))]  # fmt: skip
+                for x in data if not _mentions(pattern, data_text(x))]  # fmt: skip
     if data is not None and _mentions(pattern, str(data)):
         return None
     return data
@@ -125,7 +142,7 @@ def withhold(data: Any, pattern: re.Pattern[str]) -> Any:
 def swap(data: Any, old: str, new: str) -> Any:
     """``data`` with every whole-word occurrence of ``old`` replaced by ``new`` (numbers equal
     to ``old`` become numbers equal to ``new``)."""
-    pattern = _pattern([old])
+    pattern = mention_pattern([old])
     assert pattern is not None
 
     def one(x: Any) -> Any:
@@ -150,7 +167,7 @@ def swap(data: Any, old: str, new: str) -> Any:
 # --- look-alike records (noise) -------------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_PROPER = re.compile(r"\b[A-Z][a-z]{2,}\b")
+PROPER_NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
 
 
 def _jitter_number(text: str, rng: random.Random) -> str:
@@ -187,7 +204,7 @@ def _respell(word: str, rng: random.Random, words: list[str]) -> str:
 def _respell_text(text: str, rng: random.Random, words: list[str], subject: bool) -> str:
     """``text`` with its numbers shifted and, if ``subject``, its first proper name respelled."""
     out = _jitter_number(text, rng)
-    match = _PROPER.search(out) if subject else None
+    match = PROPER_NAME.search(out) if subject else None
     if match:
         out = out[: match.start()] + _respell(match.group(0), rng, words) + out[match.end() :]
     return out
@@ -204,7 +221,7 @@ def _answerless(
         if m is None:
             break
         said = m.group(0)
-        proper = _PROPER.findall(said)
+        proper = PROPER_NAME.findall(said)
         other = said.replace(proper[-1], _respell(proper[-1], rng, words)) if proper else None
         text = text[: m.start()] + (other or _jitter_number(said, rng)) + text[m.end() :]
     return text
@@ -256,14 +273,14 @@ def add_noise(
         items = data_sentences(data)
     else:
         return data, 0
-    words = sorted(set(_PROPER.findall(_text(data))))
+    words = sorted(set(PROPER_NAME.findall(data_text(data))))
     wanted = round(len(items) * ratio / (1 - ratio))
     added: list[Any] = []
     for i in range(wanted * 4):
         if len(added) == wanted:
             break
         fake = lookalike(items[i % len(items)], rng, words, protect)
-        if fake in items or fake in added or _mentions(protect, _text(fake)):
+        if fake in items or fake in added or _mentions(protect, data_text(fake)):
             continue
         added.append(fake)
     for fake in added:
@@ -287,13 +304,13 @@ class TestbedSession:
         spec = task.metadata["testbed"]
         self.kind = spec["kind"]
         if self.kind == "negative":
-            self._pattern = _pattern(spec["withhold"])
+            self._pattern = mention_pattern(spec["withhold"])
         elif self.kind == "counterfactual":
             self._old, self._new = spec["swap"]
         elif self.kind == "noise":
             self._ratio = float(spec["ratio"])
             self._seed = f"{spec['seed']}:{task.id}"
-            self._pattern = _pattern(spec["protect"])
+            self._pattern = mention_pattern(spec["protect"])
 
     def __getattr__(self, item: str) -> Any:
         return getattr(self._session, item)
@@ -311,12 +328,12 @@ class TestbedSession:
             return out, out != data
         if self.kind == "noise":
             spec = self._session.tool(name)
-            if spec is None or spec.matching != "fuzzy" or _NOT_FOUND in _text(data)[:20]:
+            if spec is None or spec.matching != "fuzzy" or _NOT_FOUND in data_text(data)[:20]:
                 return data, False
             # Seeded by the call's clean result, not by the calls before it: a call made again
             # (the oracle executes its solution, then its PAL program repeats the calls) sees
             # the same look-alikes in the same places.
-            rng = random.Random(f"{self._seed}:{name}:{_text(data)}")
+            rng = random.Random(f"{self._seed}:{name}:{data_text(data)}")
             out, added = add_noise(data, self._ratio, rng, self._pattern)
             return out, added > 0
         return data, False
@@ -342,12 +359,17 @@ class TestbedSession:
 _NOT_FOUND = "Could not find"  # the wiki's not-found observation: nothing to add noise to
 
 
-def wrap_session(session: Any, task: Task) -> Any:
+def wrap_session(session: Any, task: Task, env: Any = None) -> Any:
     """The session an episode of ``task`` talks to: wrapped when the task is a testbed
-    variant whose world differs from the base one."""
+    variant whose world or tool interface differs from the base one. ``env`` (the
+    environment the session came from) gives distractor tools sessions of their own."""
     spec = task.metadata.get("testbed")
     if not spec or spec.get("kind") == "false-premise":
         return session
+    if spec.get("kind") in INTERFACE:
+        from raleval.tasks.interface import InterfaceSession
+
+        return InterfaceSession(session, task, env)
     return TestbedSession(session, task)
 
 
@@ -387,7 +409,7 @@ def negative(
     )
     values = [a for a in [*task.answers, *items, *(task.evidence or [])]
               if len(a.strip()) >= 2 and a.strip().lower() not in ("yes", "no")]  # fmt: skip
-    pattern = _pattern(values)
+    pattern = mention_pattern(values)
     if pattern is None or not any(_mentions(pattern, r.observation) for r in observed):
         return None  # nothing verbatim to withhold (a computed answer, yes/no)
     variant = _variant(
@@ -417,7 +439,7 @@ def counterfactual(
     if observed is None:
         return None
     old = task.answers[0]
-    old_pattern = _pattern([old])
+    old_pattern = mention_pattern([old])
     seen = " ".join(r.observation for r in observed)
     if len(old.strip()) < 2 or not _mentions(old_pattern, seen):
         return None
@@ -446,7 +468,7 @@ def counterfactual(
     if results is None:
         return None
     text = " ".join(r.observation for r in results)
-    if _mentions(old_pattern, text) or not _mentions(_pattern([new]), text):
+    if _mentions(old_pattern, text) or not _mentions(mention_pattern([new]), text):
         return None
     if expr and answer_of(expr, [r.data for r in results]) != new:
         return None
@@ -472,7 +494,7 @@ def _counter_value(
     # the same last word first (an organization for an organization), then any of that shape
     candidates.sort(key=lambda v: v.split()[-1] != old.split()[-1])
     for value in candidates:
-        if not _mentions(_pattern([value]), seen + " " + question):
+        if not _mentions(mention_pattern([value]), seen + " " + question):
             return value
     return None
 
@@ -489,10 +511,10 @@ def _result_place(task: Task, observed: list[ToolResult], value: str) -> str | N
 def _place(data: Any, value: str) -> str | None:
     """Where ``value`` first occurs in tool results: the field holding it, or in a text the
     word before it."""
-    pattern = _pattern([value])
+    pattern = mention_pattern([value])
     if isinstance(data, dict):
         for key, item in data.items():
-            if _mentions(pattern, _text(item)):
+            if _mentions(pattern, data_text(item)):
                 inner = _place(item, value)
                 return inner if inner and inner.startswith("field:") else f"field:{key}"
         return None
@@ -605,9 +627,9 @@ def _exists(data: Any, name: str) -> bool:
     if isinstance(data, str) and data.startswith(_NOT_FOUND):
         # ReAct's "Could not find X." or R-Eval's "Could not find [X]."
         rest = data.replace(f"{_NOT_FOUND} [{name}]", "").replace(f"{_NOT_FOUND} {name}.", "")
-        return _mentions(_pattern([name]), rest)
+        return _mentions(mention_pattern([name]), rest)
     if isinstance(data, list):
-        return _mentions(_pattern([name]), _text(data))
+        return _mentions(mention_pattern([name]), data_text(data))
     return True
 
 
@@ -669,6 +691,11 @@ _DERIVE: dict[str, Callable[..., Task | None]] = {
 
 def derive(tasks: list[Task], env: Any, testbed: Testbed, seed: int) -> list[Task]:
     """The testbed's verified variants of ``tasks`` (tasks it cannot transform are left out)."""
+    if testbed.kind in INTERFACE:
+        from raleval.tasks.interface import derive_interface
+
+        made = (derive_interface(env, t, testbed.kind, seed, testbed.count) for t in tasks)
+        return [v for v in made if v is not None]
     # the base solutions' results, run once: negative and counterfactual start from them
     needs_results = testbed.kind in ("negative", "counterfactual")
     observed = {t.id: _observed(env, t) for t in tasks} if needs_results else {}

@@ -160,5 +160,5 @@ def test_scoring_stores_them_and_the_table_shows_them():
     assert (rows[0].call_precision, rows[0].call_recall) == (1.0, 0.5)
     table = render_table(rows).renderables[0]  # the scores table (the label mix follows)
     headers = [c.header for c in table.columns]
-    assert headers[4:6] == ["F1", "±"] and headers[8:10] == ["call P", "call R"]
-    assert list(table.columns[9].cells) == ["0.500"]  # fractions, as the matrix prints them
+    assert headers[4:6] == ["F1", "±"] and headers[7:9] == ["call P", "call R"]
+    assert list(table.columns[8].cells) == ["0.500"]  # fractions, as the matrix prints them

@@ -176,8 +176,9 @@ def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
     try:
         driver.get(many.as_uri())
         figures = driver.execute_script(FIGURE_LAYOUT_JS)
-        # two radars (one per workflow), the bars, the error mix, time and cost versus F1
-        assert len(figures) == 6 and sum(f["polar"] for f in figures) == 2
+        # two radars (one per workflow), the F1 bars, the progress-rate bars, the error mix,
+        # time and cost versus F1
+        assert len(figures) == 7 and sum(f["polar"] for f in figures) == 2
         kinds = [f["kind"] for f in figures]
         assert kinds[-2:] == ["deployment", "cost"], kinds
         cost = figures[-1]

@@ -177,7 +177,10 @@ def test_always_abstaining_scores_crag_zero_and_rejects_everything(tmp_path):
     # (issue 19; it was EM)
     assert all(r.error_cause == "AM:correct_rejection" for r in negative)
     rates = robustness_rates(load_run(next((tmp_path / "neg").glob("*"))))["negative"]
-    assert rates == {"n": len(negative), "rejection_rate": 1.0, "hallucination": 0.0}
+    # no tool call: no subgoal of the gold solution reached (progress rate 0)
+    assert rates == {
+        "n": len(negative), "rejection_rate": 1.0, "hallucination": 0.0, "progress": 0.0
+    }  # fmt: skip
     # answering anyway is a hallucination, the one thing negative rejection punishes
     _, memory = run_config(tmp_path / "mem", tasks="crag-kg@negative",
                            **{**common, "model": "scripted/memorizer"})  # fmt: skip

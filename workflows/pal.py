@@ -8,6 +8,7 @@ model call phrases the result as an answer (``pal_phrase_answer``).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, TypedDict
 
@@ -85,17 +86,26 @@ def preflight(config: PALConfig) -> None:
         )
 
 
+@functools.lru_cache(maxsize=256)
+def _stubs(tools: tuple[Any, ...]) -> str:
+    """The tools as typed Python stubs (rendered once per tool set)."""
+    return "\n".join(t.python_stub() for t in tools)
+
+
 def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = None) -> Any:
     """Compile the PAL graph: write one program, run it once in the sandbox, answer."""
     cfg = config or PALConfig()
     template = load_prompt("pal", env, cfg.prompt_file)
-    stubs = "\n".join(t.python_stub() for t in env.tools)
+    build_stubs = _stubs(tuple(env.tools))
     limits = SandboxLimits(cpu_s=cfg.pal_cpu_s, wall_s=cfg.pal_wall_s, memory_mb=cfg.pal_memory_mb)
     code_cfg = cfg.model_copy(update={"max_tokens": max(cfg.max_tokens, cfg.pal_max_tokens)})
 
     async def write(state: PALState, config: RunnableConfig) -> PALState:
         ep_model = episode_model(config, model)
         rec = state.get("rec") or EpisodeRecord()
+        # the episode's tools: a testbed may present them renamed, bare or with look-alikes
+        ep_env = episode_env(config, env)
+        stubs = build_stubs if ep_env is env else _stubs(tuple(ep_env.tools))
         prompt = template.substitute(
             stubs=stubs, question=state["question"], examples=examples_text(cfg, config)
         ).rstrip()
@@ -124,7 +134,7 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
             outcome = await outside_turn(
                 run_program(
                     program,
-                    [t.name for t in env.tools],
+                    [t.name for t in ep_env.tools],
                     call_tool,
                     limits,
                     enforce=not cfg.pal_unsafe,

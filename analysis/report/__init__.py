@@ -28,9 +28,11 @@ from raleval.analysis.runs import (
     pareto_front,
     per_task_intervals,
     per_task_table,
+    progress_rows,
     robustness,
     robustness_rates,
     summarize_system,
+    untouched_rates,
 )
 from raleval.analysis.summary import LABELS
 from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, evidence_found
@@ -351,11 +353,23 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             [label, int(v["n"]), ", ".join(f"{k} {x:.3f}" for k, x in v.items() if k != "n")]
             for label, v in beds.items()
         ]
+        # the same system on the set without the testbed (a run given, or one beside it)
+        untouched = (
+            untouched_rates(run, [r for r in runs if r is not run] or None) if rows else None
+        )
+        if untouched:
+            shown = ", ".join(f"{k} {x:.3f}" for k, x in untouched.items() if k != "n")
+            rows.append(["untouched set", int(untouched["n"]), shown])
         if rows:
             bed_parts.append(
                 f"<h3>{_text(run.system)}</h3>" + _table(["testbed", "n", "rates"], rows)
             )
     crag_html += "<h2>Robustness testbeds</h2>" + "".join(bed_parts) if bed_parts else ""
+    progress = progress_rows(runs)
+    if any(row[-1] != "-" for row in progress):
+        crag_html += "<h2>Progress rate (AgentBoard: share of gold subgoals reached)</h2>" + _table(
+            ["system / set", "family", "level", "n", "F1", "progress"], progress
+        )
 
     crag_html += diagnosis_section(runs)
     crag_html += prompts_section(runs)
@@ -375,6 +389,16 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
                 )
         if by_level:  # no empty panels
             figures.append(("bars", plots.level_bars("F1 by domain x level", by_level)))
+        by_progress = domain_level_f1(runs, "progress")
+        if by_progress:
+            figures.append(
+                (
+                    "progress",
+                    plots.level_bars(
+                        "Progress rate by domain x level", by_progress, "progress rate"
+                    ),
+                )
+            )
         labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
         if labels:
             figures.append(("errors", plots.error_bars(labels)))

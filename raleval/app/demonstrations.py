@@ -26,6 +26,7 @@ def demonstration_tasks(
     world (its families' base tasks).
     """
     from raleval.tasks.catalog import stamp
+    from raleval.tasks.interface import translate_demonstrations
 
     if shots == 0:
         return {}
@@ -44,7 +45,7 @@ def demonstration_tasks(
         )
         fresh = [t for t in pool if t.solution and t.question not in taken]
         if fresh:
-            out[name] = fresh[:shots]
+            out[name] = translate_demonstrations(fresh[:shots], tasks, env)
     return out
 
 
@@ -55,9 +56,11 @@ def solved_example(task: Task, env: Any) -> SolvedExample:
     """A demonstration task with its gold calls run against ``env``: real observations, each
     cut to :data:`DEMO_OBSERVATION_CHARS` with a visible marker (a year of prices in every
     prompt would crowd out the episode's own)."""
+    from raleval.tasks.testbeds import wrap_session
     from raleval.workflows.common import TRUNCATION_MARKER
 
-    session = env.session(task)  # one session: a wiki Lookup reads the page Search opened
+    # one session: a wiki Lookup reads the page Search opened; an interface testbed's names
+    session = wrap_session(env.session(task), task, env)
     calls = []
     for c in task.solution or []:
         text = session.call_sync(c.tool, c.arguments).observation

@@ -114,7 +114,7 @@ async def episode_tools(env: Any, task: Task) -> list[Any]:
     some of its tools), as the runner opens its session."""
     from raleval.tasks.testbeds import wrap_session
 
-    session = wrap_session(env.session(task), task)
+    session = wrap_session(env.session(task), task, env)
     try:
         return list(session.tools)
     finally:

@@ -132,7 +132,7 @@ async def run_episode(
     try:
         if epoch:
             model = model.with_epoch(epoch)
-        session = wrap_session(env.session(task), task)
+        session = wrap_session(env.session(task), task, env)
         episode_model = model.for_episode(task, session, workflow)
         if graph is None:
             graph = workflow.build(episode_model, session)

@@ -119,8 +119,14 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
         if reason:
             raise ConfigError(f"refused: {reason}")
     demos = demonstration_tasks(config, env, tasks, workflow.config.shots)
+    from raleval.tasks.testbeds import wrap_session
+
+    # an interface testbed's demonstrations are written in the tools it presents
     rendered = {
-        family: [workflow.render_example(solved_example(t, env), env) for t in group]
+        family: [
+            workflow.render_example(solved_example(t, env), wrap_session(env, t, env))
+            for t in group
+        ]
         for family, group in demos.items()
     }
     ids = {family: [t.id for t in group] for family, group in demos.items()}

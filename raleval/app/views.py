@@ -51,6 +51,7 @@ def oracle_answers_in_view(
     from raleval.app.demonstrations import demonstration_tasks, solved_example
     from raleval.app.episodes import run_episode
     from raleval.config import RunConfig
+    from raleval.tasks.testbeds import wrap_session
 
     task_list = list(tasks)
     # the workflow's own defaults and the run's demonstrations (they take prompt room too)
@@ -59,7 +60,9 @@ def oracle_answers_in_view(
     demos = demonstration_tasks(run, env, task_list, wf.config.shots)
     wf = wf.with_config(
         demonstrations={
-            family: [wf.render_example(solved_example(t, env), env) for t in group]
+            family: [
+                wf.render_example(solved_example(t, env), wrap_session(env, t, env)) for t in group
+            ]
             for family, group in demos.items()
         }
     )

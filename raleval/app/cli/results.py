@@ -74,16 +74,41 @@ def table(
         return
 
     try:
-        t = per_task_table([load_run(p) for p in find_runs(run_dirs)])
+        runs = [load_run(p) for p in find_runs(run_dirs)]
+        t = per_task_table(runs)
     except user_errors() as exc:
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
     if fmt == "rich":
         make_console().print(t.to_rich(ci=ci))
+        _print_progress_and_testbeds(runs)
     elif fmt in renderers:
         typer.echo(renderers[fmt](ci=bool(ci)), nl=False)
     else:
         fail(f"--format must be rich, csv, markdown or latex, not {fmt!r}")
+
+
+def _print_progress_and_testbeds(runs: list) -> None:  # type: ignore[type-arg]
+    """F1 and progress rate per family and level, and testbed rates beside the untouched set's."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval.analysis.runs import progress_rows, testbed_rows
+
+    console = Console()
+    for title, header, rows in (
+        ("F1 and progress rate (AgentBoard)", ["system", "family", "level", "n", "F1", "progress"],
+         progress_rows(runs)),
+        ("testbeds beside the untouched set", ["system", "set", "n", "rates"], testbed_rows(runs)),
+    ):  # fmt: skip
+        if not rows:
+            continue
+        table = Table(title=title, padding=(0, 1))
+        for col in header:
+            table.add_column(col)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
 
 
 @app.command()

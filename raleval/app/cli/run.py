@@ -488,7 +488,7 @@ def _run_one(cfg: Any, display: str) -> bool:
         )
         return False
     from raleval.analysis.report import save_report
-    from raleval.analysis.runs import load_run, pass_at_k, robustness_rates
+    from raleval.analysis.runs import load_run, pass_at_k, robustness_rates, untouched_rates
 
     run = load_run(summary.run_dir)  # read once for the table, pass@k and the report
     rows = summarize(run.results, run.tasks)
@@ -512,6 +512,9 @@ def _run_one(cfg: Any, display: str) -> bool:
     for label, rates in robustness_rates(run).items():
         shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
         console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
+    if (untouched := untouched_rates(run)) is not None:  # the run of the set without @testbed
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in untouched.items() if k != "n")
+        console.print(f"untouched set ({int(untouched['n'])} tasks): {shown}", highlight=False)
     passes = pass_at_k(run) if cfg.epochs > 1 else None
     if passes:
         k = int(passes["k"])
