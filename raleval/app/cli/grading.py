@@ -107,8 +107,16 @@ def score(
             help="F1 at or above which a free-text answer is correct (R-Eval: 0.05)",
         ),
     ] = 0.5,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="also grade with this judge (scripted/rules or a model spec; repeat for a "
+            "panel); its spec, prompt version and validated kappa go into scores.jsonl"
+        ),
+    ] = None,
 ) -> None:
-    """Recompute scores and error types from stored trajectories (no model or tool calls)."""
+    """Recompute scores and error types from stored trajectories (no model or tool calls,
+    except the judge's when --judge is given)."""
     from rich.console import Console
 
     from raleval.analysis.runs import load_run, verdict_changes
@@ -123,6 +131,11 @@ def score(
             fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
         changes = verdict_changes(before, scored)
+        judged: list[dict | None] = [None] * len(scored)
+        if judge:
+            from raleval.app.cli.judging import agreement_line, judge_run_verdicts
+
+            about, judged = judge_run_verdicts(run, judge)
         lines = "".join(
             json.dumps(
                 {
@@ -133,11 +146,12 @@ def score(
                     "error_cause": t.error_cause,
                     "stop_reason": t.stop_reason.value if t.stop_reason else None,
                     "error_subcause": t.error_subcause,
+                    **({"judge": j} if j else {}),
                 },
                 sort_keys=True,
             )
             + "\n"
-            for t in scored
+            for t, j in zip(scored, judged, strict=True)
         )
         write_atomic(run_dir / "scores.jsonl", lines)
         console = Console()
@@ -147,6 +161,15 @@ def score(
         console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
         for line in changes:
             console.print(f"  {line}", highlight=False, markup=False)
+        if judge:
+            kappa = about["kappa"]
+            console.print(
+                f"judge {about['spec']} (prompt {about['prompt_version']}; validated kappa "
+                f"{'not measured: run raleval judge validate' if kappa is None else f'{kappa:.3f}'}"
+                f"): {agreement_line(judged)}",
+                highlight=False,
+                markup=False,
+            )
     except user_errors() as exc:
         fail(str(exc))
 
