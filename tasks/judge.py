@@ -175,7 +175,11 @@ class LLMJudge:
         # A model that continues a final assistant message is held to the JSON form: small
         # local models otherwise explain instead of answering.
         if getattr(getattr(model, "capabilities", None), "prefill", False):
+            # held to the form, the verdict is the next word: stop at its closing quote
             messages.append(Message("assistant", '{"verdict": "'))
+            return GenerateRequest(
+                messages=tuple(messages), max_tokens=8, temperature=0.0, stop=('"',)
+            )
         return GenerateRequest(messages=tuple(messages), max_tokens=48, temperature=0.0)
 
     async def _ask(self, model: Any, request: GenerateRequest) -> str | None:

@@ -408,6 +408,9 @@ def entity_variants(task: Task, siblings: Sequence[str], rng: random.Random) -> 
     ]
     for alias in task.answers[1:2]:
         out.append(("reword:alias", alias, ACCURATE, False))
+    # the name with or without its article ("The Garden of X" / "Garden of X")
+    bare = gold[4:] if gold.lower().startswith("the ") else f"the {gold}"
+    out.append(("reword:alias_article", bare, ACCURATE, False))
     if sib is not None:
         out += [
             ("miss:sibling_entity", sib, HALLUCINATED, False),
@@ -480,7 +483,16 @@ def common_variants(task: Task, rng: random.Random) -> list[Variant]:
     out: list[Variant] = [
         ("abstain:" + str(i), text, MISSING, False) for i, text in enumerate(ABSTENTIONS)
     ]
-    out.append(("abstain:with_guess", f"I don't know, maybe {task.answers[0]}.", MISSING, False))
+    if task.answer_type is AnswerType.invalid_premise:
+        # the rules let "invalid question" win over the abstention on a false premise;
+        # CRAG's evaluator counts any "I don't know" as missing first
+        out.append(
+            ("gap:abstain_then_invalid", "I don't know, maybe invalid question.", MISSING, True)
+        )
+    else:
+        out.append(
+            ("abstain:with_guess", f"I don't know, maybe {task.answers[0]}.", MISSING, False)
+        )
     out.append(("gap:abstention_unrecognised", UNRECOGNISED_ABSTENTION, MISSING, True))
     if task.answer_type is not AnswerType.invalid_premise:
         out.append(("miss:invalid_on_answerable", "invalid question", HALLUCINATED, False))
