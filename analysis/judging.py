@@ -11,8 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raleval.tasks.judge import ACCURATE, HALLUCINATED, MISSING
-from raleval.tasks.judge_validation import cohen_kappa
+from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
 
 SCORES = "scores.jsonl"
 RULE_VERDICTS = {1.0: ACCURATE, 0.0: MISSING, -1.0: HALLUCINATED}
@@ -71,3 +70,42 @@ def load_judged(run_dir: Path) -> JudgedRun | None:
         key = (str(row.get("task_id")), int(row.get("epoch") or 0))
         judged.verdicts[key] = {"judge": j.get("verdict"), "rule": j.get("rule_verdict")}
     return judged
+
+
+def judge_section(runs: list) -> str:
+    """The report's "judge beside the rules" section: per run, the judge's spec, prompt
+    version and validated kappa, how often it agrees with the rules on that run (share and
+    kappa), and the verdict pairs; empty when no run was scored with a judge."""
+    import html
+
+    parts = []
+    for run in runs:
+        judged = load_judged(run.path)
+        if judged is None:
+            continue
+        n, same, kappa = judged.agreement()
+        head = (
+            f"<h3>{html.escape(run.system)}</h3><p>judge <b>{html.escape(judged.spec)}</b> "
+            f"(prompt {html.escape(judged.prompt_version)}; kappa against the truth on the "
+            f"validation set: {_fmt(judged.kappa)}); agreement with the rules on this run: "
+            f"{_fmt(same)} of {n} episode(s), kappa {_fmt(kappa)}</p>"
+        )
+        cells = judged.confusion()
+        rows = "".join(
+            f"<tr><td>rules: {r}</td>"
+            + "".join(f"<td>{cells.get((r, j), 0)}</td>" for j in (ACCURATE, MISSING, HALLUCINATED))
+            + "</tr>"
+            for r in (ACCURATE, MISSING, HALLUCINATED)
+        )
+        table = (
+            "<table><thead><tr><th></th><th>judge: accurate</th><th>judge: missing</th>"
+            f"<th>judge: hallucinated</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+        parts.append(head + table)
+    if not parts:
+        return ""
+    return "<h2>Judge verdicts beside the rule verdicts</h2>" + "".join(parts)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"

@@ -24,11 +24,10 @@ from typing import Any, Protocol
 
 from raleval.answers import AnswerType
 from raleval.model import GenerateRequest, Message, ModelError
+from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, VERDICTS
 from raleval.tasks.grading import DEFAULT_GRAMMAR, PhraseGrammar
 from raleval.tasks.grading import grade as rule_grade
 
-ACCURATE, MISSING, HALLUCINATED = "accurate", "missing", "hallucinated"
-VERDICTS = (ACCURATE, MISSING, HALLUCINATED)
 RULES_SPEC = "scripted/rules"
 # Bump when the prompt file or the way a request is built changes: scores and validation
 # results name it, so a measured kappa is never attached to another prompt's verdicts.

@@ -15,6 +15,7 @@ from raleval.answers import AnswerType
 from raleval.app.cli import app
 from raleval.model import Generation, ModelBase
 from raleval.records import Task
+from raleval.tasks.agreement import cohen_kappa
 from raleval.tasks.grading import grade
 from raleval.tasks.judge import (
     ACCURATE,
@@ -29,7 +30,6 @@ from raleval.tasks.judge import (
 from raleval.tasks.judge_validation import (
     agreement,
     build_set,
-    cohen_kappa,
     count_variants,
     list_variants,
     number_variants,
@@ -303,3 +303,21 @@ def test_score_with_judge_records_spec_prompt_version_and_kappa(tmp_path, monkey
     assert all(
         "judge" not in json.loads(x) for x in (run_dir / "scores.jsonl").read_text().splitlines()
     )
+
+
+def test_report_shows_judge_verdicts_beside_the_rules(tmp_path, monkeypatch, says):
+    from raleval.analysis.report import build_report
+    from raleval.analysis.runs import load_run
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    summary, _ = run_config(tmp_path, tasks="scholar-ks", limit=4)
+    assert "Judge verdicts" not in build_report([load_run(summary.run_dir)])
+    res = runner.invoke(app, ["score", str(summary.run_dir), "--judge", "judgetest/<b>missing"])
+    assert res.exit_code == 0, res.output
+    page = build_report([load_run(summary.run_dir)])
+    assert "<h2>Judge verdicts beside the rule verdicts</h2>" in page
+    assert "judge <b>judgetest/&lt;b&gt;missing</b>" in page  # the spec is escaped
+    assert "agreement with the rules on this run: 0.000 of 4 episode(s)" in page
+    # the judge's word is unreadable ("<b>missing" is no verdict): hallucinated, 4 times
+    assert "<tr><td>rules: accurate</td><td>0</td><td>0</td><td>4</td></tr>" in page
+    assert '"judge":"hallucinated (rules: accurate; judge judgetest/<b>missing)"' in page

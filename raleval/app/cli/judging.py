@@ -36,14 +36,9 @@ def validate_cmd(
     from rich.table import Table
 
     from raleval.cache import default_cache_path
+    from raleval.tasks.agreement import cohen_kappa
     from raleval.tasks.judge import resolve_judge
-    from raleval.tasks.judge_validation import (
-        build_set,
-        cohen_kappa,
-        counts,
-        store_result,
-        validate,
-    )
+    from raleval.tasks.judge_validation import build_set, counts, store_result, validate
 
     console = Console(stderr=as_json)
     try:
@@ -145,7 +140,7 @@ def judge_run_verdicts(run: Any, specs: list[str]) -> tuple[dict[str, Any], list
 
 def agreement_line(rows: list[dict | None]) -> str:
     """One line: how often the judge agreed with the rules on this run."""
-    from raleval.tasks.judge_validation import cohen_kappa
+    from raleval.tasks.agreement import cohen_kappa
 
     pairs = [(r["rule_verdict"], r["verdict"]) for r in rows if r and r.get("rule_verdict")]
     if not pairs:
