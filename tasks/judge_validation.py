@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from raleval.answers import AnswerType
 from raleval.records import Task
 from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
+from raleval.tasks.grading import DEFAULT_GRAMMAR
 from raleval.tasks.judge import Judge, judge_answer
 from raleval.tasks.metrics import normalize_answer
 
@@ -100,6 +101,9 @@ class ValidationResult(BaseModel):
     per_type: dict[str, Agreement]
     per_variant: dict[str, Agreement]
     rule_gaps: Agreement | None = None
+    # items decided before the judge is asked (abstentions; "invalid question" against a
+    # false premise): the same for every judge, so they measure the phrase grammar
+    by_rule: int = 0
     unreadable: int = 0
     elapsed_s: float
     created: float
@@ -654,9 +658,19 @@ def measure(
         per_type={k: of(v) for k, v in sorted(per_type.items())},
         per_variant={k: of(v) for k, v in sorted(per_variant.items())},
         rule_gaps=of(gaps) if gaps else None,
+        by_rule=sum(decided_by_rule(i) for i, _ in scored),
         unreadable=int(getattr(judge, "unreadable", 0)),
         elapsed_s=round(elapsed_s, 2),
         created=time.time(),
+    )
+
+
+def decided_by_rule(item: ValidationItem) -> bool:
+    """Whether :func:`~raleval.tasks.judge.judge_answer` settles ``item`` without a judge."""
+    if DEFAULT_GRAMMAR.abstains(item.answer):
+        return True
+    return item.answer_type == AnswerType.invalid_premise.value and DEFAULT_GRAMMAR.claims_invalid(
+        item.answer
     )
 
 

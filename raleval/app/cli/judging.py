@@ -88,6 +88,10 @@ def validate_cmd(
                 f"rule gaps (answers raleval's rules grade wrong, not counted above): "
                 f"{g.n} items, this judge right on {round(g.accuracy * g.n)}"
             )
+        console.print(
+            f"{result.by_rule} of the {result.n} items were decided by rule before the judge "
+            "was asked (abstentions; 'invalid question' on a false premise)"
+        )
         if result.unreadable:
             console.print(f"unreadable judge replies (counted hallucinated): {result.unreadable}")
         console.print(f"stored in {stored}")
