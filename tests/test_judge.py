@@ -321,3 +321,17 @@ def test_report_shows_judge_verdicts_beside_the_rules(tmp_path, monkeypatch, say
     # the judge's word is unreadable ("<b>missing" is no verdict): hallucinated, 4 times
     assert "<tr><td>rules: accurate</td><td>0</td><td>0</td><td>4</td></tr>" in page
     assert '"judge":"hallucinated (rules: accurate; judge judgetest/<b>missing)"' in page
+
+
+def test_two_judges_are_validated_apart_and_compared(tmp_path, monkeypatch, says):
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path))
+    says("accurate")  # registers the provider
+    res = runner.invoke(
+        app, ["judge", "validate", "--judge", "scripted/rules", "--judge", "judgetest/accurate"]
+    )
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "inter-judge kappa scripted/rules vs judgetest/accurate:" in out
+    stored = [json.loads(x) for x in (tmp_path / "judge_validation.jsonl").read_text().splitlines()]
+    assert [s["judge"] for s in stored] == ["scripted/rules", "judgetest/accurate"]
+    assert stored[1]["overall"]["false_reject"] == 0.0 and stored[1]["overall"]["kappa"] < 0.5
