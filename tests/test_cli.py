@@ -46,7 +46,7 @@ def test_run_then_score(tmp_path):
         (["run", "--model", "scripted/oracle", "-W", "max_steps=0"], "max_steps"),
         (["run", "--model", "scripted/oracle", "-M", "noequals"], "-M expects key=value"),
         (["run", "--model", "local/qwen2.5-05b"], "Did you mean 'qwen2.5-0.5b'"),
-        (["score", "/nonexistent/run"], "has no results.jsonl"),
+        (["score", "/nonexistent/run"], "no run directory in /nonexistent/run"),
         (["list", "gizmos"], "unknown kind 'gizmos'"),
     ],
 )

@@ -20,6 +20,7 @@ from typing import Any
 
 from raleval.analysis import plots
 from raleval.analysis.calls import CALL_SCORES
+from raleval.analysis.judging import JudgedRun, judge_section, load_judged
 from raleval.analysis.runs import (
     Run,
     crag_slices,
@@ -90,8 +91,11 @@ def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
     )
 
 
-def episode_view(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str, Any]:
+def episode_view(
+    i: int, run: Run, t: Trajectory, threshold: float, judged: JudgedRun | None = None
+) -> dict[str, Any]:
     task = run.tasks.get(t.task_id)
+    verdicts = judged.verdicts.get((t.task_id, t.epoch)) if judged else None
     golds = task.answers if task else []
     return {
         "i": i,
@@ -105,6 +109,12 @@ def episode_view(i: int, run: Run, t: Trajectory, threshold: float) -> dict[str,
         "label": t.error_type.value if t.error_type else "-",
         "cause": _clip(t.error_cause, MAX_TEXT),
         "reason": label_reason(t, golds, threshold),
+        # the judge's verdict beside the rules' (raleval score --judge), when there is one
+        "judge": (
+            f"{verdicts['judge']} (rules: {verdicts['rule']}; judge {judged.spec})"
+            if judged and verdicts and verdicts.get("judge")
+            else None
+        ),
         "termination": t.termination.value,
         "wall": t.wall_time_s,
         "model": t.model_time_s,
@@ -372,6 +382,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         )
 
     crag_html += diagnosis_section(runs)
+    crag_html += judge_section(runs)
     crag_html += prompts_section(runs)
 
     figures = []
@@ -415,8 +426,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             ("none", '<p class="muted">Figures need matplotlib: pip install "raleval[plots]".</p>')
         )
 
+    judged = {id(run): load_judged(run.path) for run in runs}
     episodes = [
-        episode_view(i, run, t, threshold)
+        episode_view(i, run, t, threshold, judged[id(run)])
         for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
     ]
     # each run's system prompt and demonstrations once, not once per episode: the viewer

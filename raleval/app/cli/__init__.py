@@ -15,5 +15,6 @@ from raleval.app.cli import results  # noqa: F401  report, table, compare, expor
 from raleval.app.cli import power  # noqa: F401  power
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki
 from raleval.app.cli import diagnosis  # noqa: F401  diagnose
+from raleval.app.cli import judging  # noqa: F401  judge validate
 
 __all__ = ["FAILED", "INTERRUPTED", "OK", "USER_ERROR", "app", "main"]

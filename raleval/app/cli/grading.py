@@ -114,7 +114,9 @@ def _direct_correct(
 
 @app.command()
 def score(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+    ],
     threshold: Annotated[
         float,
         typer.Option(
@@ -126,8 +128,28 @@ def score(
             "Report the threshold beside the labels",
         ),
     ] = 0.5,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="also grade with this judge (scripted/rules or a model spec; repeat for a "
+            "panel); its spec, prompt version and validated kappa go into scores.jsonl"
+        ),
+    ] = None,
 ) -> None:
-    """Recompute scores and error types from stored trajectories (no model or tool calls)."""
+    """Recompute scores and error types from stored trajectories (no model or tool calls,
+    except the judge's when --judge is given); each run's scores go to its scores.jsonl."""
+    from raleval.analysis.runs import find_runs
+
+    try:
+        found = find_runs(run_dirs)
+    except user_errors() as exc:
+        fail(str(exc))
+    for run_dir in found:
+        score_run(run_dir, threshold, judge)
+
+
+def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
+    """``raleval score`` of one run directory."""
     from raleval.analysis.runs import load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.console import make_console
@@ -141,6 +163,11 @@ def score(
             fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
         changes = verdict_changes(before, scored)
+        judged: list[dict | None] = [None] * len(scored)
+        if judge:
+            from raleval.app.cli.judging import agreement_line, judge_run_verdicts
+
+            about, judged = judge_run_verdicts(run, judge)
         lines = "".join(
             json.dumps(
                 {
@@ -151,11 +178,12 @@ def score(
                     "error_cause": t.error_cause,
                     "stop_reason": t.stop_reason.value if t.stop_reason else None,
                     "error_subcause": t.error_subcause,
+                    **({"judge": j} if j else {}),
                 },
                 sort_keys=True,
             )
             + "\n"
-            for t in scored
+            for t, j in zip(scored, judged, strict=True)
         )
         write_atomic(run_dir / "scores.jsonl", lines)
         console = make_console()
@@ -165,6 +193,15 @@ def score(
         console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
         for line in changes:
             console.print(f"  {line}", highlight=False, markup=False)
+        if judge:
+            kappa = about["kappa"]
+            console.print(
+                f"judge {about['spec']} (prompt {about['prompt_version']}; validated kappa "
+                f"{'not measured: run raleval judge validate' if kappa is None else f'{kappa:.3f}'}"
+                f"): {agreement_line(judged)}",
+                highlight=False,
+                markup=False,
+            )
     except user_errors() as exc:
         fail(str(exc))
 

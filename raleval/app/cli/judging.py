@@ -1,0 +1,157 @@
+"""``raleval judge validate`` and the judging step of ``raleval score --judge``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import typer
+
+from raleval.app.cli.base import app, fail, user_errors
+
+judge_app = typer.Typer(help="Validate answer judges against known truth.", no_args_is_help=True)
+app.add_typer(judge_app, name="judge")
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+@judge_app.command("validate")
+def validate_cmd(
+    judge: Annotated[
+        list[str],
+        typer.Option(help="judge spec (scripted/rules, local/qwen2.5-0.5b, ...); repeatable"),
+    ],
+    seed: Annotated[int, typer.Option(help="seed of the tasks and the answers written")] = 0,
+    per_type: Annotated[int, typer.Option(help="items per answer type")] = 40,
+    concurrency: Annotated[int, typer.Option(help="items judged at once")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
+) -> None:
+    """Grade a seeded set of reworded right answers and near misses with each judge; print
+    accuracy, false-accept and false-reject rates and Cohen's kappa against the truth, per
+    answer type, and store them beside the judge's cached verdicts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval.cache import default_cache_path
+    from raleval.tasks.agreement import cohen_kappa
+    from raleval.tasks.judge import resolve_judge
+    from raleval.tasks.judge_validation import build_set, counts, store_result, validate
+
+    console = Console(stderr=as_json)
+    try:
+        items = build_set(seed=seed, per_type=per_type)
+    except user_errors() as exc:
+        fail(str(exc))
+    scored = sum(not i.rule_gap for i in items)
+    kinds = ", ".join(f"{k} {sum(c.values())}" for k, c in sorted(counts(items).items()))
+    console.print(f"{scored} items ({kinds}); {len(items) - scored} rule-gap items apart")
+    cache_path = default_cache_path()
+    all_verdicts: dict[str, list[str]] = {}
+    out: list[dict[str, Any]] = []
+    for spec in judge:
+        try:
+            j = resolve_judge([spec], cache_path=cache_path)
+        except user_errors() as exc:
+            fail(str(exc))
+        try:
+            result, verdicts = validate(j, items, seed=seed, concurrency=concurrency)
+        finally:
+            j.close()
+        stored = store_result(result, cache_path)
+        all_verdicts[spec] = verdicts
+        out.append(result.model_dump())
+        if as_json:
+            continue
+        table = Table(
+            title=f"{spec} (prompt {result.prompt_version}; {result.elapsed_s:.1f} s)",
+            title_justify="left",
+        )
+        for col in ("answer type", "n", "accuracy", "false accept", "false reject", "kappa"):
+            table.add_column(col, justify="left" if col == "answer type" else "right")
+        rows = [*result.per_type.items(), ("all", result.overall)]
+        for name, a in rows:
+            table.add_row(
+                name,
+                str(a.n),
+                _fmt(a.accuracy),
+                _fmt(a.false_accept),
+                _fmt(a.false_reject),
+                _fmt(a.kappa),
+            )
+        console.print(table)
+        if result.rule_gaps is not None:
+            g = result.rule_gaps
+            console.print(
+                f"rule gaps (answers raleval's rules grade wrong, not counted above): "
+                f"{g.n} items, this judge right on {round(g.accuracy * g.n)}"
+            )
+        console.print(
+            f"{result.by_rule} of the {result.n} items were decided by rule before the judge "
+            "was asked (abstentions; 'invalid question' on a false premise)"
+        )
+        if result.unreadable:
+            console.print(f"unreadable judge replies (counted hallucinated): {result.unreadable}")
+        console.print(f"stored in {stored}")
+    if len(all_verdicts) > 1:
+        specs = list(all_verdicts)
+        for k, a in enumerate(specs):
+            for b in specs[k + 1 :]:
+                kappa = cohen_kappa(all_verdicts[a], all_verdicts[b])
+                console.print(f"inter-judge kappa {a} vs {b}: {_fmt(kappa)}")
+    if as_json:
+        typer.echo(json.dumps(out))
+
+
+def judge_run_verdicts(run: Any, specs: list[str]) -> tuple[dict[str, Any], list[dict | None]]:
+    """The judge's verdict on every episode of a loaded, re-scored ``run`` (None where it
+    does not judge: a task that is missing or has no answer in the environment), and what
+    names the judge: spec, prompt version and the kappa measured by ``judge validate``."""
+    from raleval.analysis.judging import rule_verdict
+    from raleval.cache import default_cache_path
+    from raleval.tasks.judge import judge_answer, resolve_judge
+    from raleval.tasks.judge_validation import measured
+
+    cache_path = default_cache_path()
+    judge = resolve_judge(specs, cache_path=cache_path)
+    validation = measured(judge.spec, judge.prompt_version, cache_path)
+    about = {
+        "spec": judge.spec,
+        "prompt_version": judge.prompt_version,
+        "kappa": validation.overall.kappa if validation else None,
+        "validation_set": validation.set_id if validation else None,
+    }
+
+    async def one(t: Any) -> dict | None:
+        task = run.tasks.get(t.task_id)
+        if task is None or not task.tags.answerable:
+            return None  # declining is the right answer there: the rules grade it
+        verdict = await judge_answer(
+            judge, task.question, task.answers, t.answer, task.answer_type, task.elements
+        )
+        return {**about, "verdict": verdict, "rule_verdict": rule_verdict(t.scores.get("crag"))}
+
+    async def everything() -> list[dict | None]:
+        return [await one(t) for t in run.results]
+
+    try:
+        return about, asyncio.run(everything())
+    finally:
+        judge.close()
+
+
+def agreement_line(rows: list[dict | None]) -> str:
+    """One line: how often the judge agreed with the rules on this run."""
+    from raleval.tasks.agreement import cohen_kappa
+
+    pairs = [(r["rule_verdict"], r["verdict"]) for r in rows if r and r.get("rule_verdict")]
+    if not pairs:
+        return "judge: no episode to compare with the rules"
+    same = sum(a == b for a, b in pairs)
+    kappa = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs])
+    return (
+        f"judge agrees with the rules on {same}/{len(pairs)} episode(s) "
+        f"({same / len(pairs):.1%}); kappa {_fmt(kappa)}"
+    )
