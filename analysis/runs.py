@@ -13,7 +13,7 @@ from raleval.analysis.stats import Interval, bootstrap_ci
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
-from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
+from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks, stored_file
 
 
 @dataclass
@@ -75,10 +75,12 @@ def verdict_changes(
 
 
 def load_run(path: Path) -> Run:
-    if not (path / RESULTS).exists():
+    """A run directory, or a stored copy of one with its files gzip-compressed."""
+    results, task_file = stored_file(path, RESULTS), stored_file(path, TASKS)
+    if not results.exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
-    tasks = {t.id: t for t in read_tasks(path / TASKS)} if (path / TASKS).exists() else {}
-    lines = list(ResultsFile(path / RESULTS))
+    tasks = {t.id: t for t in read_tasks(task_file)} if task_file.exists() else {}
+    lines = list(ResultsFile(results))
     return Run(path, read_header(path), tasks, latest_attempts(lines), lines)
 
 

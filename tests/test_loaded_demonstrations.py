@@ -43,9 +43,7 @@ def test_examples_are_set_aside_disjoint_and_solved_on_the_pages(tmp_path):
     assert [t.family for t in pool] == ["crag-multihop", "crag-false-premise"]
     solved = solve(pool[0], env)
     assert solved is not None and pool[0].answers[0] == "salesforce"
-    assert solved.solution == [
-        ToolCall(tool="search_pages", arguments={"query": pool[0].question})
-    ]
+    assert solved.solution == [ToolCall(tool="search_pages", arguments={"query": pool[0].question})]
 
 
 def test_without_an_environment_items_with_calls_are_set_aside_in_file_order():
@@ -110,7 +108,7 @@ def test_hotpotqa_run_shows_a_solved_example_without_needless_lookup(tmp_path, h
 
 
 def test_a_task_file_without_a_pool_gets_no_demonstrations(tmp_path, hotpot_store):
-    tasks, _ = _load(tmp_path, "hotpotqa", str(HOTPOT), "--examples", "1")
+    _load(tmp_path, "hotpotqa", str(HOTPOT), "--examples", "1")
     pool_path(tmp_path / "tasks.jsonl").unlink()
     summary, _ = run_config(
         tmp_path,

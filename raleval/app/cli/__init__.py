@@ -12,5 +12,6 @@ from raleval.app.cli import grading  # noqa: F401  audit, score, grade
 from raleval.app.cli import catalog  # noqa: F401  list, models, tasks
 from raleval.app.cli import results  # noqa: F401  report, table, compare, export
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki
+from raleval.app.cli import study  # noqa: F401  study store
 
 __all__ = ["FAILED", "INTERRUPTED", "OK", "USER_ERROR", "app", "main"]

@@ -16,7 +16,9 @@ from raleval.app.cli.base import (
 
 @app.command()
 def report(
-    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or folders of them (a study)")
+    ],
     out: Annotated[
         Path | None,
         typer.Option(
@@ -31,9 +33,10 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (tables, figures, trajectory viewer)."""
     from raleval.analysis.report import write_report
+    from raleval.app.study import cells_under
 
     try:
-        path = write_report(run_dirs, out, threshold)
+        path = write_report([c for p in run_dirs for c in cells_under(p)], out, threshold)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(f"report: {path}")
@@ -41,16 +44,19 @@ def report(
 
 @app.command()
 def table(
-    run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or folders of them (a study)")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
 ) -> None:
     """Print R-Eval's per-task table (averages and ranks) for the given runs."""
     from rich.console import Console
 
     from raleval.analysis.runs import load_run, per_task_table
+    from raleval.app.study import cells_under
 
     try:
-        t = per_task_table([load_run(p) for p in run_dirs])
+        t = per_task_table([load_run(c) for p in run_dirs for c in cells_under(p)])
     except user_errors() as exc:
         fail(str(exc))
     renderers = {"csv": t.to_csv, "markdown": t.to_markdown, "latex": t.to_latex}
