@@ -14,6 +14,7 @@ import platform
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -619,8 +620,12 @@ def episode_graph(workflow: Workflow, model: Any, env: Any) -> Any:
     return graph
 
 
-async def run(config: RunConfig, display: str = "rich") -> RunSummary:
-    """Run (or resume) one configuration and return its summary."""
+async def run(
+    config: RunConfig, display: str = "rich", deadline: float | None = None
+) -> RunSummary:
+    """Run (or resume) one configuration and return its summary. No episode starts after
+    ``deadline`` (a ``time.monotonic()`` value, ``raleval run --max-time``): those running
+    finish and are written, the rest wait for the next run of the same configuration."""
     from raleval.app.progress import Phases, make_progress
 
     config = config.with_defaults()
@@ -661,7 +666,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
         # start are one stretch of harness work, with no hand-over between them.
         async with turns.turn():
             while True:
-                if stopping.is_set():
+                if stopping.is_set() or (deadline is not None and time.monotonic() >= deadline):
                     return
                 try:
                     task, epoch = queue.get_nowait()

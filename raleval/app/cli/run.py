@@ -13,6 +13,7 @@ import typer
 from raleval.app.cli.base import (
     FAILED,
     INTERRUPTED,
+    TIME_LIMIT,
     app,
     fail,
     user_errors,
@@ -159,11 +160,23 @@ def run(
             "--force", help="set aside (not delete) a run directory that holds another run"
         ),
     ] = False,
+    max_time: Annotated[
+        float | None,
+        typer.Option(
+            "--max-time",
+            envvar="RALEVAL_MAX_TIME",
+            min=1,
+            help="seconds after which no episode (nor matrix cell) starts; running ones finish "
+            "and are saved, and the command exits 3: run it again to resume (long studies in "
+            "chunks)",
+        ),
+    ] = None,
 ) -> None:
     """Run (or resume) an evaluation and print its results table.
 
     Exit status: 0 every episode done; 1 some failed for infrastructure reasons (retry them
-    with --retry-failed) or results could not be written; 2 usage error; 130 interrupted."""
+    with --retry-failed) or results could not be written; 2 usage error; 3 --max-time reached
+    with episodes left (run the same command again to resume); 130 interrupted."""
     from raleval.config import build_config, load_matrix, parse_key_values
 
     try:
@@ -204,17 +217,38 @@ def run(
             configs = load_matrix(config, overrides)
         else:
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
-        _run_all(configs, display, matrix=config is not None and len(configs) > 1)
+        deadline = None
+        if max_time is not None:
+            import time
+
+            from raleval.config import ConfigError
+
+            if any(c.backend != "local" for c in configs):
+                raise ConfigError("--max-time needs the local backend (--backend local)")
+            deadline = time.monotonic() + max_time
+        _run_all(
+            configs, display, matrix=config is not None and len(configs) > 1, deadline=deadline
+        )
     except user_errors() as exc:
         fail(str(exc))
 
 
-def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
+def _run_all(
+    configs: list[Any], display: str, matrix: bool = False, deadline: float | None = None
+) -> None:
     """Run each configuration (a matrix: then write and print the combined table); exit 1 if
-    any left episodes failed (or unwritten)."""
+    any left episodes failed (or unwritten), else 3 if ``deadline`` stopped the run early."""
+    import time
+
     failed = False
+    unfinished = 0  # configurations the deadline stopped or kept from starting
     for cfg in configs:
-        failed |= not _run_one(cfg, display)
+        if deadline is not None and time.monotonic() >= deadline:
+            unfinished += 1
+            continue
+        ok, complete = _run_one(cfg, display, deadline)
+        failed |= not ok
+        unfinished += not complete
     if matrix:
         from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
 
@@ -225,6 +259,13 @@ def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
         _matrix_report(configs)
     if failed:
         raise typer.Exit(FAILED)
+    if unfinished:
+        typer.echo(
+            f"--max-time reached: {unfinished} of {len(configs)} configuration(s) not finished; "
+            f"resume with: {_command_line()}",
+            err=True,
+        )
+        raise typer.Exit(TIME_LIMIT)
 
 
 @app.command()
@@ -296,9 +337,10 @@ def _matrix_report(configs: list[Any]) -> None:
         Console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
 
 
-def _run_one(cfg: Any, display: str) -> bool:
-    """Run one configuration and print its results; False if episodes failed or went
-    unwritten (the run is then incomplete, and the exit status 1)."""
+def _run_one(cfg: Any, display: str, deadline: float | None = None) -> tuple[bool, bool]:
+    """Run one configuration and print its results. Returns (ok, complete): ok is False if
+    episodes failed or went unwritten (exit status 1); complete is False if ``deadline``
+    stopped it with episodes left."""
     import asyncio
 
     from rich.console import Console
@@ -311,7 +353,7 @@ def _run_one(cfg: Any, display: str) -> bool:
     console = Console()
     try:
         if cfg.backend == "local":
-            summary = asyncio.run(run_async(cfg, display=display))
+            summary = asyncio.run(run_async(cfg, display=display, deadline=deadline))
         else:  # episodes in worker processes, this one writing
             from raleval.app.runner import run_sync
 
@@ -327,7 +369,11 @@ def _run_one(cfg: Any, display: str) -> bool:
             f"{summary.unwritten} to run again). Free space, then: {escape(_command_line())}",
             highlight=False,
         )
-        return False
+        return False, True
+    complete = summary.skipped + summary.ran >= summary.total
+    if not (summary.run_dir / RESULTS).exists():  # --max-time came before its first episode
+        console.print(f"no episode started; nothing in {summary.run_dir} yet", highlight=False)
+        return True, complete
     from raleval.analysis.report import save_report
     from raleval.analysis.runs import load_run, pass_at_k, robustness_rates
 
@@ -360,7 +406,7 @@ def _run_one(cfg: Any, display: str) -> bool:
             f"{escape(str(summary.run_dir))}` to retry",
             highlight=False,
         )
-    return _print_failures(summary.failures, cfg)
+    return _print_failures(summary.failures, cfg), complete
 
 
 def _print_failures(failures: dict[str, int], cfg: Any) -> bool:
