@@ -75,8 +75,8 @@ def test_max_time_needs_the_local_backend(tmp_path):
 
 def test_the_study_file_expands_to_its_cells():
     configs = load_matrix(STUDY, {})
+    assert len({c.run_dir for c in configs}) == len(configs)  # no cell twice
     cells = {(c.env, c.workflow, c.model) for c in configs}
-    assert len(cells) == len(configs)  # no cell twice
     generated = {c for c in cells if c[0] in ("scholar", "wiki", "crag")}
     models = {m for _, _, m in generated}
     assert {"local/smollm2-135m", "local/qwen2.5-0.5b"} <= models
