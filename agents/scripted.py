@@ -112,9 +112,12 @@ class NoSolution(ModelError):
 
 def built_solution(task: Task) -> list[ToolCall] | None:
     """A solution for a loaded task, where its data allow one: HotpotQA's supporting titles
-    become ``Search`` calls, then ``Lookup`` of the answer on the last page."""
+    become ``Search`` calls, then ``Lookup`` of the answer on the last page; a CRAG task with
+    its search-result pages (``crag-pages``) searches them for its question."""
     titles = task.metadata.get("supporting_titles")
     if not titles:
+        if task.metadata.get("search_results"):
+            return [ToolCall(tool="search_pages", arguments={"query": task.question})]
         return None
     # HotpotQA escapes HTML in its titles ("Tunnels &amp; Trolls"); pages go by plain text
     calls = [ToolCall(tool="Search", arguments={"entity": html.unescape(str(t))}) for t in titles]

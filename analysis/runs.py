@@ -13,7 +13,7 @@ from raleval.analysis.stats import Interval, mean_interval
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
-from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
+from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks, stored_file
 
 
 @dataclass
@@ -74,7 +74,8 @@ def verdict_changes(
     return lines
 
 
-RUN_MARKERS = (RESULTS,)  # a folder holding one of these is a run directory
+# a folder holding one of these is a run directory (results.jsonl.gz: a study's stored cell)
+RUN_MARKERS = (RESULTS, f"{RESULTS}.gz")
 
 
 def is_run_dir(path: Path) -> bool:
@@ -108,10 +109,12 @@ def find_runs(paths: Iterable[Path | str]) -> list[Path]:
 
 
 def load_run(path: Path) -> Run:
-    if not (path / RESULTS).exists():
+    """A run directory, or a stored copy of one with its files gzip-compressed."""
+    results, task_file = stored_file(path, RESULTS), stored_file(path, TASKS)
+    if not results.exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
-    tasks = {t.id: t for t in read_tasks(path / TASKS)} if (path / TASKS).exists() else {}
-    lines = list(ResultsFile(path / RESULTS))
+    tasks = {t.id: t for t in read_tasks(task_file)} if task_file.exists() else {}
+    lines = list(ResultsFile(results))
     return Run(path, read_header(path), tasks, latest_attempts(lines), lines)
 
 

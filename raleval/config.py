@@ -194,25 +194,42 @@ def task_file_identity(path: Path) -> str:
     return f"{label}-{digest}"
 
 
-_AXES = {"workflow": ("workflows", "workflow"), "model": ("models", "model"), "tasks": ("tasks",)}
+_AXES = {
+    "env": ("envs", "env"),
+    "workflow": ("workflows", "workflow"),
+    "model": ("models", "model"),
+    "tasks": ("tasks",),
+}
 
 
 def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
-    """Expand a YAML file listing ``workflows`` x ``models`` x ``tasks`` into run configs.
+    """Expand a YAML file listing ``envs`` x ``workflows`` x ``models`` x ``tasks`` into run
+    configs.
 
-    Scalar keys (``env``, ``limit``, ...) apply to every run; list keys ``workflows``,
-    ``models`` and ``tasks`` (or their singular forms) are crossed. ``workflow_options`` may
-    hold a mapping per workflow name (``{pal: {pal_cpu_s: 5}, max_tokens: 64}``): each
-    workflow gets the shared keys and its own, since each validates only the options it has.
+    Scalar keys (``limit``, ``epochs``, ...) apply to every run; list keys ``envs``,
+    ``workflows``, ``models`` and ``tasks`` (or their singular forms) are crossed (without
+    ``tasks``, each environment runs its default task set). ``workflow_options`` may hold a
+    mapping per workflow name (``{pal: {pal_cpu_s: 5}, max_tokens: 64}``) and ``env_options``
+    one per environment name (``{wiki: {size: small}}``): each gets the shared keys and its
+    own, since each validates only the options it has. Several YAML documents (separated by
+    ``---``) are several such blocks, run one after another: a study's generated and
+    real-data arms in one file.
     """
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(yaml_error(path, exc)) from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    docs = [d for d in docs if d is not None] or [{}]
+    return [cfg for doc in docs for cfg in _expand(path, doc, overrides)]
+
+
+def _expand(path: Path, raw: Any, overrides: dict[str, Any]) -> list[RunConfig]:
+    """The run configs of one YAML document of a matrix file."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of settings")
+    raw = dict(raw)
     axes: dict[str, list[Any]] = {}
     for key, spellings in _AXES.items():
         for spelling in spellings:
@@ -229,6 +246,7 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
             if overrides.get(k) is not None:
                 data[k] = overrides[k]
         data["workflow_options"] = _options_of(data.get("workflow_options"), data.get("workflow"))
+        data["env_options"] = _options_of(data.get("env_options"), data.get("env"))
         configs.append(build_config(data, source=str(path)))
     return configs
 
@@ -242,11 +260,11 @@ def yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> str:
     return f"{where}: {problem}{context}"
 
 
-def _options_of(options: Any, workflow: Any) -> Any:
-    """The shared workflow options plus those listed under ``workflow``'s own name."""
+def _options_of(options: Any, name: Any) -> Any:
+    """The shared options plus those listed under the workflow's or environment's ``name``."""
     if not isinstance(options, dict):
         return options if options is not None else {}
-    own = options.get(workflow) if isinstance(workflow, str) else None
+    own = options.get(name) if isinstance(name, str) else None
     shared = {k: v for k, v in options.items() if not isinstance(v, dict)}
     return {**shared, **(own if isinstance(own, dict) else {})}
 

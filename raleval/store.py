@@ -1,5 +1,8 @@
 """The run directory on disk: ``header.json``, ``tasks.jsonl``, ``results.jsonl``.
 
+A stored copy of a finished run (``raleval study store``) keeps the two JSON-lines files
+gzip-compressed (``tasks.jsonl.gz``, ``results.jsonl.gz``); they are read the same way.
+
 Results are append-only JSON lines, one complete line per finished episode, flushed and fsynced.
 A run killed mid-write leaves at most one torn last line; reopening cuts it off, so a resumed
 run neither loses nor duplicates an episode.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import os
 import re
@@ -26,6 +30,15 @@ from raleval.records import RunHeader, Task, Termination, Trajectory
 HEADER = "header.json"
 TASKS = "tasks.jsonl"
 RESULTS = "results.jsonl"
+GZ = ".gz"  # a finished run's files stored compressed: results.jsonl.gz, tasks.jsonl.gz
+
+
+def stored_file(run_dir: Path, name: str) -> Path:
+    """``run_dir/name``, or its compressed copy ``name.gz`` when only that exists."""
+    plain = run_dir / name
+    packed = run_dir / (name + GZ)
+    return packed if not plain.exists() and packed.exists() else plain
+
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -69,8 +82,11 @@ def read_tasks(path: Path) -> list[Task]:
     tasks: list[Task] = []
     try:
         data = path.read_bytes()
-    except OSError as exc:
-        raise RecordFileError(f"cannot read task file {path}: {exc.strerror}") from None
+        if path.name.endswith(GZ):
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise RecordFileError(f"cannot read task file {path}: {why}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -191,7 +207,8 @@ class ResultsFile:
         """Each non-empty line as ``model``; a line that does not validate names its place."""
         if not self.path.exists():
             return
-        with open(self.path, encoding="utf-8") as fh:
+        opener = gzip.open if self.path.name.endswith(GZ) else open
+        with opener(self.path, "rt", encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue

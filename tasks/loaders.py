@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from raleval.answers import LIST_JOINER, AnswerType, infer_answer_type
 from raleval.records import Level, Task, TaskTags
+from raleval.tasks.catalog import MADE_FOR
 
 
 class TaskFileError(ValueError):
@@ -405,7 +406,9 @@ def load_crag(path: Path, strict: bool = False) -> LoadReport:
                 dynamism=obj.get("static_or_dynamic"),
             ),
             metric="crag",
-            metadata={"search_results": _pages(obj)},
+            # its pages are its world: it runs on crag-pages (task 1), not the generated
+            # CRAG world its family id belongs to
+            metadata={"search_results": _pages(obj), MADE_FOR: "crag-pages"},
         )
 
     return _load(path, _json_lines(path), parse, strict)

@@ -21,9 +21,9 @@ def demonstration_tasks(
     pool generated with another seed and disjoint from the tasks under test.
 
     They depend on the environment, the families and the seed only, never on the workflow:
-    every workflow is shown the same tasks, each in its own format. A family the registry
-    does not know, or a loaded dataset's, gets none. A testbed's demonstrations show the ordinary
-    world (its families' base tasks).
+    every workflow is shown the same tasks, each in its own format. A loaded dataset's
+    families get the solved items of its file's example pool (``raleval.tasks.demonstrations``)
+    or none. A testbed's demonstrations show the ordinary world (its families' base tasks).
     """
     from raleval.tasks.catalog import stamp
     from raleval.tasks.interface import translate_demonstrations
@@ -46,7 +46,10 @@ def demonstration_tasks(
         fresh = [t for t in pool if t.solution and t.question not in taken]
         if fresh:
             out[name] = translate_demonstrations(fresh[:shots], tasks, env)
-    return out
+    # a loaded task file's own example pool (``tasks load --examples k``) for the rest
+    from raleval.tasks.demonstrations import pool_demonstrations
+
+    return {**pool_demonstrations(config.tasks, env, tasks, shots), **out}
 
 
 DEMO_OBSERVATION_CHARS = 1200  # a demonstration's observation is cut here, with the marker

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import time
 from typing import Any
 
 from raleval.app.episodes import (
@@ -39,13 +40,16 @@ from raleval.store import RESULTS, ResultsFile, ResultsWriter
 GRACE_S = 5.0  # after Ctrl-C, episodes in flight get this long to finish before cancellation
 
 
-def execute(plan: RunPlan, display: str = "none") -> RunSummary:
+def execute(plan: RunPlan, display: str = "none", deadline: float | None = None) -> RunSummary:
     """The backend entry: :func:`run_local` in a new event loop."""
-    return asyncio.run(run_local(plan, display))
+    return asyncio.run(run_local(plan, display, deadline))
 
 
-async def run_local(plan: RunPlan, display: str = "rich") -> RunSummary:
-    """Run (or resume) ``plan``'s episodes here and return the run's summary."""
+async def run_local(
+    plan: RunPlan, display: str = "rich", deadline: float | None = None
+) -> RunSummary:
+    """Run (or resume) ``plan``'s episodes here and return the run's summary. No episode
+    starts after ``deadline`` (a ``time.monotonic()`` value)."""
     from raleval.app.progress import Phases, make_progress
 
     config = plan.config
@@ -67,7 +71,7 @@ async def run_local(plan: RunPlan, display: str = "rich") -> RunSummary:
         limit = adaptive_limit(config, model, episode_slots(config, model, len(pending)), run_dir)
         writer = await _run_pending(
             plan, pending, latest, (model, env, agent, graph), results, tally, progress, stopping,
-            limit,
+            limit, deadline,
         )  # fmt: skip
         if cache is not None:
             cache.close()
@@ -106,6 +110,7 @@ async def _run_pending(
     progress: Any,
     stopping: asyncio.Event,
     limit: AdaptiveLimit | None = None,
+    deadline: float | None = None,
 ) -> ResultsWriter:
     """Run ``pending`` with ``stack`` (model, environment, agent, graph) until done, Ctrl-C or
     a write error, admitting episodes by ``limit`` when adaptive (``--max-connections auto``);
@@ -132,7 +137,7 @@ async def _run_pending(
         # start are one stretch of harness work, with no hand-over between them.
         async with turns.turn():
             while True:
-                if stopping.is_set():
+                if stopping.is_set() or (deadline is not None and time.monotonic() >= deadline):
                     return
                 try:
                     task, epoch = queue.get_nowait()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from raleval.app.episodes import RunSummary, run_episode, run_scored
 from raleval.app.plan import RunPlan, make_plan, resolve_config
 from raleval.app.rundir import RunDirLock
-from raleval.config import RunConfig
+from raleval.config import ConfigError, RunConfig
 
 __all__ = ["RunSummary", "run", "run_episode", "run_scored", "run_sync", "stop_child_processes"]
 
@@ -34,19 +34,29 @@ def backend(name: str) -> Callable[[RunPlan, str], RunSummary]:
     return getattr(importlib.import_module(module), function)
 
 
-def run_sync(config: RunConfig, display: str = "none") -> RunSummary:
+def run_sync(config: RunConfig, display: str = "none", deadline: float | None = None) -> RunSummary:
     """Run (or resume) ``config`` on its backend and return its summary. A second run on the
     same run directory is refused (:class:`raleval.app.rundir.RunDirBusy`) while this one
-    holds it."""
+    holds it. No episode starts after ``deadline`` (a ``time.monotonic()`` value, ``raleval
+    run --max-time``; the local backend only): those running finish and are written, the rest
+    wait for the next run of the same configuration."""
     from raleval.app.progress import Phases
 
     config = resolve_config(config)
+    if deadline is not None and config.backend != "local":
+        raise ConfigError("--max-time needs the local backend (--backend local)")
     with RunDirLock(config.run_dir):
         plan = make_plan(config, Phases(display, config.slug()))
+        if deadline is not None:
+            from raleval.app.local_backend import execute
+
+            return execute(plan, display, deadline)
         return backend(config.backend)(plan, display)
 
 
-async def run(config: RunConfig, display: str = "rich") -> RunSummary:
+async def run(
+    config: RunConfig, display: str = "rich", deadline: float | None = None
+) -> RunSummary:
     """:func:`run_sync` for the local backend, inside a running event loop."""
     from raleval.app.local_backend import run_local
     from raleval.app.progress import Phases
@@ -54,7 +64,7 @@ async def run(config: RunConfig, display: str = "rich") -> RunSummary:
     config = resolve_config(config)
     with RunDirLock(config.run_dir):
         plan = make_plan(config, Phases(display, config.slug()))
-        return await run_local(plan, display)
+        return await run_local(plan, display, deadline)
 
 
 def stop_child_processes() -> None:

@@ -6,7 +6,7 @@ The modules are imported in the order ``raleval --help`` lists their commands.
 """
 # isort: skip_file
 
-from raleval.app.cli.base import FAILED, INTERRUPTED, OK, USER_ERROR, app, main
+from raleval.app.cli.base import FAILED, INTERRUPTED, OK, TIME_LIMIT, USER_ERROR, app, main
 from raleval.app.cli import run  # noqa: F401  run, retry
 from raleval.app.cli import grading  # noqa: F401  audit, score, grade
 from raleval.app.cli import catalog  # noqa: F401  list, models, tasks
@@ -16,5 +16,6 @@ from raleval.app.cli import power  # noqa: F401  power
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki
 from raleval.app.cli import diagnosis  # noqa: F401  diagnose
 from raleval.app.cli import judging  # noqa: F401  judge validate
+from raleval.app.cli import study  # noqa: F401  study store
 
-__all__ = ["FAILED", "INTERRUPTED", "OK", "USER_ERROR", "app", "main"]
+__all__ = ["FAILED", "INTERRUPTED", "OK", "TIME_LIMIT", "USER_ERROR", "app", "main"]

@@ -19,6 +19,7 @@ app = typer.Typer(
 # Exit codes: every episode done; some failed for infrastructure or harness reasons (or the
 # results could not be written); a usage error; interrupted by Ctrl-C.
 OK, FAILED, USER_ERROR, INTERRUPTED = 0, 1, 2, 130
+TIME_LIMIT = 3  # --max-time reached with episodes left: the same command resumes
 DEBUG = {"on": False}  # --debug: let tracebacks through
 
 

@@ -247,14 +247,37 @@ def tasks_load(
     strict: Annotated[
         bool, typer.Option("--strict", help="fail on the first bad record instead of skipping it")
     ] = False,
+    examples: Annotated[
+        int,
+        typer.Option(
+            help="set K items aside as the example pool (OUT's .examples.jsonl), disjoint "
+            "from the tasks; runs of OUT show them, solved, as demonstrations"
+        ),
+    ] = 0,
+    env: Annotated[
+        str | None,
+        typer.Option(help="set aside only items the oracle solves on this environment"),
+    ] = None,
+    env_option: Annotated[
+        list[str] | None, typer.Option("-E", "--env-option", help="environment option key=value")
+    ] = None,
 ) -> None:
     """Convert a public dataset file into raleval task records (bad records are skipped and
-    listed with file:line and the reason)."""
+    listed with file:line and the reason); ``--examples K`` sets K aside for demonstrations."""
     from raleval.store import write_tasks
+    from raleval.tasks.demonstrations import pool_path, set_aside
     from raleval.tasks.loaders import TaskFileError, load_report
 
     try:
         report = load_report(kind, path, strict)
+        checker = None
+        if env is not None:
+            from raleval import registry
+            from raleval.config import parse_key_values
+
+            options = parse_key_values(env_option, "-E") if env_option else {}
+            checker = registry.envs.get(env)(**options)
+        tasks, pool = set_aside(report.tasks, examples, checker)
     except (TaskFileError, *user_errors()) as exc:
         fail(str(exc))
     for skipped in report.skipped[:20]:
@@ -262,5 +285,10 @@ def tasks_load(
     if len(report.skipped) > 20:
         typer.echo(f"... and {len(report.skipped) - 20} more skipped", err=True)
     typer.echo(report.summary(), err=True)
-    write_tasks(out, report.tasks)
-    typer.echo(f"{len(report.tasks)} tasks -> {out}")
+    write_tasks(out, tasks)
+    typer.echo(f"{len(tasks)} tasks -> {out}")
+    if examples:
+        write_tasks(pool_path(out), pool)
+        typer.echo(f"{len(pool)} examples -> {pool_path(out)}")
+        if len(pool) < examples:
+            typer.echo(f"only {len(pool)} of {examples} items have a solution to show", err=True)

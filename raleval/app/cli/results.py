@@ -17,7 +17,7 @@ from raleval.app.cli.base import (
 @app.command()
 def report(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+        list[Path], typer.Argument(help="run directories, or log or study directories holding runs")
     ],
     out: Annotated[
         Path | None,
@@ -33,9 +33,10 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (tables, figures, trajectory viewer)."""
     from raleval.analysis.report import write_report
+    from raleval.app.study import cells_under
 
     try:
-        path = write_report(run_dirs, out, threshold)
+        path = write_report([c for p in run_dirs for c in cells_under(p)], out, threshold)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(f"report: {path}")
@@ -44,7 +45,7 @@ def report(
 @app.command()
 def table(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+        list[Path], typer.Argument(help="run directories, or log or study directories holding runs")
     ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
     ci: Annotated[

@@ -13,6 +13,7 @@ import typer
 from raleval.app.cli.base import (
     FAILED,
     INTERRUPTED,
+    TIME_LIMIT,
     app,
     fail,
     user_errors,
@@ -254,7 +255,7 @@ def run(
         str | None,
         typer.Option(
             envvar="RALEVAL_RUN_NAME",
-            help="the run directory's name inside --log-dir",
+            help="name of the run's directory in the log directory",
             show_default="from env, workflow, model, tasks",
             rich_help_panel=OUTPUT,
             **_OPT,
@@ -329,6 +330,20 @@ def run(
             **_OPT,
         ),
     ] = None,
+    max_time: Annotated[
+        float | None,
+        typer.Option(
+            "--max-time",
+            envvar="RALEVAL_MAX_TIME",
+            min=1,
+            help="seconds after which no episode (nor matrix cell) starts; running ones finish "
+            "and are saved, and the command exits 3: run it again to resume (long studies in "
+            "chunks)",
+            show_default="no limit",
+            rich_help_panel=OUTPUT,
+            **_OPT,
+        ),
+    ] = None,
 ) -> None:
     from raleval.config import build_config, load_matrix, parse_key_values
 
@@ -370,17 +385,38 @@ def run(
             configs = load_matrix(config, overrides)
         else:
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
-        _run_all(configs, display, matrix=config is not None and len(configs) > 1)
+        deadline = None
+        if max_time is not None:
+            import time
+
+            from raleval.config import ConfigError
+
+            if any(c.backend != "local" for c in configs):
+                raise ConfigError("--max-time needs the local backend (--backend local)")
+            deadline = time.monotonic() + max_time
+        _run_all(
+            configs, display, matrix=config is not None and len(configs) > 1, deadline=deadline
+        )
     except user_errors() as exc:
         fail(str(exc))
 
 
-def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
+def _run_all(
+    configs: list[Any], display: str, matrix: bool = False, deadline: float | None = None
+) -> None:
     """Run each configuration (a matrix: then write and print the combined table); exit 1 if
-    any left episodes failed (or unwritten)."""
+    any left episodes failed (or unwritten), else 3 if ``deadline`` stopped the run early."""
+    import time
+
     failed = False
+    unfinished = 0  # configurations the deadline stopped or kept from starting
     for cfg in configs:
-        failed |= not _run_one(cfg, display)
+        if deadline is not None and time.monotonic() >= deadline:
+            unfinished += 1
+            continue
+        ok, complete = _run_one(cfg, display, deadline)
+        failed |= not ok
+        unfinished += not complete
     if matrix:
         from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
 
@@ -391,6 +427,13 @@ def _run_all(configs: list[Any], display: str, matrix: bool = False) -> None:
         _matrix_report(configs)
     if failed:
         raise typer.Exit(FAILED)
+    if unfinished:
+        typer.echo(
+            f"--max-time reached: {unfinished} of {len(configs)} configuration(s) not finished; "
+            f"resume with: {_command_line()}",
+            err=True,
+        )
+        raise typer.Exit(TIME_LIMIT)
 
 
 @app.command()
@@ -462,9 +505,10 @@ def _matrix_report(configs: list[Any]) -> None:
         make_console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
 
 
-def _run_one(cfg: Any, display: str) -> bool:
-    """Run one configuration and print its results; False if episodes failed or went
-    unwritten (the run is then incomplete, and the exit status 1)."""
+def _run_one(cfg: Any, display: str, deadline: float | None = None) -> tuple[bool, bool]:
+    """Run one configuration and print its results. Returns (ok, complete): ok is False if
+    episodes failed or went unwritten (exit status 1); complete is False if ``deadline``
+    stopped it with episodes left."""
     from rich.markup import escape
 
     from raleval.analysis.summary import render_table, summarize
@@ -474,7 +518,7 @@ def _run_one(cfg: Any, display: str) -> bool:
 
     console = make_console()
     try:
-        summary = run_sync(cfg, display)
+        summary = run_sync(cfg, display, deadline)
     except KeyboardInterrupt:
         _exit_interrupted(f"finished episodes are saved in {cfg.run_dir}")
     if summary.interrupted:
@@ -486,7 +530,11 @@ def _run_one(cfg: Any, display: str) -> bool:
             f"{summary.unwritten} to run again). Free space, then: {escape(_command_line())}",
             highlight=False,
         )
-        return False
+        return False, True
+    complete = summary.skipped + summary.ran >= summary.total
+    if not (summary.run_dir / RESULTS).exists():  # --max-time came before its first episode
+        console.print(f"no episode started; nothing in {summary.run_dir} yet", highlight=False)
+        return True, complete
     from raleval.analysis.report import save_report
     from raleval.analysis.runs import load_run, pass_at_k, robustness_rates, untouched_rates
 
@@ -532,7 +580,7 @@ def _run_one(cfg: Any, display: str) -> bool:
             f"{escape(str(summary.run_dir))}` to retry",
             highlight=False,
         )
-    return _print_failures(summary.failures, cfg)
+    return _print_failures(summary.failures, cfg), complete
 
 
 def _print_failures(failures: dict[str, int], cfg: Any) -> bool:

@@ -1,0 +1,42 @@
+"""Studies kept in the repository: ``raleval study store`` copies finished cells compactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from raleval.app.cli.base import app, fail, user_errors
+
+study_app = typer.Typer(help="Studies kept in the repository: compact copies of finished runs.")
+app.add_typer(study_app, name="study")
+
+
+@study_app.command("store")
+def study_store(
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="run directories, or log directories holding them")
+    ],
+    into: Annotated[Path, typer.Option(help="the study folder (e.g. studies/local-models)")],
+    partial: Annotated[bool, typer.Option("--partial", help="store unfinished cells too")] = False,
+) -> None:
+    """Copy each finished run (every episode on disk) into INTO/<run name> as header.json,
+    tasks.jsonl.gz (no page HTML) and results.jsonl.gz; unfinished runs are listed and left."""
+    from raleval.app.study import cell_state, cells_under, store_cell
+
+    try:
+        for cell in [c for p in run_dirs for c in cells_under(p)]:
+            state = cell_state(cell)
+            failed = f", {state.failed} failed" if state.failed else ""
+            if not (state.finished or partial):
+                typer.echo(f"left {cell.name}: {state.done} of {state.total} episodes{failed}")
+                continue
+            dest = store_cell(cell, into)
+            size = sum(f.stat().st_size for f in dest.iterdir())
+            typer.echo(
+                f"stored {cell.name}: {state.done} of {state.total} episodes{failed}, "
+                f"{size / 1e3:.0f} kB -> {dest}"
+            )
+    except (OSError, ValueError, *user_errors()) as exc:
+        fail(str(exc))

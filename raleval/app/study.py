@@ -1,0 +1,103 @@
+"""Finished runs kept in the repository: compact copies of run directories under ``studies/``.
+
+A study's cells run in ``runs/`` (resumable, growing); once a cell has every episode on disk,
+``raleval study store`` copies it into the study folder as ``header.json``,
+``tasks.jsonl.gz`` and ``results.jsonl.gz``: every result line as written (all attempts), the
+tasks without their pages' HTML (CRAG's ``page_result``; name, URL and snippet stay). The gzip
+files carry no timestamp, so storing the same cell twice gives the same bytes and a
+repository diff only when results changed. ``raleval report``, ``table`` and the analysis read
+the stored copy as they read a run directory (:func:`raleval.analysis.runs.load_run`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from raleval.records import Task
+from raleval.store import (
+    GZ,
+    HEADER,
+    RESULTS,
+    TASKS,
+    ResultsFile,
+    read_header,
+    read_tasks,
+)
+
+HTML_PAGE_FIELDS = ("page_result",)  # a page's raw HTML: megabytes, never read by analysis
+
+
+@dataclass
+class CellState:
+    """How far a run directory has got: episodes on disk of those it runs."""
+
+    run_dir: Path
+    done: int
+    total: int
+    failed: int  # of those done, the last attempt failed for infrastructure reasons
+
+    @property
+    def finished(self) -> bool:
+        return self.total > 0 and self.done >= self.total
+
+
+def cell_state(run_dir: Path) -> CellState:
+    """Episodes of ``run_dir`` on disk (the last attempt of each task and epoch) and expected
+    (its recorded tasks x the header's epochs)."""
+    header = read_header(run_dir)
+    tasks = read_tasks(run_dir / TASKS) if (run_dir / TASKS).exists() else []
+    epochs = int((header.config if header else {}).get("epochs", 1))
+    wanted = {(t.id, e) for t in tasks for e in range(epochs)}
+    latest: dict[tuple[str, int], bool] = {}
+    for head in ResultsFile(run_dir / RESULTS).heads():
+        latest[(head.task_id, head.epoch)] = head.failure is not None
+    done = [k for k in latest if k in wanted]
+    return CellState(run_dir, len(done), len(wanted), sum(latest[k] for k in done))
+
+
+def without_page_html(task: Task) -> Task:
+    """``task`` with its search-result pages' HTML dropped (name, URL, snippet kept)."""
+    pages = task.metadata.get("search_results")
+    if not pages:
+        return task
+    kept = [{k: v for k, v in p.items() if k not in HTML_PAGE_FIELDS} for p in pages]
+    return task.model_copy(update={"metadata": {**task.metadata, "search_results": kept}})
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def write_atomic_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: readers see the old file or the new, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def store_cell(run_dir: Path, into: Path) -> Path:
+    """Copy ``run_dir`` compactly to ``into/<its name>``; returns that directory."""
+    if read_header(run_dir) is None:
+        raise ValueError(f"{run_dir} has no {HEADER}; is it a run directory?")
+    dest = into / run_dir.name
+    dest.mkdir(parents=True, exist_ok=True)
+    tasks = read_tasks(run_dir / TASKS) if (run_dir / TASKS).exists() else []
+    text = "".join(without_page_html(t).model_dump_json() + "\n" for t in tasks)
+    write_atomic_bytes(dest / (TASKS + GZ), _gzip(text.encode()))
+    write_atomic_bytes(dest / (RESULTS + GZ), _gzip((run_dir / RESULTS).read_bytes()))
+    write_atomic_bytes(dest / HEADER, (run_dir / HEADER).read_bytes())
+    return dest
+
+
+def cells_under(path: Path) -> list[Path]:
+    """The run directories directly inside ``path`` (a study or log folder), else ``path``."""
+    if (path / HEADER).exists() or not path.is_dir():
+        return [path]
+    cells = sorted(p for p in path.iterdir() if p.is_dir() and (p / HEADER).exists())
+    return cells or [path]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One chunk of a study: new episodes for at most MAX_TIME seconds (default 6000 s, 1 h 40 min:
+# with the last episodes finishing, the process stays under two hours), under nice; then the
+# finished cells are copied compactly into studies/<study>/ (`raleval study store`).
+# It commits nothing: review and commit studies/<study>/ yourself.
+#
+#   bash studies/run_chunk.sh [STUDY]        # STUDY defaults to local-models
+#
+# Run it again until it exits 0. Exit status: 0 the study is complete; 3 --max-time reached
+# (more chunks to run); 1 some episodes failed for infrastructure reasons (the next chunk
+# retries them only with RETRY=1); 2 a usage error; 130 interrupted (finished episodes are
+# saved; the next chunk resumes).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+STUDY=${1:-local-models}
+LOG_DIR=${LOG_DIR:-runs/study-$STUDY}
+MAX_TIME=${MAX_TIME:-6000}
+EXTRA=()
+[ "${RETRY:-0}" = 1 ] && EXTRA+=(--retry-failed)
+
+# the real-data arm's offline wiki, built from the repository's HotpotQA file (deterministic)
+WIKI=runs/study-data/hotpot-wiki.sqlite
+if [ ! -f "$WIKI" ]; then
+    mkdir -p "$(dirname "$WIKI")"
+    raleval wiki build "$WIKI" tests/data/hotpot_dev_distractor_v1_head.json || exit 2
+fi
+
+echo "chunk start $(date -u +%FT%TZ): $(uptime)"
+nice -n 10 raleval run --config "studies/$STUDY.yaml" --log-dir "$LOG_DIR" \
+    --max-time "$MAX_TIME" --display plain "${EXTRA[@]}"
+status=$?
+echo "chunk end $(date -u +%FT%TZ) (exit $status): $(uptime)"
+raleval study store "$LOG_DIR" --into "studies/$STUDY" || exit 2
+exit $status

@@ -1,0 +1,120 @@
+"""A long study runs in chunks: ``raleval run --max-time`` starts no episode or cell after its
+time, exits 3, and the same command resumes; a matrix file crosses environments and holds
+several blocks (YAML documents), as ``studies/local-models.yaml`` does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from raleval.app.cli import TIME_LIMIT, app
+from raleval.config import load_matrix
+from raleval.store import RESULTS, ResultsFile
+
+runner = CliRunner()
+STUDY = Path(__file__).resolve().parents[1] / "studies" / "local-models.yaml"
+
+
+def test_matrix_crosses_envs_with_their_own_options_and_default_tasks(tmp_path):
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(
+        "envs: [scholar, wiki, crag]\nworkflows: [react, direct]\nmodels: [scripted/oracle]\n"
+        "env_options: {size: tiny, wiki: {sentences: 3}, crag: {seed: 1}}\n"
+        "---\nenv: crag-pages\ntasks: real.jsonl\nworkflow: react\n"
+    )
+    configs = load_matrix(cfg, {})
+    got = [(c.env, c.workflow, c.with_defaults().tasks, c.env_options) for c in configs]
+    assert got == [
+        ("scholar", "react", "scholar", {"size": "tiny"}),
+        ("scholar", "direct", "scholar", {"size": "tiny"}),
+        ("wiki", "react", "wiki", {"size": "tiny", "sentences": 3}),
+        ("wiki", "direct", "wiki", {"size": "tiny", "sentences": 3}),
+        ("crag", "react", "crag-kg", {"size": "tiny", "seed": 1}),
+        ("crag", "direct", "crag-kg", {"size": "tiny", "seed": 1}),
+        ("crag-pages", "react", "real.jsonl", {}),
+    ]
+
+
+def _episodes(run_dir: Path) -> list[tuple[str, int]]:
+    return [(t.task_id, t.epoch) for t in ResultsFile(run_dir / RESULTS)]
+
+
+def test_max_time_stops_starting_cells_then_the_same_command_resumes(tmp_path):
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(
+        "env_options: {size: tiny}\nworkflows: [react, direct]\nmodels: [scripted/oracle]\n"
+        "tasks: scholar-ks\ntasks_per_family: 3\nmax_connections: 1\n"
+        # each episode takes 0.3 s of (scripted) model time
+        "model_options: {latency_s: 0.3}\n"
+    )
+    command = ["run", "--config", str(cfg), "--log-dir", str(tmp_path / "runs")]
+    first = runner.invoke(app, [*command, "--display", "none", "--max-time", "1"])
+    assert first.exit_code == TIME_LIMIT, first.output
+    assert "--max-time reached: 2 of 2 configuration(s) not finished" in first.output
+    react = tmp_path / "runs" / "scholar__react__scripted_oracle__scholar-ks"
+    # the first cell stopped starting episodes after 1 s (before any, on a loaded machine);
+    # the second never started
+    done = _episodes(react)
+    assert len(done) < 3
+    assert not (tmp_path / "runs" / "scholar__direct__scripted_oracle__scholar-ks").exists()
+    second = runner.invoke(app, [*command, "--display", "none"])
+    assert second.exit_code == 0, second.output
+    assert f"{3 - len(done)} episodes run, {len(done)} already done" in second.output
+    after = _episodes(react)
+    assert after[: len(done)] == done and len(after) == len(set(after)) == 3
+
+
+def test_max_time_needs_the_local_backend(tmp_path):
+    res = runner.invoke(
+        app, ["run", "--model", "scripted/oracle", "--backend", "processes", "--max-time", "5",
+              "--log-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert res.exit_code == 2 and "--max-time needs the local backend" in res.output
+
+
+def test_the_study_file_expands_to_its_cells():
+    configs = load_matrix(STUDY, {})
+    assert len({c.run_dir for c in configs}) == len(configs)  # no cell twice
+    cells = {(c.env, c.workflow, c.model) for c in configs}
+    generated = {c for c in cells if c[0] in ("scholar", "wiki", "crag")}
+    models = {m for _, _, m in generated}
+    assert {"local/smollm2-135m", "local/qwen2.5-0.5b"} <= models
+    for env in ("scholar", "wiki", "crag"):
+        for wf in ("react", "function_calling", "pal", "dfsdt", "direct", "planned"):
+            assert (env, wf, "local/qwen2.5-0.5b") in cells
+    assert ("crag-pages", "react", "local/qwen2.5-0.5b") in cells
+    assert ("wiki", "react", "local/qwen2.5-0.5b") in {
+        (c.env, c.workflow, c.model) for c in configs if c.env_options.get("backend") == "offline"
+    }
+
+
+class _Clock:
+    """``time`` for the runner: the first deadline check is at 0 s, every later one at 100 s."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def monotonic(self) -> float:
+        self.calls += 1
+        return 0.0 if self.calls == 1 else 100.0
+
+
+def test_no_episode_starts_after_the_deadline_and_running_ones_are_saved(tmp_path, monkeypatch):
+    import asyncio
+
+    from raleval.app import local_backend, runner
+    from raleval.config import RunConfig
+
+    config = RunConfig(
+        env_options={"size": "tiny"},
+        model="scripted/oracle",
+        tasks="scholar-ks",
+        tasks_per_family=3,
+        max_connections=1,
+        log_dir=tmp_path,
+    )
+    monkeypatch.setattr(local_backend, "time", _Clock())
+    summary = asyncio.run(runner.run(config, display="none", deadline=50.0))
+    assert (summary.ran, summary.skipped, summary.total) == (1, 0, 3)
+    assert not summary.interrupted and len(_episodes(summary.run_dir)) == 1

@@ -1,0 +1,80 @@
+"""A study's finished cells are kept compactly (gzip, no page HTML) and read back as runs:
+``raleval study store`` copies them, ``load_run``/``raleval report``/``table`` read the copy."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from raleval.analysis.runs import load_run
+from raleval.analysis.summary import summarize
+from raleval.app.cli import app
+from raleval.app.study import cell_state, store_cell
+from raleval.store import RESULTS, TASKS, write_tasks
+from raleval.tasks.loaders import load_file
+
+from .conftest import run_config
+
+CRAG_DEV = Path(__file__).parent / "data" / "crag_dev_data_head.jsonl"
+
+
+def test_a_gzip_only_run_directory_loads_as_the_run(tmp_path):
+    summary, _ = run_config(tmp_path / "runs", tasks_per_family=3)
+    cell = tmp_path / "copy"
+    cell.mkdir()
+    (cell / "header.json").write_bytes((summary.run_dir / "header.json").read_bytes())
+    for name in (RESULTS, TASKS):
+        packed = gzip.compress((summary.run_dir / name).read_bytes())
+        (cell / (name + ".gz")).write_bytes(packed)
+    original, copy = load_run(summary.run_dir), load_run(cell)
+    assert copy.results == original.results and copy.tasks == original.tasks
+    assert summarize(copy.results, copy.tasks) == summarize(original.results, original.tasks)
+
+
+def test_store_keeps_results_drops_page_html_and_repeats_byte_for_byte(tmp_path):
+    tasks = load_file("crag", CRAG_DEV, strict=True)[:3]
+    write_tasks(tmp_path / "crag.jsonl", tasks)
+    summary, _ = run_config(
+        tmp_path / "runs", env="crag-pages", env_options={}, tasks=str(tmp_path / "crag.jsonl")
+    )
+    dest = store_cell(summary.run_dir, tmp_path / "study")
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "header.json",
+        "results.jsonl.gz",
+        "tasks.jsonl.gz",
+    ]
+    lines = gzip.decompress((dest / "results.jsonl.gz").read_bytes())
+    assert lines == (summary.run_dir / RESULTS).read_bytes()
+    text = gzip.decompress((dest / "tasks.jsonl.gz").read_bytes()).decode()
+    stored = [json.loads(line) for line in text.splitlines()]
+    pages = [p for t in stored for p in t["metadata"]["search_results"]]
+    assert pages and all("page_result" not in p and p["page_url"] for p in pages)
+    assert "<html" not in text.lower()
+    before = {p.name: p.read_bytes() for p in dest.iterdir()}
+    store_cell(summary.run_dir, tmp_path / "study")
+    assert {p.name: p.read_bytes() for p in dest.iterdir()} == before
+
+
+def test_cli_stores_finished_cells_only_and_report_reads_the_study(tmp_path):
+    done, _ = run_config(tmp_path / "runs", tasks_per_family=3)
+    half, _ = run_config(tmp_path / "runs", tasks_per_family=3, workflow="direct", limit=2)
+    # the half cell's tasks file grows to more tasks than it has run: it is unfinished
+    more, _ = run_config(tmp_path / "runs2", tasks_per_family=3, workflow="direct")
+    (half.run_dir / TASKS).write_bytes((more.run_dir / TASKS).read_bytes())
+    assert cell_state(done.run_dir).finished and not cell_state(half.run_dir).finished
+    study = tmp_path / "studies" / "s"
+    result = CliRunner().invoke(
+        app, ["study", "store", str(tmp_path / "runs"), "--into", str(study)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"left {half.run_dir.name}: 2 of " in result.output
+    assert [p.name for p in study.iterdir()] == [done.run_dir.name]
+    out = tmp_path / "study.html"
+    result = CliRunner().invoke(app, ["report", str(study), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.exists() and done.run_dir.name.split("__")[1] in out.read_text()
+    result = CliRunner().invoke(app, ["table", str(study), "--format", "csv"])
+    assert result.exit_code == 0, result.output
