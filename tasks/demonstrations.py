@@ -84,7 +84,7 @@ def pool_demonstrations(
     """``shots`` solved demonstrations for each family of ``tasks`` from the example pool of
     the task file ``spec`` ({} without one): the family's own items first, then the pool's
     others, in pool order; pool items whose question is under test are never shown."""
-    if shots <= 0 or not Path(spec).is_file():
+    if shots <= 0 or not spec or not Path(spec).is_file():
         return {}
     path = pool_path(Path(spec))
     if not path.is_file():

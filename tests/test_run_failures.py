@@ -119,7 +119,7 @@ def test_failed_episodes_are_not_scored(tmp_path):
     console = Console(width=80, record=True)
     console.print(render_table(summarize(trajs[2:3], tasks)))
     text = console.export_text()
-    assert "│ f      │KS    │0 │     1 │      - │ - │- │    - │      - │   - │" in text
+    assert "│ f      │KS    │0 │     1 │      - │ - │- │   - │   - │" in text
 
 
 def test_run_dir_without_header_is_refused(tmp_path):

@@ -187,8 +187,16 @@ def test_run_dir_is_self_contained(tmp_path):
 def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
     from raleval.envs import scholar
 
+    opened: dict[str, int] = {}
+    session = scholar.ScholarEnv.session
+
     def explode(self, task=None):
-        raise RuntimeError("session setup broke")
+        # loading a task opens one session (its progress subgoals run the gold calls); the
+        # episode's own is the second
+        opened[task.id] = opened.get(task.id, 0) + 1
+        if opened[task.id] > 1:
+            raise RuntimeError("session setup broke")
+        return session(self, task)
 
     monkeypatch.setattr(scholar.ScholarEnv, "session", explode)
     # no demonstrations: they are solved through a session before any episode runs
