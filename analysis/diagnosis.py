@@ -219,7 +219,7 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
     closest one it has (a misspelling), if there was one and the result is a valid call."""
     from rapidfuzz import fuzz, process
 
-    names = spec.param_names()
+    names = spec.param_names
     args: dict[str, Any] = {}
     for key, value in (step.arguments or {}).items():
         if key in names:

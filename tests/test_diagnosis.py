@@ -293,3 +293,21 @@ def test_a_replay_of_the_agents_own_first_step_asks_what_the_episode_asked(
     assert asked(seen[0]) == second
     assert replay.steps[0] == original.steps[0]  # as recorded
     assert replay.answer == original.answer
+
+
+def test_a_misspelled_argument_the_gold_path_cannot_mend_is_mended_by_name() -> None:
+    """A call of a real tool whose gold call's values the model never saw: its argument names
+    are mended (``nmae`` -> ``name``), keeping its own values (the embedded model's CRAG run
+    crashed here: ``param_names`` is a property, not a method)."""
+    from raleval.analysis.diagnosis import intended_call
+    from raleval.records import Step
+    from raleval.tasks.catalog import load_tasks
+
+    env = build_env("scholar", {"size": "tiny"})
+    task = next(t for t in load_tasks("scholar", env, "scholar", 2, 0) if t.solution)
+    spec = env.tool("searchPerson")
+    step = Step(
+        index=0, tool="searchPerson", arguments={"nmae": "Someone Unseen"}, kind=OutcomeKind.misuse
+    )
+    call = intended_call(step, [], task.model_copy(update={"question": "?"}), [spec])
+    assert call == ToolCall(tool="searchPerson", arguments={"name": "Someone Unseen"})
