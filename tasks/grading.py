@@ -331,34 +331,30 @@ def answer_amount(text: str | None) -> float | None:
     return amounts[0].value
 
 
-_NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
-}
+NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)  # zero..twenty, read as numbers
+_NUMBER_WORDS = {w: i for i, w in enumerate(NUMBER_WORDS)}
 _INTEGER = re.compile(r"(?<![\d.])[-+]?\d{1,3}(?:,\d{3})+(?![\d])|(?<![\d.])[-+]?\d+(?![\d.]\d)")
 
 

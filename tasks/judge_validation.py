@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from raleval.answers import AnswerType
 from raleval.records import Task
 from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
-from raleval.tasks.grading import DEFAULT_GRAMMAR
+from raleval.tasks.grading import DEFAULT_GRAMMAR, NUMBER_WORDS
 from raleval.tasks.judge import Judge, judge_answer
 from raleval.tasks.metrics import normalize_answer
 
@@ -234,31 +234,6 @@ def number_variants(gold: str, question: str, rng: random.Random) -> list[Varian
     return out
 
 
-_NUMBER_WORDS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-    "twenty",
-]
-
-
 def count_variants(gold: str, question: str, rng: random.Random) -> list[Variant]:
     n = int(gold.replace(",", ""))
     out: list[Variant] = [
@@ -266,7 +241,7 @@ def count_variants(gold: str, question: str, rng: random.Random) -> list[Variant
         ("reword:plain", f"{n:,}", ACCURATE, False),
     ]
     if n <= 20:
-        out.append(("reword:number_word", _NUMBER_WORDS[n].capitalize() + ".", ACCURATE, False))
+        out.append(("reword:number_word", NUMBER_WORDS[n].capitalize() + ".", ACCURATE, False))
     near = n + rng.choice((1, -1)) if n > 0 else n + 1
     out += [
         ("miss:off_by_one", f"{near:,}", HALLUCINATED, False),
