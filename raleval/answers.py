@@ -25,6 +25,7 @@ class AnswerType(str, Enum):
     boolean = "boolean"  # yes / no
     free_text = "free_text"  # a sentence, a profile, anything graded by token overlap
     invalid_premise = "invalid_premise"  # the question's premise is false (CRAG)
+    long_form = "long_form"  # a text graded by its key points (RAGEval; raleval.keypoints)
 
 
 # Generators join list golds with ", " (scholar interests, CRAG sets); old files hold that string.

@@ -101,6 +101,25 @@ class TaskTags(Record):
     answerable: bool = True
 
 
+class KeyPoint(Record):
+    """One fact a long-form answer should state (RAGEval's key points), typed and taken from
+    the world, so whether an answer covers or contradicts it is decided by rules
+    (``raleval.keypoints``) rather than by a model."""
+
+    slot: str  # what the fact is: "citations", "phd_year", "interest"
+    kind: Literal["entity", "number", "year", "member"]  # member: one element of a list
+    value: str
+    aliases: list[str] = Field(default_factory=list)
+    # Words that name the slot in text ("cited", "citations"): a different value of the same
+    # kind next to one of them contradicts the key point. Matched as word prefixes.
+    cues: list[str] = Field(default_factory=list)
+    # The values the slot can take in the world (positions, genders), for an entity slot: an
+    # answer naming another of them next to a cue contradicts it. Empty: an entity can only be
+    # covered or missed, never contradicted by rule.
+    choices: list[str] = Field(default_factory=list)
+    statement: str  # the fact as one sentence, as the reference text states it
+
+
 class Task(Record):
     """One question for an agent, with its gold answers and (for generated tasks) solution."""
 
@@ -124,9 +143,14 @@ class Task(Record):
     answer_type: AnswerType | None = None
     # For a list answer: one entry per gold element, each the element's aliases.
     elements: list[list[str]] | None = None
+    # For a long-form answer (answer type long_form): the facts it should state, 3-8, and the
+    # reference text (also ``answers[0]``, what token F1, ROUGE-L and BLEU compare against).
+    key_points: list[KeyPoint] | None = None
 
     @model_validator(mode="after")
     def _fill_answer_type(self) -> Task:
+        if self.answer_type is None and self.key_points:
+            self.answer_type = AnswerType.long_form
         if self.answer_type is None:
             self.answer_type = infer_answer_type(
                 self.question, self.answers, self.metric, self.tags.question_type
