@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from raleval.families import answer_of, read_values
+from raleval.keypoints import oracle_text
 from raleval.model import (
     LOCAL_PRICE,
     Capabilities,
@@ -133,11 +134,15 @@ def _appears(observations: list[str], needles: list[str]) -> bool:
 
 def answer_from_results(task: Task, results: list[Any]) -> str:
     """The answer a reader of ``results`` (the ``ToolResult`` of each solution call) gives:
-    the task's answer expression evaluated over the returned data; else the gold answer only
+    for a long-form task, the statement of each key point whose value the results show
+    (:func:`raleval.keypoints.oracle_text`); the task's answer expression evaluated over the
+    returned data; else the gold answer only
     where the observations show it (every element of a list, or the task's evidence); else
     :data:`NOT_RETURNED`."""
     if any(r.kind.value != "ok" for r in results):
         return NOT_RETURNED
+    if task.key_points:  # a long-form answer: the statement of every key point it was shown
+        return oracle_text(task.key_points, [r.observation for r in results]) or NOT_RETURNED
     expr = task.metadata.get("answer_expr")
     if expr:
         value = answer_of(expr, [r.data for r in results])
@@ -162,6 +167,10 @@ def visible_in(task: Task, results: list[Any], shown: list[str]) -> bool:
     answer to ``task`` rests on: every value its answer expression reads and every key it
     looks them up by (a closing price's date), and what the taxonomy counts as evidence
     (every value of the task's ``evidence``, every element of a list, else one gold alias)."""
+    if task.key_points:  # every key point's value: the oracle writes only what it saw
+        return oracle_text(task.key_points, shown) == oracle_text(
+            task.key_points, [r.observation for r in results]
+        )
     premise = task.answer_type is not None and task.answer_type.value == "invalid_premise"
     if (premise or not task.tags.answerable) and not task.evidence:
         return True  # the premise check needs only that a call succeeded

@@ -36,6 +36,10 @@ free_text          normalised EM, or token F1 >= ``free_text_threshold`` (0.5); 
                    field accuracy)
 invalid_premise    the answer says the premise is false by the phrase grammar ("invalid
                    question", "false premise", ...), CRAG's expected "invalid question".
+long_form          RAGEval's key points, judged by rule (``raleval.keypoints``): it covers at
+                   least :data:`LONG_FORM_COMPLETENESS` (0.8) of them and contradicts none.
+                   (score: completeness; the verdict also carries hallucination and
+                   irrelevance, and token F1 against the reference text)
 =================  ===========================================================================
 
 An abstention (:class:`PhraseGrammar`) is never correct, except on a task whose answer is not
@@ -55,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import AnswerType, infer_answer_type, list_elements
+from raleval.keypoints import score_key_points
 from raleval.registry import register_metric
 from raleval.tasks.metrics import (
     exact_match,
@@ -66,6 +71,9 @@ from raleval.tasks.metrics import (
 
 NUMBER_REL_TOL = 0.005
 FREE_TEXT_THRESHOLD = 0.5
+# A long-form answer is correct when it covers this share of its key points and contradicts none
+# (raleval's rule: RAGEval reports the shares, not a verdict; docs/longform.md).
+LONG_FORM_COMPLETENESS = 0.8
 
 # --- abstention and invalid-premise phrase grammar --------------------------------------------
 
@@ -526,6 +534,10 @@ class Verdict:
     precision: float | None = None
     recall: float | None = None
     explanation: list[str] = field(default_factory=list)
+    # long-form answers only (RAGEval's key-point shares; raleval.keypoints)
+    completeness: float | None = None
+    hallucination: float | None = None
+    irrelevance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -541,9 +553,12 @@ def grade(
     answerable: bool = True,
     grammar: PhraseGrammar = DEFAULT_GRAMMAR,
     free_text_threshold: float = FREE_TEXT_THRESHOLD,
+    key_points: Sequence[Any] | None = None,
 ) -> Verdict:
     """Grade ``answer`` against ``golds`` (aliases of one answer; for a list, ``elements``
-    holds one alias list per element, else the golds are split as generators join them)."""
+    holds one alias list per element, else the golds are split as generators join them; for
+    a long-form answer, ``key_points`` are what it is graded by and ``golds[0]`` is the
+    reference text)."""
     kind = AnswerType(answer_type)
     golds = [g for g in golds if g is not None]
     abstained = grammar.abstains(answer)
@@ -551,7 +566,19 @@ def grade(
     f1, em = f1_score(answer, golds), exact_match(answer, golds)
     why: list[str] = []
     precision = recall = None
-    if kind is AnswerType.list:
+    shares = None
+    if kind is AnswerType.long_form:
+        if not key_points:
+            raise ValueError("a long-form answer is graded by its key points; the task has none")
+        shares = score_key_points(answer, key_points)
+        score = shares.completeness
+        correct = long_form_aligned(shares.completeness, shares.hallucination)
+        why.append(
+            f"long form: {shares.verdicts.count('covered')} of {len(key_points)} key points "
+            f"covered, {shares.verdicts.count('contradicted')} contradicted (aligned at "
+            f"completeness >= {LONG_FORM_COMPLETENESS} with none contradicted)"
+        )
+    elif kind is AnswerType.list:
         elems = [list(e) for e in (elements or list_elements(golds))]
         precision, recall, score = list_precision_recall(answer, elems)
         correct = precision == 1.0 and recall == 1.0
@@ -629,7 +656,17 @@ def grade(
         precision=precision,
         recall=recall,
         explanation=why,
+        completeness=shares.completeness if shares else None,
+        hallucination=shares.hallucination if shares else None,
+        irrelevance=shares.irrelevance if shares else None,
     )
+
+
+def long_form_aligned(completeness: float, hallucination: float) -> bool:
+    """Whether a long-form answer "aligns with the standard answer" (R-Eval's EM/AM rows and
+    every ``correct`` count): it covers at least :data:`LONG_FORM_COMPLETENESS` of the key
+    points and contradicts none."""
+    return completeness >= LONG_FORM_COMPLETENESS and hallucination == 0.0
 
 
 def grade_task(
@@ -648,6 +685,7 @@ def grade_task(
         answerable=task.tags.answerable,
         grammar=grammar,
         free_text_threshold=free_text_threshold,
+        key_points=getattr(task, "key_points", None),
     )
 
 
