@@ -162,7 +162,7 @@ def test_grade_long_form_is_aligned_at_the_threshold_with_no_contradiction():
     assert grade(ref, [ref], "long_form", key_points=points).correct
     one_missing = grade(_text(points, skip=5), [ref], "long_form", key_points=points)
     assert one_missing.completeness == pytest.approx(5 / 6)
-    assert 5 / 6 >= LONG_FORM_COMPLETENESS
+    assert LONG_FORM_COMPLETENESS <= 5 / 6
     assert one_missing.correct
     two_missing = _text(points[:4], skip=0)  # 3 of 6
     assert not grade(two_missing, [ref], "long_form", key_points=points).correct
