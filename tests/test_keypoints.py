@@ -232,3 +232,43 @@ def test_oracle_writes_only_what_it_was_shown():
     text = oracle_text(points, shown)
     assert text == " ".join(p.statement for p in points[:3])
     assert oracle_text(points, ["nothing here"]) is None
+
+
+def _family(n=24):
+    """Long-form tasks about different people: shared positions and interests, own numbers."""
+    tasks = []
+    for i in range(n):
+        points = _points(
+            papers=10 + i,
+            cites=2000 + 37 * i,
+            year=1990 + i % 20,
+            position=POSITIONS[i % 5],
+            venue=f"Venue{i}",
+        )
+        tasks.append(
+            Task(
+                id=f"lf-{i}",
+                domain="scholar",
+                level="KS",
+                family="lf",
+                question=f"Write a profile of scholar number {i}.",
+                answers=[_text(points)],
+                key_points=points,
+            )
+        )
+    return tasks
+
+
+def test_audit_grades_long_form_baselines_by_key_points():
+    from raleval.analysis.audit import audit_family
+
+    tasks = _family()
+    audit = audit_family("lf", tasks)
+    names = {b.name: b for b in audit.baselines}
+    assert {"echo", "slot_majority", "majority"} <= set(names)
+    assert audit.passed, [(b.name, b.accuracy, b.chance) for b in audit.baselines]
+    # a family whose question gives its key points away fails
+    leaky = [t.model_copy(update={"question": t.answers[0]}) for t in tasks]
+    leaky_audit = audit_family("lf", leaky)
+    assert not leaky_audit.passed
+    assert {b.name: b.accuracy for b in leaky_audit.baselines}["echo"] == 1.0
