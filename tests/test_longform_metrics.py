@@ -249,13 +249,13 @@ _POINTS = [
 ]
 
 
-def _task(task_id="t1", points=_POINTS, metadata=None) -> Task:
+def _task(task_id="t1", points=_POINTS, metadata=None, family="scholar-profile") -> Task:
     reference = " ".join(p.statement for p in points)
     return Task(
         id=task_id,
         domain="scholar",
         level="KA",
-        family="scholar-profile",
+        family=family,
         question="Write a short profile of Ada Lovelace.",
         answers=[reference],
         key_points=list(points),
@@ -436,10 +436,10 @@ def test_mean_scores_average_per_text():
 # --- raleval questeval ----------------------------------------------------------------------
 
 
-def _run_dir(tmp_path):
+def _run_dir(tmp_path, family="scholar-profile"):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    tasks = [_task("t1"), _task("t2")]
+    tasks = [_task("t1", family=family), _task("t2", family=family)]
     write_tasks(run_dir / TASKS, tasks)
     results = ResultsFile(run_dir / RESULTS)
     answers = {
@@ -512,3 +512,34 @@ def test_questeval_cli_refuses_a_run_without_long_form_episodes_and_a_bad_bertsc
     (empty / RESULTS).write_text("")
     res = runner.invoke(app, ["questeval", str(empty), "--model", "questtest/cloze"])
     assert res.exit_code == 2 and "no long-form episode" in res.output
+
+
+def test_questeval_cli_checks_the_reader_on_the_reference_and_escapes_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    if "questtest" not in registry.models:
+        registry.models.register("questtest")(_ClozeReader)
+    run_dir = _run_dir(tmp_path, family="[bold red]fam[/]")
+    args = ["questeval", str(run_dir), "--model", "questtest/cloze", "--check-reader"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.replace("│", " ").split())
+    assert "[bold red]fam[/] 2 0.875" in out  # shown as written, not as markup
+    # the cloze reader reads every reference perfectly; both tasks share one reference,
+    # which is t1's answer, so reading the references asks nothing new
+    assert "reader on the reference texts: quest recall 1.000, quest accuracy 1.000" in out
+    assert "reader calls: 8 (cache hits 8, failed 0)" in out
+    rows = [json.loads(x) for x in (run_dir / QUESTEVAL_FILE).read_text().splitlines()]
+    assert [r["reference_recall"] for r in rows] == [1.0, 1.0]
+
+
+def test_questeval_cli_bertscore_on_a_local_model(tmp_path, monkeypatch, tiny_bert):
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    if "questtest" not in registry.models:
+        registry.models.register("questtest")(_ClozeReader)
+    run_dir = _run_dir(tmp_path)
+    args = ["questeval", str(run_dir), "-m", "questtest/cloze", "--bertscore-model"]
+    res = runner.invoke(app, [*args, str(tiny_bert), "--bertscore-layers", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(x) for x in (run_dir / QUESTEVAL_FILE).read_text().splitlines()]
+    assert rows[0]["bertscore"] == pytest.approx(1.0, abs=1e-5)
+    assert rows[1]["bertscore"] < 0.9999

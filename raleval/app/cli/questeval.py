@@ -35,10 +35,13 @@ def questeval_rows(
     model: str,
     bertscore_model: Path | None = None,
     bertscore_layers: int | None = None,
+    check_reader: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """One row per long-form episode of ``run``: RAGQuestEval with ``model`` as the reader,
     ROUGE-L, BLEU and (given a model directory) BERTScore against the reference text; and the
-    reader's call counts."""
+    reader's call counts. ``check_reader``: the reader also reads each task's reference text,
+    where every question has its answer (``reference_recall`` / ``reference_accuracy``: what
+    the reader loses on its own, 1.0 for a reader that reads perfectly)."""
     from raleval.tasks.longform_metrics import bert_score_f1, bleu, rouge_l
     from raleval.tasks.questeval import PROMPT_VERSION, QuestEvalReader, quest_eval
 
@@ -57,18 +60,23 @@ def questeval_rows(
         )
     reader = QuestEvalReader(model)
 
-    async def everything() -> list[Any]:
+    async def everything() -> tuple[list[Any], list[Any]]:
         try:
-            return [await quest_eval(reader, task, t.answer) for t, task in episodes]
+            own = [await quest_eval(reader, task, t.answer) for t, task in episodes]
+            ref = [
+                await quest_eval(reader, task, task.answers[0]) if check_reader else None
+                for _, task in episodes
+            ]
+            return own, ref
         finally:
             await reader.aclose()
 
     try:
-        scores = asyncio.run(everything())
+        scores, on_reference = asyncio.run(everything())
     finally:
         reader.close()
     rows = []
-    for (t, task), s, b in zip(episodes, scores, bert, strict=True):
+    for (t, task), s, b, r in zip(episodes, scores, bert, on_reference, strict=True):
         reference = task.answers[0]
         rows.append(
             {
@@ -83,6 +91,8 @@ def questeval_rows(
                 "rouge_l": rouge_l(t.answer, [reference]),
                 "bleu": bleu(t.answer, [reference]),
                 "bertscore": b,
+                "reference_recall": r.recall if r else None,
+                "reference_accuracy": r.accuracy if r else None,
                 "questions": [q.__dict__ for q in s.questions],
             }
         )
@@ -90,6 +100,7 @@ def questeval_rows(
 
 
 _COLUMNS = ("quest_recall", "quest_f1", "quest_accuracy", "rouge_l", "bleu", "bertscore")
+_READER = ("reference_recall", "reference_accuracy")
 
 
 def family_means(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -103,7 +114,7 @@ def family_means(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | None
     out: dict[str, dict[str, float | None]] = {}
     for name, rs in groups.items():
         means: dict[str, float | None] = {"n": len(rs)}
-        for col in _COLUMNS:
+        for col in (*_COLUMNS, *_READER):
             values = [r[col] for r in rs if r[col] is not None]
             means[col] = sum(values) / len(values) if values else None
         out[name] = means
@@ -135,6 +146,13 @@ def questeval_cmd(
         int | None,
         typer.Option(envvar="RALEVAL_BERTSCORE_LAYERS", help="the layer BERTScore reads"),
     ] = None,
+    check_reader: Annotated[
+        bool,
+        typer.Option(
+            help="also let the reader answer from each task's reference text, where every "
+            "question has its answer: what the reader misses there is the reader's own error"
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the table as JSON")] = False,
 ) -> None:
     """CRUD-RAG's metrics of a run's long-form answers: RAGQuestEval (questions from the key
@@ -149,7 +167,9 @@ def questeval_cmd(
         run = load_run(run_dir)
         if not _long_form(run):
             fail(f"{run_dir} holds no long-form episode (a task with key points) to score")
-        rows, calls = questeval_rows(run, model, bertscore_model, bertscore_layers)
+        rows, calls = questeval_rows(
+            run, model, bertscore_model, bertscore_layers, check_reader=check_reader
+        )
     except (*user_errors(), BertScoreUnavailable) as exc:
         fail(str(exc))
     write_atomic(
@@ -159,17 +179,29 @@ def questeval_cmd(
     if as_json:
         typer.echo(json.dumps({"families": means, "reader_calls": calls}))
         return
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{run_dir}: CRUD-RAG metrics (reader {model})", title_justify="left")
+    # family names, paths and specs are data: never read as Rich markup
+    title = escape(f"{run_dir}: CRUD-RAG metrics (reader {model})")
+    table = Table(title=title, title_justify="left")
     table.add_column("family")
     for col in ("n", *_COLUMNS):
         table.add_column(col.replace("_", " "), justify="right")
     for name, m in means.items():
         cells = [str(m["n"])] + ["-" if m[c] is None else f"{m[c]:.3f}" for c in _COLUMNS]
-        table.add_row(name, *cells)
+        table.add_row(escape(name), *cells)
     console = make_console()
     console.print(table)
+    if check_reader:
+        every = means.get("all") or next(iter(means.values()))
+        console.print(
+            f"reader on the reference texts: quest recall {every['reference_recall']:.3f}, "
+            f"quest accuracy {every['reference_accuracy']:.3f} (1.000 each for a reader that "
+            "reads perfectly)",
+            highlight=False,
+            markup=False,
+        )
     console.print(
         f"reader calls: {calls['calls']} (cache hits {calls['cache_hits']}, failed "
         f"{calls['failed']}); rows in {run_dir / QUESTEVAL_FILE}",
