@@ -26,7 +26,11 @@ is read from the reference:
   text only, one call per question, with ``prompts/questeval_answer.txt``, temperature 0,
   through the response cache (a second scoring makes no model call).
 - **unanswerable**: the reply is "unanswerable" (or a phrase like it: "not stated", "the text
-  does not say"), or an abstention by the grading's phrase grammar, or empty.
+  does not say"), or an abstention by the grading's phrase grammar, or empty; and, since the
+  key point's kind is known, a reply to a year (number) question that writes no year (no
+  number) does not answer it either. A small reader fills a blank it cannot find with
+  whatever the text offers (Qwen2.5-0.5B answers "graph learning" to "received her PhD in
+  ___" when the text gives no year): that is a failure to answer, not a wrong answer.
 - **quest recall**: answered questions / questions.
 - **quest F1**: CRUD-RAG's avg F1: mean over answered questions of SQuAD token F1 between the
   reply and the key point's value (best over its aliases, :func:`raleval.tasks.metrics.f1_score`;
@@ -53,7 +57,7 @@ from typing import Any
 
 from raleval.answers import AnswerType
 from raleval.model import GenerateRequest, Message, ModelError
-from raleval.tasks.grading import DEFAULT_GRAMMAR, grade
+from raleval.tasks.grading import DEFAULT_GRAMMAR, answer_amount, grade, parse_count, parse_year
 from raleval.tasks.metrics import f1_score
 
 # Bump when the prompt file, the question templates or the request change: stored results
@@ -158,6 +162,19 @@ def is_unanswerable(reply: str | None) -> bool:
     return not text or bool(_UNANSWERABLE.search(text)) or DEFAULT_GRAMMAR.abstains(text)
 
 
+def gives_an_answer(reply: str | None, kind: str) -> bool:
+    """Whether ``reply`` answers a question about a key point of ``kind``: not unanswerable,
+    and for a year or a number it writes one (a reply with no year to "received her PhD in
+    ___" does not answer it, whatever it says)."""
+    if is_unanswerable(reply):
+        return False
+    if kind == "year":
+        return parse_year(reply) is not None
+    if kind == "number":
+        return parse_count(reply) is not None or answer_amount(reply) is not None
+    return True
+
+
 def _answer_type(kind: str, value: str) -> AnswerType:
     if kind == "number":
         # a whole number is a count, exact (as the key-point rules read it); a measure is a
@@ -210,7 +227,7 @@ def score_replies(
     """RAGQuestEval's numbers from the reader's replies to ``questions`` (None: not asked)."""
     results = []
     for q, reply in zip(questions, replies, strict=True):
-        answered = not is_unanswerable(reply)
+        answered = gives_an_answer(reply, q.kind)
         results.append(
             QuestionResult(
                 slot=q.slot,

@@ -30,6 +30,7 @@ from raleval.tasks.longform_metrics import (
 )
 from raleval.tasks.questeval import (
     QuestEvalReader,
+    gives_an_answer,
     is_unanswerable,
     mean_scores,
     quest_eval,
@@ -350,6 +351,22 @@ def test_a_statement_without_its_value_asks_about_the_slot_of_the_subject():
 )
 def test_unanswerable_replies(reply, unanswerable):
     assert is_unanswerable(reply) is unanswerable
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "answers"),
+    [
+        ("graph learning", "year", False),  # what Qwen2.5-0.5B answered for a missing year
+        ("in 1999", "year", True),
+        ("graph learning", "number", False),
+        ("twelve", "number", True),
+        ("3.5 million", "number", True),
+        ("University of Oslo", "entity", True),
+        ("unanswerable", "entity", False),
+    ],
+)
+def test_a_year_or_number_question_is_answered_only_by_a_year_or_number(reply, kind, answers):
+    assert gives_an_answer(reply, kind) is answers
 
 
 def test_the_reference_answers_every_question_right(reader):
