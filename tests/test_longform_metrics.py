@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 
 import pytest
 import sacrebleu
+from hypothesis import given
+from hypothesis import strategies as st
 from rouge_score import rouge_scorer
 from typer.testing import CliRunner
 
@@ -29,11 +31,13 @@ from raleval.tasks.longform_metrics import (
     rouge_l,
 )
 from raleval.tasks.questeval import (
+    BLANK,
     QuestEvalReader,
     gives_an_answer,
     is_unanswerable,
     mean_scores,
     quest_eval,
+    question_for,
     questions_for,
     score_replies,
 )
@@ -323,6 +327,37 @@ def test_one_cloze_per_key_point_with_the_value_blanked():
     ]
     assert qs[2].golds == ("University of Oslo", "Oslo University")
     assert [q.kind for q in qs] == ["number", "year", "entity", "member"]
+
+
+def test_every_occurrence_of_the_value_and_its_aliases_is_blanked():
+    point = KeyPoint(
+        slot="affiliation",
+        kind="entity",
+        value="University of Oslo",
+        aliases=["Oslo"],
+        statement="The University of Oslo (Oslo for short) employs her.",
+    )
+    assert (
+        questions_for(_task(points=[point]))[0].question == "The ___ (___ for short) employs her."
+    )
+    year = KeyPoint(slot="phd_year", kind="year", value="1999", statement="In 1999, 1999 again.")
+    assert questions_for(_task(points=[year]))[0].question == "In ___, ___ again."
+
+
+@given(
+    before=st.text(alphabet="abcdefg ,.", max_size=30),
+    after=st.text(alphabet="abcdefg ,.", max_size=30),
+    value=st.integers(min_value=0, max_value=10**7),
+    grouped=st.booleans(),
+)
+def test_a_cloze_never_states_its_number(before, after, value, grouped):
+    written = f"{value:,}" if grouped else str(value)
+    point = KeyPoint(
+        slot="citations", kind="number", value=str(value), statement=f"{before} {written} {after}"
+    )
+    question = question_for(point, "her")
+    assert BLANK in question
+    assert str(value) not in question.replace(",", "") or str(value) in (before + after)
 
 
 def test_a_statement_without_its_value_asks_about_the_slot_of_the_subject():
