@@ -57,6 +57,15 @@ def _rouge_scorer() -> Any:
     return rouge_scorer.RougeScorer([ROUGE_TYPE], use_stemmer=ROUGE_STEMMER)
 
 
+def warm() -> None:
+    """Load rouge-score and sacrebleu now: rouge-score imports nltk, which imports
+    scipy.stats (about 1.3 s on this machine's 2 cores), a stall for an event loop that scores
+    its first long-form episode inside it."""
+    import sacrebleu  # noqa: F401
+
+    _rouge_scorer()
+
+
 @register_metric("rouge_l")
 def rouge_l(prediction: str | None, golds: Sequence[str]) -> float:
     """ROUGE-L F-measure (rouge-score, no stemming, ASCII-folded), best over ``golds``."""
