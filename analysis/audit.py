@@ -22,6 +22,11 @@ A family passes when no baseline beats its chance level by more than a threshold
   found by what it is; a list of lists (a table's columns, whose order is their shape); numeric
   answers (a number that happens to sit in a row is not an item). A list whose items the
   question all names ("... : A or B?" over ``Similar: [A, B]``) counts.
+- ``echo`` and ``slot_majority`` (long-form families, tasks with key points): the question
+  restated as the answer (a correction's statement left as given), and every slot's most
+  frequent value(s) in the training half; chance as for the classifiers. Every baseline's
+  prediction on a long-form task is graded as episodes are (aligned by its key points:
+  ``raleval.tasks.grading``), not by equality with the reference text.
 - ``direct`` (given a model): accuracy of the ``direct`` workflow (no tools), supplied by the
   caller as per-task correctness; chance is the majority baseline's accuracy.
 
@@ -52,6 +57,7 @@ from pydantic import BaseModel, ConfigDict
 
 from raleval.families import run_solution
 from raleval.records import Level, Task
+from raleval.tasks.grading import grade_task
 from raleval.text import contains_tokens, normalize_answer
 
 SUPERLATIVE = re.compile(
@@ -181,6 +187,8 @@ def answer_key(task: Task) -> str:
 def _correct(task: Task, predicted: str | None) -> bool:
     if predicted is None:
         return False
+    if task.key_points:  # a long-form answer: aligned by its key points, as episodes are graded
+        return grade_task(task, predicted).correct
     return normalize_answer(predicted) in {normalize_answer(a) for a in task.answers} or (
         predicted == answer_key(task)
     )
@@ -701,6 +709,16 @@ def audit_family(
                 n=len(tasks),
             )
         )
+        if tasks[0].key_points:  # long-form: what a writer without tools could put down
+            for name, fit in (("echo", _echo), ("slot_majority", _slot_majority)):
+                baselines.append(
+                    BaselineScore(
+                        name=name,
+                        accuracy=_two_fold(tasks, seed, fit),
+                        chance=chance,
+                        n=len(tasks),
+                    )
+                )
         if env is not None:
             results = [_gold_results(env, t) for t in tasks]
             if tasks[0].level is Level.KA:
@@ -737,6 +755,29 @@ def audit_family(
         threshold=threshold,
         not_judged=not_judged,
     )
+
+
+def _echo(train: list[Task], test: list[Task]) -> list[str | None]:
+    """A long-form answer that restates the question (a correction's statement as given)."""
+    return [t.question for t in test]
+
+
+def _slot_majority(train: list[Task], test: list[Task]) -> list[str | None]:
+    """A long-form answer naming, for every slot, the training half's most frequent values
+    (three for a list's members): the family's typical profile, written without tools."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    members: set[str] = set()
+    for task in train:
+        for point in task.key_points or []:
+            counts[point.slot][point.value] += 1
+            if point.kind == "member":
+                members.add(point.slot)
+    parts = []
+    for slot, values in sorted(counts.items()):
+        top = values.most_common(3 if slot in members else 1)
+        parts.append(f"{slot}: {', '.join(v for v, _ in top)}.")
+    text = " ".join(parts)
+    return [text] * len(test)
 
 
 def template_of(task: Task) -> str:

@@ -1,10 +1,29 @@
-"""Figures for the report (matplotlib, the ``plots`` extra): SVG text, deterministic bytes."""
+"""Figures for the report (matplotlib, the ``plots`` extra): SVG text, deterministic bytes;
+PNG bytes instead inside :func:`rendered_as` ``("png")`` (figures for a README)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+_FORMAT: ContextVar[str] = ContextVar("raleval_plot_format", default="svg")
+
+
+@contextlib.contextmanager
+def rendered_as(fmt: str) -> Iterator[None]:
+    """Every figure made inside returns ``fmt`` ("svg": text, "png": bytes at 120 dpi)."""
+    if fmt not in ("svg", "png"):
+        raise ValueError(f"figures render as svg or png, not {fmt!r}")
+    token = _FORMAT.set(fmt)
+    try:
+        yield
+    finally:
+        _FORMAT.reset(token)
+
 
 LABEL_COLORS = {
     "EM": "#2e7d32",
@@ -41,9 +60,14 @@ def _figure(width: float = 6.0, height: float = 4.0):  # type: ignore[no-untyped
     return plt.subplots(figsize=(width, height))
 
 
-def _svg(fig) -> str:  # type: ignore[no-untyped-def]
+def _svg(fig) -> Any:  # type: ignore[no-untyped-def]
     import matplotlib.pyplot as plt
 
+    if _FORMAT.get() == "png":
+        raw = io.BytesIO()
+        fig.savefig(raw, format="png", dpi=120, bbox_inches="tight", metadata={"Software": None})
+        plt.close(fig)
+        return raw.getvalue()
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
@@ -166,11 +190,21 @@ def _pareto_figure(
             label="Pareto front",
         )
     ax.set_xscale("symlog", linthresh=linthresh)
+    # plain numbers: the log axis writes its ticks in mathtext ("$\\mathdefault{10^{0}}$"),
+    # which is off (text.parse_math) so that names with "$" stay text
+    ax.xaxis.set_major_formatter(_plain_ticks())
     ax.set_xlabel(xlabel)
     ax.set_ylabel("F1")
     ax.set_ylim(-0.02, 1.02)
     _legend_outside(ax)
     return _svg(fig)
+
+
+def _plain_ticks():  # type: ignore[no-untyped-def]
+    """A tick formatter writing 0.01, 1, 10, 100 as plain text."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _: f"{value:g}")
 
 
 def robustness(series: Mapping[str, Mapping[float, float]]) -> str:

@@ -30,6 +30,8 @@ from raleval.tasks.grading import (
 
 # What a trajectory's scores hold after scoring (besides the task's own metric).
 SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")
+# Scored too on a long-form answer, against its reference text, where registered (CRUD-RAG).
+LONG_FORM_METRICS = ("rouge_l", "bleu")
 
 
 def rejects_correctly(task: Task, verdict: Verdict) -> bool:
@@ -61,7 +63,9 @@ def score_trajectory(
     Scores: ``correct`` (0/1 by the answer type's rule), ``score`` (the type's primary metric),
     ``f1`` and ``em`` (SQuAD, R-Eval's metrics), ``relaxed_f1`` (R-Eval's GPT-2 token match
     rate), ``crag`` (+1 accurate / 0 missing / -1 incorrect), ``missing`` (abstained), and the
-    task's own registered metric when it is another one. ``threshold`` only moves the F1 at
+    task's own registered metric when it is another one. A long-form answer also gets
+    RAGEval's ``kp_completeness``, ``kp_hallucination`` and ``kp_irrelevance`` and CRUD-RAG's
+    ``rouge_l`` and ``bleu`` against the reference text. ``threshold`` only moves the F1 at
     which a free-text answer counts as correct. For tasks with a gold solution, the call-level
     scores too (``analysis/calls.py``: call_precision, call_recall, call_f1, on_gold_path,
     first_departure, evidence_retrieved) and, where the task stores its subgoals, ``progress``
@@ -81,6 +85,17 @@ def score_trajectory(
     if rejects_correctly(task, verdict):
         # CRAG and RGB count a rejection as the right answer where no answer exists.
         traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed_f1": 1.0})
+    if verdict.completeness is not None:  # a long-form answer: RAGEval's key-point shares
+        traj.scores.update(
+            {
+                "kp_completeness": verdict.completeness,
+                "kp_hallucination": verdict.hallucination or 0.0,
+                "kp_irrelevance": verdict.irrelevance or 0.0,
+            }
+        )
+        for name in LONG_FORM_METRICS:  # CRUD-RAG's overlap metrics against the reference
+            if name in registry.metrics:
+                traj.scores[name] = registry.metrics.get(name)(traj.answer, task.answers)
     if task.metric not in traj.scores and task.metric in registry.metrics:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
     traj.scores.update(call_scores(traj, task))  # tasks with a gold solution (analysis/calls.py)
@@ -93,7 +108,7 @@ def score_trajectory(
         traj,
         verdict.correct,
         golds,
-        task.evidence,
+        long_form_evidence(task, verdict) or task.evidence,
         question=task.question,
         premise_check=premise,
     )
@@ -102,6 +117,18 @@ def score_trajectory(
     traj.error_type, traj.error_cause = kind, cause
     traj.stop_reason, traj.error_subcause = stop, sub
     return verdict
+
+
+def long_form_evidence(task: Task, verdict: Verdict) -> list[str] | None:
+    """What a long-form episode must have seen (docs/longform.md): a right answer, the value of
+    every key point it states (a stated value no tool showed was not retrieved: AM); a wrong
+    one, every key point's value (all in hand and still wrong: GE; else RE)."""
+    if not task.key_points or verdict.key_points is None:
+        return None
+    if verdict.correct:
+        pairs = zip(task.key_points, verdict.key_points, strict=True)
+        return [p.value for p, v in pairs if v == "covered"]
+    return [p.value for p in task.key_points]
 
 
 # --- aggregation: the one way every table reads per-episode verdicts ---------------------------

@@ -42,6 +42,22 @@ class SummaryRow:
     cost_usd: float | None = None
     compute_s: float | None = None
     f1_ci: Interval | None = None  # clustered 95% interval of the mean F1
+    # long-form answers (RAGEval's key-point shares; CRUD-RAG's overlap with the reference),
+    # over the episodes whose task has key points
+    completeness: float | None = None
+    kp_hallucination: float | None = None
+    irrelevance: float | None = None
+    rouge_l: float | None = None
+    bleu: float | None = None
+
+
+def _long_form(row: SummaryRow, trajs: list[Trajectory]) -> None:
+    """Fill ``row``'s long-form means from the episodes that have them."""
+    row.completeness = _mean_score(trajs, "kp_completeness")
+    row.kp_hallucination = _mean_score(trajs, "kp_hallucination")
+    row.irrelevance = _mean_score(trajs, "kp_irrelevance")
+    row.rouge_l = _mean_score(trajs, "rouge_l")
+    row.bleu = _mean_score(trajs, "bleu")
 
 
 def _usage(row: SummaryRow, trajs: list[Trajectory]) -> None:
@@ -100,6 +116,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             )
         )
         _usage(row, trajs)
+        _long_form(row, trajs)
     if len(rows) > 1:
         everything = [t for g in groups.values() for t in g]
         total = SummaryRow("all", "-", n=len(everything), failed=sum(failed.values()))
@@ -115,6 +132,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.call_precision = _mean_score(everything, "call_precision")
             total.call_recall = _mean_score(everything, "call_recall")
             _usage(total, everything)
+            _long_form(total, everything)
             total.f1_ci = _f1_interval(everything, tasks)
             total.progress = _mean_score(everything, "progress")
         for r in rows:
@@ -206,9 +224,48 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for r in rows:
         mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
     # the notes as lines of their own, not captions: a caption wraps to its table's width
-    parts = [scores, Text(TIME_NOTE), mix, Text(LABEL_LEGEND)]
+    parts = [scores, Text(TIME_NOTE)]
+    long_form = long_form_table(rows)
+    if long_form is not None:
+        parts += [long_form, Text(LONG_FORM_NOTE)]
+    parts += [mix, Text(LABEL_LEGEND)]
     cost = cost_table(rows)
     return Group(*parts) if cost is None else Group(*parts, cost)
+
+
+LONG_FORM_NOTE = (
+    "complete / halluc. / irrel.: shares of the key points the answer states, contradicts, "
+    "leaves out (RAGEval); correct: complete >= 0.8 and none contradicted; F1, ROUGE-L, BLEU: "
+    "against the reference text (docs/longform.md)"
+)
+
+
+def long_form_table(rows: list[SummaryRow]) -> object | None:
+    """RAGEval's key-point shares beside F1 (and CRUD-RAG's ROUGE-L and BLEU where scored)
+    for the families with long-form answers; None when there are none."""
+    from rich.table import Table
+
+    shown = [r for r in rows if r.n and r.completeness is not None]
+    if not shown:
+        return None
+    if any(r.completeness is None for r in rows if r.n and r.family != "all"):
+        shown = [r for r in shown if r.family != "all"]  # its other columns mix in short answers
+    extra = [("ROUGE-L", "rouge_l"), ("BLEU", "bleu")]
+    extra = [(h, k) for h, k in extra if any(getattr(r, k) is not None for r in shown)]
+    table = Table(title="long-form answers (key points)", padding=(0, 1), collapse_padding=True)
+    columns = ["family", "n", "correct", "complete", "halluc.", "irrel.", "F1"]
+    for col in [*columns, *(h for h, _ in extra)]:
+        table.add_column(col, justify="left" if col == "family" else "right")
+
+    def frac(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    for r in shown:
+        cells = [r.family, str(r.n), frac(r.correct), frac(r.completeness)]
+        cells += [frac(r.kp_hallucination), frac(r.irrelevance), frac(r.f1)]
+        cells += [frac(getattr(r, k)) for _, k in extra]
+        table.add_row(*cells)
+    return table
 
 
 def usd(value: float | None) -> str:

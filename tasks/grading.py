@@ -538,6 +538,7 @@ class Verdict:
     completeness: float | None = None
     hallucination: float | None = None
     irrelevance: float | None = None
+    key_points: list[str] | None = None  # each key point's verdict: covered|contradicted|missing
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -659,6 +660,7 @@ def grade(
         completeness=shares.completeness if shares else None,
         hallucination=shares.hallucination if shares else None,
         irrelevance=shares.irrelevance if shares else None,
+        key_points=shares.verdicts if shares else None,
     )
 
 

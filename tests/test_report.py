@@ -267,3 +267,17 @@ def test_table_command_formats(runs):
     ):
         res = CliRunner().invoke(app, ["table", str(good), str(bad), "--format", fmt])
         assert res.exit_code == 0 and marker in res.output, res.output
+
+
+def test_time_and_cost_axes_write_plain_numbers():
+    """The study's first PNG showed its ticks as "$\\mathdefault{10^{0}}$": mathtext is off
+    (names with "$" stay text), so the log axis must format its own ticks."""
+    pytest.importorskip("matplotlib")
+    from raleval.analysis import plots
+
+    points = {"a": (0.5, 0.3, 0.9, 0.2), "b": (12.0, 9.0, 15.0, 0.6)}
+    svg = plots.deployment(points, ["a", "b"])
+    assert "mathdefault" not in svg and "$" not in svg
+    with plots.rendered_as("png"):
+        png = plots.cost(points, ["a", "b"])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"

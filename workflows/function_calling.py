@@ -5,7 +5,9 @@ The tools node runs every call through the environment, which (like LangGraph's 
 with ``handle_tool_errors=True``) turns every failure, unknown tools and bad arguments
 included, into an observation the model reads; unlike ``ToolNode`` it also records each call
 as a classified step. The episode ends when the model calls ``Finish(answer)`` or replies
-without a tool call (the reply is then the answer).
+without a tool call (the reply is then the answer). A reply's calls run in the order written:
+a ``Finish`` after other calls ends the episode once those have run (their observations are
+in the record, though the answer was written before they were seen); calls after it never run.
 """
 
 from __future__ import annotations
@@ -170,7 +172,10 @@ def build_function_calling_graph(
         if reply.response_metadata.get("raleval_failed"):
             return {"rec": rec, "messages": new, "turns": turns}
         thought = reply.content if isinstance(reply.content, str) else str(reply.content)
-        finish = next((c for c in reply.tool_calls if c["name"] == "Finish"), None)
+        # calls run in the order written (the tools node); Finish ends the episode where it
+        # stands, so here only a reply that opens with it (or has no call) ends it
+        first = reply.tool_calls[0] if reply.tool_calls else None
+        finish = first if first is not None and first["name"] == "Finish" else None
         if finish is not None or not reply.tool_calls:
             answer = str(finish["args"].get("answer", "")) if finish else thought.strip()
             rec.answer = answer
@@ -191,6 +196,16 @@ def build_function_calling_graph(
         thought = last.content if isinstance(last.content, str) and last.content else None
         out: list[BaseMessage] = []
         for call in last.tool_calls:
+            if call["name"] == "Finish":  # after other calls of the same reply: it ends here
+                rec.answer = str(call["args"].get("answer", ""))
+                rec.add_step(
+                    thought=thought,
+                    tool="Finish",
+                    arguments={"answer": rec.answer},
+                    raw_action=json.dumps(call["args"]),
+                )
+                rec.finish(Termination.finished)
+                break
             result = await ep_env.call(call["name"], call["args"])
             # the room counts the tool message's own label: an observation that filled the
             # context to the last token ended the episode at the next turn (context_limit)

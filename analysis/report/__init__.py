@@ -268,19 +268,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     reval_html += _table(["system", "task family", "F1 [95% interval]"], ci_rows)
 
     summaries = [summarize_system(r) for r in runs]
-    points = {
-        s.system: (s.wall_s.estimate, s.wall_s.low, s.wall_s.high, s.f1.estimate)
-        for s in summaries
-        if s.wall_s and s.n
-    }
-    front = pareto_front({k: (v[0], v[3]) for k, v in points.items()})
-    # cost versus F1, for the systems whose every episode has a price (0 for local models)
-    cost_points = {
-        s.system: (s.cost_usd.estimate, s.cost_usd.low, s.cost_usd.high, s.f1.estimate)
-        for s in summaries
-        if s.cost_usd is not None and s.n
-    }
-    cost_front = pareto_front({k: (v[0], v[3]) for k, v in cost_points.items()})
+    _, front, _, cost_front = time_and_cost(summaries)
     sys_rows = [
         [
             s.system,
@@ -385,46 +373,12 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     crag_html += judge_section(runs)
     crag_html += prompts_section(runs)
 
-    figures = []
     if plots.available():
-        by_level = domain_level_f1(runs)
-        by_workflow: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
-        for system, values in by_level.items():
-            workflow, _, model = system.partition("/")
-            by_workflow[workflow][model] = values
-        for workflow, series in sorted(by_workflow.items()):
-            # a radar needs three axes; with fewer, the bars below show the same numbers
-            if len({a for values in series.values() for a in values}) >= 3:
-                figures.append(
-                    ("radar", plots.radar(f"{workflow}: F1 by domain and level", series))
-                )
-        if by_level:  # no empty panels
-            figures.append(("bars", plots.level_bars("F1 by domain x level", by_level)))
-        by_progress = domain_level_f1(runs, "progress")
-        if by_progress:
-            figures.append(
-                (
-                    "progress",
-                    plots.level_bars(
-                        "Progress rate by domain x level", by_progress, "progress rate"
-                    ),
-                )
-            )
-        labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
-        if labels:
-            figures.append(("errors", plots.error_bars(labels)))
-        if points:
-            figures.append(("deployment", plots.deployment(points, front)))
-        # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)
-        if any(v[0] > 0 for v in cost_points.values()):
-            figures.append(("cost", plots.cost(cost_points, cost_front)))
-        noise = robustness(runs)
-        if noise:
-            figures.append(("robustness", plots.robustness(noise)))
+        figures = [(kind, f) for kind, _, f in report_figures(runs, summaries)]
     else:
-        figures.append(
+        figures = [
             ("none", '<p class="muted">Figures need matplotlib: pip install "raleval[plots]".</p>')
-        )
+        ]
 
     judged = {id(run): load_judged(run.path) for run in runs}
     episodes = [
@@ -467,6 +421,89 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     return _FIELD.sub(lambda m: fields[m.group(1)], template)
 
 
+Points = dict[str, tuple[float, float, float, float]]
+
+
+def time_and_cost(summaries: list[Any]) -> tuple[Points, list[str], Points, list[str]]:
+    """Seconds per query versus F1 (system -> (seconds, low, high, F1)) and its Pareto front;
+    the same in US dollars, for the systems whose every episode has a price (0 for local
+    models)."""
+    points = {
+        s.system: (s.wall_s.estimate, s.wall_s.low, s.wall_s.high, s.f1.estimate)
+        for s in summaries
+        if s.wall_s and s.n
+    }
+    front = pareto_front({k: (v[0], v[3]) for k, v in points.items()})
+    cost_points = {
+        s.system: (s.cost_usd.estimate, s.cost_usd.low, s.cost_usd.high, s.f1.estimate)
+        for s in summaries
+        if s.cost_usd is not None and s.n
+    }
+    cost_front = pareto_front({k: (v[0], v[3]) for k, v in cost_points.items()})
+    return points, front, cost_points, cost_front
+
+
+def report_figures(
+    runs: list[Run], summaries: list[Any] | None = None
+) -> list[tuple[str, str, Any]]:
+    """The report's figures as (kind, name, figure): a radar per workflow (F1 by domain and
+    level, one polygon per model), F1 and progress bars by domain x level, the error-type mix
+    per system, seconds (and dollars) per query versus F1 with the Pareto front, robustness.
+    Each figure is SVG text, or PNG bytes inside ``plots.rendered_as("png")``."""
+    summaries = summaries if summaries is not None else [summarize_system(r) for r in runs]
+    points, front, cost_points, cost_front = time_and_cost(summaries)
+    figures: list[tuple[str, str, Any]] = []
+    by_level = domain_level_f1(runs)
+    by_workflow: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    for system, values in by_level.items():
+        workflow, _, model = system.partition("/")
+        by_workflow[workflow][model] = values
+    for workflow, series in sorted(by_workflow.items()):
+        # a radar needs three axes; with fewer, the bars below show the same numbers
+        if len({a for values in series.values() for a in values}) >= 3:
+            title = f"{workflow}: F1 by domain and level"
+            figures.append(("radar", f"radar-{workflow}", plots.radar(title, series)))
+    if by_level:  # no empty panels
+        figures.append(("bars", "bars", plots.level_bars("F1 by domain x level", by_level)))
+    by_progress = domain_level_f1(runs, "progress")
+    if by_progress:
+        title = "Progress rate by domain x level"
+        figure = plots.level_bars(title, by_progress, "progress rate")
+        figures.append(("progress", "progress", figure))
+    labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
+    if labels:
+        figures.append(("errors", "errors", plots.error_bars(labels)))
+    if points:
+        figures.append(("deployment", "deployment", plots.deployment(points, front)))
+    # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)
+    if any(v[0] > 0 for v in cost_points.values()):
+        figures.append(("cost", "cost", plots.cost(cost_points, cost_front)))
+    noise = robustness(runs)
+    if noise:
+        figures.append(("robustness", "robustness", plots.robustness(noise)))
+    return figures
+
+
+def save_figures(runs: list[Run], folder: Path) -> list[Path]:
+    """Write the report's figures as PNG files into ``folder`` (``<name>.png``, names from
+    :func:`report_figures`), for a README or a paper; returns the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    with plots.rendered_as("png"):
+        for _, name, figure in report_figures(runs):
+            path = folder / f"{_file_safe(name)}.png"
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_bytes(figure)
+            tmp.replace(path)
+            written.append(path)
+    return written
+
+
+def _file_safe(name: str) -> str:
+    """A figure name as a file name: workflow names are registered names, but say so."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
 def save_report(runs: list[Run], path: Path, threshold: float = DEFAULT_THRESHOLD) -> Path:
     """Write the report for loaded runs; labels follow ``threshold`` (recomputed in place)."""
     for run in runs:
@@ -492,11 +529,15 @@ def default_report_path(run_dirs: list[Path], folder: Path | None = None) -> Pat
 
 
 def write_report(
-    run_dirs: list[Path], out: Path | None = None, threshold: float = DEFAULT_THRESHOLD
+    run_dirs: list[Path],
+    out: Path | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    png_dir: Path | None = None,
 ) -> Path:
     """Write the report for ``run_dirs`` to ``out`` (default: a new file in the current
     directory, :func:`default_report_path`). Never into a run directory: a run's own
-    ``report.html`` is written by ``raleval run`` and left alone here."""
+    ``report.html`` is written by ``raleval run`` and left alone here. With ``png_dir``, its
+    figures also go there as PNG files (:func:`save_figures`)."""
     from raleval.analysis.runs import find_runs
 
     run_dirs = find_runs(run_dirs)  # a log directory stands for every run below it
@@ -506,4 +547,9 @@ def write_report(
             f"--out {out} is inside the run {target.parent}; reports of runs go outside any run"
         )
     runs = [load_run(p) for p in run_dirs]
-    return save_report(runs, target, threshold)
+    path = save_report(runs, target, threshold)
+    if png_dir is not None:
+        if not plots.available():
+            raise ValueError('PNG figures need matplotlib: pip install "raleval[plots]"')
+        save_figures(runs, png_dir)
+    return path

@@ -30,16 +30,26 @@ def report(
         float,
         typer.Option(envvar="RALEVAL_THRESHOLD", help="F1 at or above which an answer matches"),
     ] = 0.5,
+    png: Annotated[
+        Path | None,
+        typer.Option(
+            help="also write the report's figures as PNG files into this folder (for a "
+            "README or a paper; default: none)"
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report (tables, figures, trajectory viewer)."""
     from raleval.analysis.report import write_report
     from raleval.app.study import cells_under
 
     try:
-        path = write_report([c for p in run_dirs for c in cells_under(p)], out, threshold)
+        cells = [c for p in run_dirs for c in cells_under(p)]
+        path = write_report(cells, out, threshold, png_dir=png)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(f"report: {path}")
+    if png is not None:
+        typer.echo(f"figures: {png}/*.png")
 
 
 @app.command()

@@ -40,3 +40,21 @@ def study_store(
             )
     except (OSError, ValueError, *user_errors()) as exc:
         fail(str(exc))
+
+
+@study_app.command("tables")
+def study_tables_command(
+    folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
+) -> None:
+    """Print the study's headline tables as Markdown: a row per workflow x model, one table per
+    arm (generated task sets, each real-data file), F1 with clustered 95% intervals, F1 by
+    level, the error-type mix, unparseable endings, seconds and tokens per episode."""
+    from raleval.analysis.study import study_tables
+
+    if not folder.exists():
+        fail(f"no study folder {folder}")
+    try:
+        text = study_tables(folder)
+    except user_errors() as exc:
+        fail(str(exc))
+    typer.echo(text, nl=False)

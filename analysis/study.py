@@ -1,0 +1,116 @@
+"""A study's headline tables, from its stored cells (``raleval study tables``, docs/study.md).
+
+A study folder holds one cell per environment x workflow x model x task source. The tables put
+a system (workflow x model) on a row and merge its cells of one **arm**: the generated arm
+(the environments' default task sets) or one loaded file (HotpotQA dev, CRAG dev). Per row:
+episodes, F1 with its clustered 95% interval (task means as units, clustered by template;
+``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
+episodes that ended on unparseable output, and seconds and tokens per episode. An interval is
+shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). The text is
+deterministic: docs/study.md holds a copy and a test recomputes it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
+from raleval.records import ErrorType, Termination, Trajectory
+
+GENERATED = "generated"
+LEVELS = ("KS", "KU", "KA")
+LABELS = [e.value for e in ErrorType]
+
+
+def arm_of(run: Run) -> str:
+    """``generated`` for a cell of the environments' default task sets or a named set, else
+    the stem of the task file it ran (``hotpotqa-dev``)."""
+    tasks = (run.header.config if run.header else {}).get("tasks")
+    if not tasks or not str(tasks).endswith((".jsonl", ".json", ".jsonl.gz")):
+        return GENERATED
+    name = Path(str(tasks)).name
+    return name.split(".", 1)[0]
+
+
+def merged(runs: list[Run]) -> Run:
+    """One run of several cells of a system: their tasks and episodes together."""
+    tasks = {k: v for r in runs for k, v in r.tasks.items()}
+    results = [t for r in runs for t in r.results]
+    attempts = [t for r in runs for t in r.attempts]
+    return Run(runs[0].path, runs[0].header, tasks, results, attempts)
+
+
+def load_study(folder: Path) -> dict[str, dict[tuple[str, str], Run]]:
+    """arm -> (workflow, model) -> the system's cells of that arm, merged and rescored."""
+    cells: dict[str, dict[tuple[str, str], list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for path in find_runs([folder]):
+        run = load_run(path)
+        run.rescore()
+        config = run.header.config if run.header else {}
+        key = (str(config.get("workflow", "?")), str(config.get("model", "?")))
+        cells[arm_of(run)][key].append(run)
+    return {
+        arm: {key: merged(runs) for key, runs in sorted(systems.items())}
+        for arm, systems in sorted(cells.items(), key=lambda kv: (kv[0] != GENERATED, kv[0]))
+    }
+
+
+def _f1(run: Run, trajs: Iterable[Trajectory]) -> str:
+    trajs = list(trajs)
+    if not trajs:
+        return "-"
+    return f"{sum(t.scores.get('f1', 0.0) for t in trajs) / len(trajs):.3f}"
+
+
+def _row(run: Run) -> dict[str, str]:
+    scored = run.scored
+    n = len(scored)
+    interval = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0))
+    # a t interval over few clusters can pass 0 or 1; F1 cannot: shown clipped
+    low, high = max(0.0, interval.low), min(1.0, interval.high)
+    ci = "n/a" if interval.low != interval.low else f"[{low:.3f}, {high:.3f}]"
+    labels = Counter(t.error_type.value for t in scored if t.error_type)
+    levels = defaultdict(list)
+    for t in scored:
+        task = run.tasks.get(t.task_id)
+        if task is not None:
+            levels[task.level.value].append(t)
+    row = {
+        "n": str(n),
+        "F1": f"{interval.estimate:.3f}",
+        "95% CI": ci,
+        "correct": f"{sum(t.scores.get('correct', 0.0) for t in scored) / max(1, n):.3f}",
+    }
+    row.update({lv: _f1(run, levels.get(lv, [])) for lv in LEVELS})
+    row.update({lb: f"{100 * labels.get(lb, 0) / max(1, n):.0f}" for lb in LABELS})
+    unparseable = sum(t.termination is Termination.invalid_format for t in scored)
+    row["unparseable"] = str(unparseable)
+    row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
+    tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored)
+    row["tokens/ep"] = f"{tokens / max(1, n):.0f}"
+    row["failed"] = str(len(run.results) - n)
+    return row
+
+
+COLUMNS = {
+    GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *LABELS, "s/ep", "tokens/ep"],
+    "real": ["n", "F1", "95% CI", "correct", *LABELS, "unparseable", "s/ep", "tokens/ep"],
+}
+
+
+def study_tables(folder: Path) -> str:
+    """The study's tables as Markdown: one per arm, a row per workflow x model."""
+    out = []
+    for arm, systems in load_study(folder).items():
+        columns = COLUMNS[GENERATED if arm == GENERATED else "real"]
+        title = "generated task sets" if arm == GENERATED else f"real data: {arm}"
+        out.append(f"#### {title}\n")
+        out.append("| workflow | model | " + " | ".join(columns) + " |")
+        out.append("|---|---|" + "---:|" * len(columns))
+        for (workflow, model), run in systems.items():
+            row = _row(run)
+            out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
