@@ -371,7 +371,7 @@ CORRECT = (
 def _correct(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
     if s.top is None:
         return None
-    donors = store.persons_by_rowid(store.sample_person_rowids(12, f"{s.p['id']}/donors"))
+    donors = store.persons_by_rowid(store.sample_person_rowids(12, f"donors/{rng.random()}"))
     other = [_scholar(store, d) for d in donors.values() if d["id"] != s.p["id"]]
     other = [o for o in other if o is not None and o.top is not None]
     # a wrong value of the slot's kind, taken from another scholar of the world
