@@ -545,6 +545,29 @@ def progress_rows(runs: list[Run]) -> list[list[str]]:
     return rows
 
 
+LONG_FORM_KEYS = ("kp_completeness", "kp_hallucination", "kp_irrelevance", "f1", "rouge_l", "bleu")
+
+
+def long_form_rows(runs: list[Run]) -> list[list[str]]:
+    """Per system and long-form family: episodes, share correct, RAGEval's completeness,
+    hallucination and irrelevance, then F1, ROUGE-L and BLEU against the reference text
+    (``-`` where not scored); no rows when no task has key points."""
+    rows: list[list[str]] = []
+    for run in runs:
+        families: dict[str, list[Trajectory]] = defaultdict(list)
+        for t in run.scored:
+            task = run.tasks.get(t.task_id)
+            if task is not None and task.key_points:
+                families[task.family].append(t)
+        for family, trajs in sorted(families.items()):
+            cells = [run.system, family, str(len(trajs))]
+            for key in ("correct", *LONG_FORM_KEYS):
+                values = [t.scores[key] for t in trajs if key in t.scores]
+                cells.append(f"{sum(values) / len(values):.3f}" if values else "-")
+            rows.append(cells)
+    return rows
+
+
 def testbed_rows(runs: list[Run]) -> list[list[str]]:
     """Per run on a testbed: its rates beside the untouched set's (from the runs given, or
     the run directories beside it); a row per testbed and one for the untouched set."""

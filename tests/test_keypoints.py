@@ -272,3 +272,26 @@ def test_audit_grades_long_form_baselines_by_key_points():
     leaky_audit = audit_family("lf", leaky)
     assert not leaky_audit.passed
     assert {b.name: b.accuracy for b in leaky_audit.baselines}["echo"] == 1.0
+
+
+def test_console_table_shows_key_point_shares_beside_f1():
+    import io
+
+    from rich.console import Console
+
+    from raleval.analysis.summary import render_table, summarize
+
+    points = _points()
+    task = _task(points)
+    trajs = [_traj(_text(points), [_text(points)]), _traj(_text(points, swap=(0, "52")), [])]
+    for i, traj in enumerate(trajs):
+        traj.epoch = i
+        score_trajectory(traj, task)
+    rows = summarize(trajs, {task.id: task})
+    assert rows[0].completeness == pytest.approx((1 + 5 / 6) / 2)
+    assert rows[0].kp_hallucination == pytest.approx(1 / 12)
+    out = io.StringIO()
+    Console(file=out, width=100).print(render_table(rows))
+    text = out.getvalue()
+    assert "long-form answers" in text and "complete" in text and "halluc." in text
+    assert "0.917" in text and "0.083" in text

@@ -26,6 +26,7 @@ from raleval.analysis.runs import (
     crag_slices,
     domain_level_f1,
     load_run,
+    long_form_rows,
     pareto_front,
     per_task_intervals,
     per_task_table,
@@ -369,6 +370,23 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             ["system / set", "family", "level", "n", "F1", "progress"], progress
         )
 
+    long_form = long_form_rows(runs)
+    if long_form:
+        crag_html += "<h2>Long-form answers (RAGEval key points; CRUD-RAG overlap)</h2>" + _table(
+            [
+                "system",
+                "family",
+                "n",
+                "correct",
+                "completeness",
+                "hallucination",
+                "irrelevance",
+                "F1",
+                "ROUGE-L",
+                "BLEU",
+            ],
+            long_form,
+        )
     crag_html += diagnosis_section(runs)
     crag_html += judge_section(runs)
     crag_html += prompts_section(runs)
