@@ -199,3 +199,15 @@ def test_rejection_of_a_correction_needs_each_planted_error_contradicted():
     # an error the rules would not catch (no cue beside it) is not planted
     vague = "She has 31. They have been cited 52 times. She received a Ph.D. in 1996."
     assert rejection(POINTS, REFERENCE, SHOWN, vague, planted=(0,))
+
+
+@pytest.mark.parametrize("family", ["scholar-lf-profile", "wiki-lf-profile"])
+def test_a_wrong_position_in_plain_words_is_contradicted(generated, family):
+    for t in generated[family]:
+        point = next(p for p in t.key_points if p.slot == "position")
+        name = point.statement.split(" holds the position of ")[0]
+        assert name and name in t.question
+        other = next(c for c in point.choices if c != point.value)
+        right, wrong = f"{name} is a {point.value}.", f"{name} is an {other}."
+        assert judge_key_points(right, [point]) == ["covered"]
+        assert judge_key_points(wrong, [point]) == ["contradicted"], (t.id, wrong)

@@ -35,6 +35,9 @@ from raleval.registry import register_task_family, register_task_set
 PHD_CUES = ["Ph.D", "PhD", "doctorate", "doctoral"]
 PAPERS_CUES = ["paper", "publication", "published"]
 CITATION_CUES = ["cit"]
+# "is a"/"is an" (prefix "a"): "X is an Associate Professor" names the position with no word
+# for it, and must contradict "Assistant Professor"
+POSITION_CUES = ["position", "is a", "works as", "rank"]
 
 
 @dataclass
@@ -104,7 +107,7 @@ def _position(s: _Scholar, v: _Vocab, value: str | None = None) -> KeyPoint:
         slot="position",
         kind="entity",
         value=s.p["position"],
-        cues=["position"],
+        cues=POSITION_CUES,
         choices=v.positions,
         statement=f"{s.name} holds the position of {value}.",
     )

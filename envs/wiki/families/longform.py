@@ -39,6 +39,9 @@ from raleval.registry import register_task_family, register_task_set
 PHD_CUES = ["Ph.D", "PhD", "doctorate", "doctoral"]
 PAPERS_CUES = ["paper", "publication", "published"]
 CITATION_CUES = ["cit"]
+# "is a"/"is an" (prefix "a"): "X is an Associate Professor" names the position with no word
+# for it, and must contradict "Assistant Professor"
+POSITION_CUES = ["position", "is a", "works as", "rank"]
 
 
 def _positions(world: ScholarWorld) -> list[str]:
@@ -54,7 +57,7 @@ def _position(p: dict[str, Any], choices: list[str], shown: str | None = None) -
         slot="position",
         kind="entity",
         value=p["position"],
-        cues=["position"],
+        cues=POSITION_CUES,
         choices=choices,
         statement=f"{p['name']} holds the position of {shown or p['position']}.",
     )
