@@ -78,3 +78,16 @@ def test_cli_stores_finished_cells_only_and_report_reads_the_study(tmp_path):
     assert out.exists() and done.run_dir.name.split("__")[1] in out.read_text()
     result = CliRunner().invoke(app, ["table", str(study), "--format", "csv"])
     assert result.exit_code == 0, result.output
+
+
+def test_a_superseded_run_is_never_stored(tmp_path):
+    """The study set a cell run with old code aside as ``superseded-<cell>``; ``study store``
+    listed it as an unfinished cell, and would have stored it once finished."""
+    summary, _ = run_config(tmp_path / "runs", tasks_per_family=3)
+    log_dir = summary.run_dir.parent
+    aside = log_dir / f"superseded-{summary.run_dir.name}"
+    summary.run_dir.rename(aside)
+    study = tmp_path / "study"
+    result = CliRunner().invoke(app, ["study", "store", str(log_dir), "--into", str(study)])
+    assert "superseded" not in result.output
+    assert not study.exists() or not any(study.iterdir())

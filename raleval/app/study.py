@@ -95,9 +95,18 @@ def store_cell(run_dir: Path, into: Path) -> Path:
     return dest
 
 
+SUPERSEDED = "superseded-"  # a run set aside (``--force``, or by hand): never a study's cell
+
+
 def cells_under(path: Path) -> list[Path]:
-    """The run directories directly inside ``path`` (a study or log folder), else ``path``."""
+    """The run directories directly inside ``path`` (a study or log folder), else ``path``;
+    runs set aside (``superseded-*``) are not cells, as :func:`raleval.analysis.runs.find_runs`
+    skips them in reports."""
     if (path / HEADER).exists() or not path.is_dir():
         return [path]
-    cells = sorted(p for p in path.iterdir() if p.is_dir() and (p / HEADER).exists())
+    cells = sorted(
+        p
+        for p in path.iterdir()
+        if p.is_dir() and (p / HEADER).exists() and not p.name.startswith(SUPERSEDED)
+    )
     return cells or [path]
