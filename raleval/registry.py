@@ -173,6 +173,7 @@ metrics: Registry[Any] = Registry(
     {
         **{m: "raleval.tasks.metrics" for m in ("f1", "em", "numeric", "set_f1", "fields", "crag")},
         **{m: "raleval.tasks.grading" for m in ("relaxed", "relaxed_f1", "correct")},
+        **{m: "raleval.tasks.longform_metrics" for m in ("rouge_l", "bleu")},
     },
 )
 

@@ -16,6 +16,7 @@ from raleval.app.cli import power  # noqa: F401  power
 from raleval.app.cli import serving  # noqa: F401  serve, cache, wiki
 from raleval.app.cli import diagnosis  # noqa: F401  diagnose
 from raleval.app.cli import judging  # noqa: F401  judge validate
+from raleval.app.cli import questeval  # noqa: F401  questeval
 from raleval.app.cli import study  # noqa: F401  study store
 
 __all__ = ["FAILED", "INTERRUPTED", "OK", "TIME_LIMIT", "USER_ERROR", "app", "main"]

@@ -1,0 +1,148 @@
+"""CRUD-RAG's text-overlap metrics for long-form answers: ROUGE-L, BLEU and BERTScore.
+
+CRUD-RAG (Lyu et al., 2025, section 3.6) scores a generated text against its reference with
+ROUGE-L, BLEU, BERTScore and RAGQuestEval (:mod:`raleval.tasks.questeval`). Here each is the
+maintained implementation, called with settings written down once, so a score is that
+library's score:
+
+- ``rouge_l``: ``rouge_score.rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)``, the
+  F-measure. rouge-score's own tokenizer (lower case, runs of ``[a-z0-9]``, everything else a
+  separator), so case and punctuation never count. Text is first folded to ASCII (NFKD,
+  combining marks dropped: "Gödel" -> "Godel"), because that tokenizer *drops* every
+  non-ASCII letter ("Gödel" would become "g del"); on ASCII text the score is rouge-score's
+  unchanged. No stemming, as CRUD-RAG (``evaluate``'s rouge, whose default is no stemmer).
+  CRUD-RAG cuts Chinese text into words with jieba; raleval's worlds are English, for which
+  rouge-score's tokenizer is the standard one. Several golds: the best F over them
+  (rouge-score's ``score_multi``).
+- ``bleu``: ``sacrebleu.sentence_bleu`` with its defaults: tokenizer ``13a`` (WMT's
+  mteval-v13a: punctuation split off, case kept), 4-grams, ``exp`` smoothing, effective
+  order; divided by 100 so it lies in 0..1 like every other raleval metric. Several golds
+  are sacrebleu's multiple references. CRUD-RAG's code uses Hugging Face ``evaluate``'s BLEU
+  (unsmoothed) over jieba words and by default divides the brevity penalty back out; raleval
+  keeps the standard brevity penalty, so a short answer is not rewarded for its precision.
+- :func:`bert_score_f1`: ``bert_score.score`` with a local model directory and layer count,
+  F1, no idf, no baseline rescaling. Needs the ``bertscore`` extra (torch) and a model
+  already on disk: nothing here downloads weights. (CRUD-RAG's code computes its "bertScore"
+  as text2vec's sentence-embedding cosine with ``text2vec-base-chinese``; raleval uses the
+  BERTScore of Zhang et al., 2020, that the paper names.)
+
+A missing answer (``None``) scores 0, as in :mod:`raleval.tasks.metrics`.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from raleval.registry import register_metric
+
+ROUGE_TYPE = "rougeL"
+ROUGE_STEMMER = False
+
+
+def ascii_fold(text: str) -> str:
+    """``text`` with accents removed (NFKD, combining marks dropped): what rouge-score's ASCII
+    tokenizer can read without losing letters."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@lru_cache(maxsize=1)
+def _rouge_scorer() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer([ROUGE_TYPE], use_stemmer=ROUGE_STEMMER)
+
+
+def warm() -> None:
+    """Load rouge-score and sacrebleu now: rouge-score imports nltk, which imports
+    scipy.stats (about 1.3 s on this machine's 2 cores), a stall for an event loop that scores
+    its first long-form episode inside it."""
+    import sacrebleu  # noqa: F401
+
+    _rouge_scorer()
+
+
+@register_metric("rouge_l")
+def rouge_l(prediction: str | None, golds: Sequence[str]) -> float:
+    """ROUGE-L F-measure (rouge-score, no stemming, ASCII-folded), best over ``golds``."""
+    refs = [ascii_fold(g) for g in golds if g is not None]
+    if prediction is None or not refs:
+        return 0.0
+    scorer = _rouge_scorer()
+    pred = ascii_fold(prediction)
+    if len(refs) == 1:
+        return float(scorer.score(refs[0], pred)[ROUGE_TYPE].fmeasure)
+    return float(scorer.score_multi(refs, pred)[ROUGE_TYPE].fmeasure)
+
+
+@register_metric("bleu")
+def bleu(prediction: str | None, golds: Sequence[str]) -> float:
+    """Sentence BLEU (sacrebleu defaults: ``13a``, exp smoothing) / 100; golds are its
+    references."""
+    import sacrebleu
+
+    refs = [g for g in golds if g is not None]
+    if prediction is None or not refs:
+        return 0.0
+    return float(sacrebleu.sentence_bleu(prediction, refs).score) / 100.0
+
+
+class BertScoreUnavailable(RuntimeError):
+    """BERTScore cannot run here: the extra is not installed or the model is not on disk."""
+
+
+BERTSCORE_EXTRA = "pip install 'raleval[bertscore]'"
+
+
+def bert_score_f1(
+    predictions: Sequence[str | None],
+    references: Sequence[str],
+    *,
+    model_type: str | Path,
+    num_layers: int,
+    batch_size: int = 16,
+) -> list[float]:
+    """BERTScore F1 of each prediction against its reference (``bert_score.score``: greedy
+    cosine matching of the ``num_layers``-th layer's token embeddings, no idf, no rescaling).
+
+    ``model_type`` must be a local directory holding a transformers model and its tokenizer;
+    a missing answer scores 0. Raises :class:`BertScoreUnavailable` naming the extra or the
+    path when it cannot run, never downloads."""
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
+    path = Path(model_type)
+    if not path.is_dir():
+        raise BertScoreUnavailable(
+            f"BERTScore needs a model directory on this machine; {str(model_type)!r} is not one "
+            "(raleval never downloads model weights: save a model with transformers' "
+            "save_pretrained and pass its folder)"
+        )
+    if num_layers < 1:
+        raise ValueError(f"num_layers must be at least 1, not {num_layers}")
+    try:
+        import torch  # noqa: F401  (bert_score needs it; say which extra brings both)
+        from bert_score import score as bert_score
+    except ImportError as exc:
+        raise BertScoreUnavailable(
+            f"BERTScore needs the bertscore extra ({BERTSCORE_EXTRA}): {exc}"
+        ) from exc
+    present = [i for i, p in enumerate(predictions) if p is not None]
+    out = [0.0] * len(predictions)
+    if not present:
+        return out
+    _, _, f1 = bert_score(
+        [predictions[i] or "" for i in present],
+        [references[i] for i in present],
+        model_type=str(path),
+        num_layers=num_layers,
+        batch_size=batch_size,
+        idf=False,
+        rescale_with_baseline=False,
+    )
+    for i, value in zip(present, f1.tolist(), strict=True):
+        out[i] = float(value)
+    return out
