@@ -54,6 +54,13 @@ def make_scholar_env(size: str = "small", seed: int = 0, path: str | None = None
 
 
 # the task families register on import (after the environment: they refer to its store)
-from raleval.envs.scholar import families  # noqa: E402
+from raleval.envs.scholar import families, longform  # noqa: E402
 
-__all__ = ["ScholarEnv", "ScholarStore", "families", "load_world", "make_scholar_env"]
+__all__ = [
+    "ScholarEnv",
+    "ScholarStore",
+    "families",
+    "load_world",
+    "longform",
+    "make_scholar_env",
+]

@@ -1,0 +1,560 @@
+"""Scholar long-form families (CRUD-RAG's four uses, RAGEval's key points), registered on import.
+
+- ``scholar-lf-profile`` (KS, read): a profile of a scholar from searchPerson,
+  getPersonBasicInfo and getPersonInterest.
+- ``scholar-lf-summary`` (KU, delete: multi-document summarisation): the scholar and their most
+  cited paper, from the profile, the paper list and the paper's record.
+- ``scholar-lf-continue`` (KA, create): the continuation of a profile text written from the
+  world, given its opening; its key points come only from the part not shown.
+- ``scholar-lf-correct`` (KA, update): a statement about a scholar with one or two planted
+  errors (another scholar's value for the slot) to check and correct with the tools.
+
+Every key point is a typed fact read from the world by id, with the words that name its slot
+(cues) and, for a closed-vocabulary slot (position, gender), the world's vocabulary (choices).
+The gold calls are executed; a task is emitted only if every id a call uses was returned by an
+earlier call, no observation overflows a text workflow, and :func:`raleval.longform.rejection`
+finds nothing (reference and oracle answer cover every key point, the question gives none
+away). ``scholar-longform`` is the set of the four; the default sets do not include them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from raleval.answers import AnswerType
+from raleval.envs.scholar.families import MAX_OBSERVATION_CHARS
+from raleval.families import SolutionMismatch, TaskFamily, run_solution
+from raleval.longform import MAX_POINTS, rejection, unstated
+from raleval.records import KeyPoint, Level, Task, TaskTags, ToolCall
+from raleval.registry import register_task_family, register_task_set
+
+PHD_CUES = ["Ph.D", "PhD", "doctorate", "doctoral"]
+PAPERS_CUES = ["paper", "publication", "published"]
+CITATION_CUES = ["cit"]
+# "is a"/"is an" (prefix "a"): "X is an Associate Professor" names the position with no word
+# for it, and must contradict "Assistant Professor"
+POSITION_CUES = ["position", "is a", "works as", "rank"]
+
+
+@dataclass
+class _Scholar:
+    """One scholar's facts as the tools show them, read from the world by id."""
+
+    p: dict[str, Any]
+    phd_org: str
+    phd_year: int
+    pubs: list[tuple[str, str, int, int]]  # (pub id, title, citations, year), most cited first
+    coauthors: list[tuple[str, str, int]]  # (person id, name, joint papers), most frequent first
+
+    @property
+    def name(self) -> str:
+        return self.p["name"]
+
+    @property
+    def he(self) -> str:
+        return "She" if self.p["gender"] == "female" else "He"
+
+    @property
+    def top(self) -> tuple[str, str, int, int] | None:
+        """The most cited paper, if strictly most cited (else "most cited" is ambiguous)."""
+        if not self.pubs or (len(self.pubs) > 1 and self.pubs[1][2] == self.pubs[0][2]):
+            return None
+        return self.pubs[0]
+
+    @property
+    def co(self) -> tuple[str, str, int] | None:
+        cos = self.coauthors
+        if not cos or (len(cos) > 1 and cos[1][2] == cos[0][2]):
+            return None
+        return cos[0]
+
+
+def _scholar(store: Any, p: dict[str, Any]) -> _Scholar | None:
+    try:
+        _, phd_org, year = (s.strip() for s in p["education"].split(","))
+        phd_year = int(year)
+    except (AttributeError, ValueError):  # an imported world's free-text education
+        return None
+    rows = store.person_pubs_with_authors(p["id"]) or []
+    pubs = [(i, t, c, y) for i, t, c, y, _ in rows]
+    return _Scholar(p, phd_org, phd_year, pubs, store.coauthors(p["rowid"]))
+
+
+@dataclass(frozen=True)
+class _Vocab:
+    positions: list[str]
+    genders: list[str]
+
+
+def _vocab(store: Any) -> _Vocab:
+    """The closed vocabularies of the world's entity slots (choices of their key points)."""
+    return _Vocab(
+        [r[0] for r in store.query("SELECT DISTINCT position FROM persons ORDER BY position")],
+        [r[0] for r in store.query("SELECT DISTINCT gender FROM persons ORDER BY gender")],
+    )
+
+
+# --- key points: one maker per slot ------------------------------------------------------------
+
+
+def _position(s: _Scholar, v: _Vocab, value: str | None = None) -> KeyPoint:
+    value = value or s.p["position"]
+    return KeyPoint(
+        slot="position",
+        kind="entity",
+        value=s.p["position"],
+        cues=POSITION_CUES,
+        choices=v.positions,
+        statement=f"{s.name} holds the position of {value}.",
+    )
+
+
+def _gender(s: _Scholar, v: _Vocab) -> KeyPoint:
+    return KeyPoint(
+        slot="gender",
+        kind="entity",
+        value=s.p["gender"],
+        cues=["gender"],
+        choices=v.genders,
+        statement=f"The gender of {s.name} is {s.p['gender']}.",
+    )
+
+
+def _n_pubs(s: _Scholar, value: int | None = None) -> KeyPoint:
+    shown = s.p["n_pubs"] if value is None else value
+    return KeyPoint(
+        slot="papers",
+        kind="number",
+        value=str(s.p["n_pubs"]),
+        cues=PAPERS_CUES,
+        statement=f"{s.name} has published {shown} papers.",
+    )
+
+
+def _n_cit(s: _Scholar, value: int | None = None) -> KeyPoint:
+    shown = s.p["n_citation"] if value is None else value
+    return KeyPoint(
+        slot="citations",
+        kind="number",
+        value=str(s.p["n_citation"]),
+        cues=CITATION_CUES,
+        statement=f"The papers of {s.name} have been cited {shown} times.",
+    )
+
+
+def _phd_org(s: _Scholar) -> KeyPoint:
+    return KeyPoint(
+        slot="phd_institution",
+        kind="entity",
+        value=s.phd_org,
+        cues=PHD_CUES,
+        statement=f"{s.name} received a Ph.D. from {s.phd_org}.",
+    )
+
+
+def _phd_year(s: _Scholar, value: int | None = None) -> KeyPoint:
+    shown = s.phd_year if value is None else value
+    return KeyPoint(
+        slot="phd_year",
+        kind="year",
+        value=str(s.phd_year),
+        cues=PHD_CUES,
+        statement=f"{s.name} received a Ph.D. in {shown}.",
+    )
+
+
+def _interest(s: _Scholar, i: int) -> KeyPoint:
+    return KeyPoint(
+        slot="interest",
+        kind="member",
+        value=s.p["interests"][i],
+        cues=["interest", "works on"],
+        statement=f"{s.name} works on {s.p['interests'][i]}.",
+    )
+
+
+def _top_title(s: _Scholar) -> KeyPoint:
+    assert s.top is not None
+    return KeyPoint(
+        slot="top_paper",
+        kind="entity",
+        value=s.top[1],
+        cues=["most cited paper"],
+        statement=f"The most cited paper of {s.name} is {s.top[1]}.",
+    )
+
+
+def _top_year(s: _Scholar, value: int | None = None) -> KeyPoint:
+    assert s.top is not None
+    shown = s.top[3] if value is None else value
+    return KeyPoint(
+        slot="top_paper_year",
+        kind="year",
+        value=str(s.top[3]),
+        cues=["published in", "appeared in"],
+        statement=f"The most cited paper of {s.name} was published in {shown}.",
+    )
+
+
+def _top_cit(s: _Scholar) -> KeyPoint:
+    assert s.top is not None
+    return KeyPoint(
+        slot="top_paper_citations",
+        kind="number",
+        value=str(s.top[2]),
+        cues=CITATION_CUES,
+        statement=f"That paper has been cited {s.top[2]} times.",
+    )
+
+
+def _top_venue(s: _Scholar, venue: str) -> KeyPoint:
+    return KeyPoint(
+        slot="top_paper_venue",
+        kind="entity",
+        value=venue,
+        cues=["venue", "appeared in"],
+        statement=f"It appeared in {venue}.",
+    )
+
+
+def _coauthor(s: _Scholar) -> KeyPoint:
+    assert s.co is not None
+    return KeyPoint(
+        slot="top_coauthor",
+        kind="entity",
+        value=s.co[1],
+        cues=["coauthor", "collaborator", "writes with"],
+        statement=f"{s.name} most often writes with {s.co[1]}.",
+    )
+
+
+# --- the four families -------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    """A task before its checks: the question, the gold calls, the key points (before those
+    the question gives away are dropped, except for a correction), the reference text."""
+
+    template: str
+    question: str
+    calls: list[ToolCall]
+    points: list[KeyPoint]
+    reference: str | None = None  # None: the statements of the key points, joined
+    planted: tuple[int, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+def _search(s: _Scholar) -> ToolCall:
+    return ToolCall(
+        tool="searchPerson", arguments={"name": s.name, "organization": s.p["organization"]}
+    )
+
+
+def _by_id(tool: str, ident: str, key: str = "person_id") -> ToolCall:
+    return ToolCall(tool=tool, arguments={key: ident})
+
+
+PROFILE = (
+    "Write a short profile of {name} of {org} from the scholar database: their position, "
+    "gender, doctorate (institution and year), how many papers they have published and how "
+    "often those have been cited, and their first two research interests."
+)
+
+
+def _profile(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+    if len(s.p["interests"]) < 2:
+        return None
+    pid = s.p["id"]
+    return _Draft(
+        PROFILE,
+        PROFILE.format(name=s.name, org=s.p["organization"]),
+        [_search(s), _by_id("getPersonBasicInfo", pid), _by_id("getPersonInterest", pid)],
+        [
+            _position(s, v),
+            _gender(s, v),
+            _phd_org(s),
+            _phd_year(s),
+            _n_pubs(s),
+            _n_cit(s),
+            _interest(s, 0),
+            _interest(s, 1),
+        ],
+    )
+
+
+SUMMARY = (
+    "Summarise from the scholar database who {name} of {org} is (position, doctorate and "
+    "citation count) together with their most cited paper (its title, year, venue and "
+    "citations)."
+)
+
+
+def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+    if s.top is None:
+        return None
+    pub = store.pub(s.top[0])
+    pid = s.p["id"]
+    return _Draft(
+        SUMMARY,
+        SUMMARY.format(name=s.name, org=s.p["organization"]),
+        [
+            _search(s),
+            _by_id("getPersonBasicInfo", pid),
+            _by_id("getPersonPubs", pid),
+            _by_id("getPublication", s.top[0], "pub_id"),
+        ],
+        [
+            _position(s, v),
+            _phd_year(s),
+            _n_cit(s),
+            _top_title(s),
+            _top_year(s),
+            _top_venue(s, pub["venue"]),
+            _top_cit(s),
+        ],
+    )
+
+
+CONTINUE = (
+    'Here is the opening of a profile of {name} of {org}: "{opening}" Continue the profile '
+    "with the tools: their research interests, doctorate, publication and citation counts, "
+    "most cited paper and most frequent coauthor."
+)
+
+
+def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+    if s.top is None or s.co is None or len(s.p["interests"]) < 2:
+        return None
+    he, his = s.he, "Her" if s.he == "She" else "His"
+    i0, i1 = s.p["interests"][:2]
+    opening = f"{s.name} is a {s.p['position']} at {s.p['organization']}."
+    # the profile text a writer would put together from the world; the opening is shown
+    remainder = (
+        f"{he} works on {i0} and {i1}. {he} received a Ph.D. from {s.phd_org} in "
+        f"{s.phd_year}. {he} has published {s.p['n_pubs']} papers, which have been cited "
+        f"{s.p['n_citation']} times. {his} most cited paper is {s.top[1]}. {he} most often "
+        f"writes with {s.co[1]}."
+    )
+    pid = s.p["id"]
+    return _Draft(
+        CONTINUE,
+        CONTINUE.format(name=s.name, org=s.p["organization"], opening=opening),
+        [
+            _search(s),
+            _by_id("getPersonBasicInfo", pid),
+            _by_id("getPersonPubs", pid),
+            _by_id("getCoauthors", pid),
+        ],
+        [
+            _interest(s, 0),
+            _interest(s, 1),
+            _phd_org(s),
+            _phd_year(s),
+            _n_pubs(s),
+            _n_cit(s),
+            _top_title(s),
+            _coauthor(s),
+        ],
+        reference=remainder,
+        metadata={"opening": opening},
+    )
+
+
+CORRECT = (
+    "The following statement about {name} of {org} may contain factual errors. Check every "
+    'fact with the tools and write the corrected statement: "{statement}"'
+)
+
+
+def _correct(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+    if s.top is None:
+        return None
+    donors = store.persons_by_rowid(store.sample_person_rowids(12, f"donors/{rng.random()}"))
+    other = [_scholar(store, d) for d in donors.values() if d["id"] != s.p["id"]]
+    other = [o for o in other if o is not None and o.top is not None]
+    # a wrong value of the slot's kind, taken from another scholar of the world
+    wrong: dict[str, Callable[[_Scholar], Any]] = {
+        "position": lambda o: o.p["position"],
+        "phd_year": lambda o: o.phd_year,
+        "papers": lambda o: o.p["n_pubs"],
+        "citations": lambda o: o.p["n_citation"],
+        "top_paper_year": lambda o: o.top[3] if o.top else None,
+    }
+    truth = {
+        "position": s.p["position"],
+        "phd_year": s.phd_year,
+        "papers": s.p["n_pubs"],
+        "citations": s.p["n_citation"],
+        "top_paper_year": s.top[3],
+    }
+    slots = rng.sample(list(wrong), rng.choice((1, 2)))
+    shown: dict[str, Any] = {}
+    for slot in slots:
+        values = [w for o in other if (w := wrong[slot](o)) is not None and w != truth[slot]]
+        if not values:
+            return None
+        shown[slot] = rng.choice(values)
+    points = [
+        _position(s, v, shown.get("position")),
+        _phd_year(s, shown.get("phd_year")),
+        _n_pubs(s, shown.get("papers")),
+        _n_cit(s, shown.get("citations")),
+        _top_year(s, shown.get("top_paper_year")),
+    ]
+    statement = " ".join(p.statement for p in points)
+    planted = tuple(i for i, p in enumerate(points) if p.slot in shown)
+    # each key point's own statement is the corrected one
+    points = [p.model_copy(update={"statement": _corrected(s, v, p.slot)}) for p in points]
+    pid = s.p["id"]
+    return _Draft(
+        CORRECT,
+        CORRECT.format(name=s.name, org=s.p["organization"], statement=statement),
+        [_search(s), _by_id("getPersonBasicInfo", pid), _by_id("getPersonPubs", pid)],
+        points,
+        planted=planted,
+        metadata={
+            "statement": statement,
+            "planted": {slot: str(shown[slot]) for slot in slots},
+        },
+    )
+
+
+def _corrected(s: _Scholar, v: _Vocab, slot: str) -> str:
+    makers: dict[str, Callable[[], KeyPoint]] = {
+        "position": lambda: _position(s, v),
+        "phd_year": lambda: _phd_year(s),
+        "papers": lambda: _n_pubs(s),
+        "citations": lambda: _n_cit(s),
+        "top_paper_year": lambda: _top_year(s),
+    }
+    return makers[slot]().statement
+
+
+# --- generation --------------------------------------------------------------------------------
+
+
+def _ids_followed(calls: list[ToolCall], data: list[Any]) -> bool:
+    """Every id a call uses was returned by an earlier call (an agent could have followed it)."""
+    seen = ""
+    for call, result in zip(calls, data, strict=True):
+        for key in ("person_id", "pub_id"):
+            ident = call.arguments.get(key)
+            if ident is not None and f'"{ident}"' not in seen:
+                return False
+        seen += json.dumps(result, default=str)
+    return True
+
+
+def _build(
+    draft: _Draft, s: _Scholar, env: Any, family: str, level: Level, seed: int, k: int
+) -> Task | None:
+    points = list(draft.points)
+    if not draft.planted:  # a value the question names is given away: not a key point
+        points = unstated(points, draft.question)[:MAX_POINTS]
+    try:
+        results = run_solution(env, draft.calls)
+    except SolutionMismatch:
+        return None
+    data = [r.data for r in results]
+    if not _ids_followed(draft.calls, data):
+        return None
+    # the profile is about the scholar the question names: the search finds them first
+    if not data[0] or data[0][0]["person_id"] != s.p["id"]:
+        return None
+    # a prolific scholar's paper list overflows a text workflow's context (as in 3-5)
+    if any(len(json.dumps(d, default=str)) > MAX_OBSERVATION_CHARS for d in data):
+        return None
+    reference = draft.reference or " ".join(p.statement for p in points)
+    observations = [r.observation for r in results]
+    if rejection(points, reference, observations, draft.question, draft.planted):
+        return None
+    return Task(
+        id=f"{family}-s{seed}-{k:04d}",
+        domain="scholar",
+        level=level,
+        family=family,
+        question=draft.question,
+        answers=[reference],
+        answer_type=AnswerType.long_form,
+        key_points=points,
+        tags=TaskTags(
+            question_type=family.removeprefix("scholar-lf-"),
+            popularity=env.store.popularity(s.p["n_citation"]),
+        ),
+        solution=draft.calls,
+        evidence=[p.value for p in points],
+        metric="f1",
+        metadata={"template": draft.template, "person_id": s.p["id"], **(draft.metadata or {})},
+    )
+
+
+Maker = Callable[[_Scholar, _Vocab, random.Random, Any], _Draft | None]
+
+
+def _generator(family: str, level: Level, make: Maker):
+    def generate(env: Any, n: int, seed: int) -> list[Task]:
+        store = env.store
+        vocab = _vocab(store)
+        rng = random.Random(f"{family}/{seed}")
+        batch = store.sample_person_rowids(max(8 * n, 80), f"{family}/{seed}")
+        people = store.persons_by_rowid(batch)
+        tasks: list[Task] = []
+        for rowid in batch:
+            if len(tasks) >= n:
+                break
+            s = _scholar(store, people[rowid])
+            draft = make(s, vocab, rng, store) if s is not None else None
+            if draft is None:
+                continue
+            task = _build(draft, s, env, family, level, seed, len(tasks))
+            if task is not None:
+                tasks.append(task)
+        return tasks
+
+    return generate
+
+
+_SPECS: list[tuple[str, Level, Maker, str]] = [
+    ("scholar-lf-profile", Level.KS, _profile, "profile of a scholar from three APIs (read)"),
+    (
+        "scholar-lf-summary",
+        Level.KU,
+        _summary,
+        "a scholar and their most cited paper from four results (delete: summarisation)",
+    ),
+    (
+        "scholar-lf-continue",
+        Level.KA,
+        _continue,
+        "continue a scholar's profile text from its opening (create)",
+    ),
+    (
+        "scholar-lf-correct",
+        Level.KA,
+        _correct,
+        "correct a statement with one or two planted factual errors (update)",
+    ),
+]
+
+FAMILIES: dict[str, TaskFamily] = {
+    fid: TaskFamily(
+        id=fid,
+        level=level,
+        domain="scholar",
+        env="scholar",
+        metric="f1",
+        description=f"Scholar long-form {level.value}: {what}",
+        generate=_generator(fid, level, make),
+    )
+    for fid, level, make, what in _SPECS
+}
+
+for _fid, _family in FAMILIES.items():
+    register_task_family(_fid)(_family)
+
+register_task_set("scholar-longform")(list(FAMILIES))
