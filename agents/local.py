@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,7 +212,7 @@ class LlamaServer:
         cmd = [
             sys.executable,
             "-m",
-            "raleval.agents.llama_server",
+            SERVER_MODULE,
             "--model",
             str(model_path),
             "--port",
@@ -322,6 +323,50 @@ class ServerCpu:
 
 START_ATTEMPTS = 3
 _live: set[LlamaServer] = set()  # every server started and not yet stopped
+SERVER_MODULE = "raleval.agents.llama_server"
+
+
+class OversubscribedWarning(UserWarning):
+    """Embedded model servers already use this machine's cores: a new one slows them all."""
+
+
+def other_servers(own: set[int] | None = None) -> list[tuple[int, int]]:
+    """(pid, threads) of every embedded llama.cpp server running on this machine (Linux
+    /proc), other than the pids in ``own``."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        words = [a.decode(errors="replace") for a in args]
+        if SERVER_MODULE not in words or int(entry.name) in (own or set()):
+            continue
+        threads = 1
+        if "--threads" in words[:-1]:
+            value = words[words.index("--threads") + 1]
+            threads = int(value) if value.isdigit() else 1
+        found.append((int(entry.name), threads))
+    return sorted(found)
+
+
+def oversubscription(threads: int, others: list[tuple[int, int]], cores: int) -> str | None:
+    """Why starting a server with ``threads`` next to ``others`` would slow every one of them,
+    or None. llama.cpp's threads wait for each other by spinning: with more threads than cores
+    they spin on each other's time slices. Measured on this project's 2-core machine: two
+    Qwen2.5-0.5B servers of 2 threads each generated 1.1 tokens/s each instead of ~20."""
+    if not others or threads + sum(n for _, n in others) <= cores:
+        return None
+    pids = ", ".join(str(pid) for pid, _ in others)
+    return (
+        f"{len(others)} other embedded model server(s) (pid {pids}) already use "
+        f"{sum(n for _, n in others)} thread(s) of this machine's {cores} core(s); with this "
+        f"one's {threads}, llama.cpp's threads contend and every server runs many times slower "
+        "(two 2-thread servers on 2 cores: ~1 token/s each instead of ~20). Run one model at a "
+        "time, or give each fewer threads (-M threads=1)."
+    )
+
+
 _servers: dict[tuple[str, int, int, int], LlamaServer] = {}
 _servers_lock = threading.Lock()
 
@@ -341,6 +386,10 @@ def ensure_server(
     with _servers_lock:
         server = _servers.get(key)
         if server is None or server.proc.poll() is not None:
+            own = {s.proc.pid for s in [*_servers.values(), *_live]}
+            crowded = oversubscription(threads, other_servers(own), os.cpu_count() or 1)
+            if crowded:
+                warnings.warn(crowded, OversubscribedWarning, stacklevel=2)
             log = (log_dir or cache_dir() / "logs") / f"llama-server-{label}.log"
             for attempt in range(START_ATTEMPTS):
                 server = LlamaServer(path, n_ctx, threads, parallel, log)
