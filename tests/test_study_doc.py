@@ -1,10 +1,8 @@
-"""docs/study.md and the README show the study as its stored cells say: the headline tables are
-recomputed from ``studies/local-models`` (no model run) and must equal the copy in the docs,
-and every figure they show is a PNG in the repository."""
+"""docs/study.md shows the study as its stored cells say: the headline tables are recomputed
+from ``studies/local-models`` (no model run) and must equal the copy in the docs."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from raleval.analysis.study import study_tables
@@ -13,7 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "local-models"
 DOC = ROOT / "docs" / "study.md"
 START, END = "<!-- study-tables:start -->", "<!-- study-tables:end -->"
-IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+\.png)\)")
 
 
 def test_headline_tables_in_the_docs_are_the_stored_results():
@@ -25,13 +22,18 @@ def test_headline_tables_in_the_docs_are_the_stored_results():
     )
 
 
-def test_every_figure_shown_is_a_png_in_the_repository():
-    for page in (ROOT / "README.md", DOC):
-        shown = IMAGE.findall(page.read_text(encoding="utf-8"))
-        assert shown, f"{page.name} shows no figure"
-        for ref in shown:
-            path = (page.parent / ref).resolve()
-            assert path.is_file(), f"{page.name} shows {ref}, which is not in the repository"
-            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{ref} is not a PNG"
-    readme = IMAGE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert len(readme) >= 2
+def test_tables_command_rewrites_only_the_marked_block(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    page = tmp_path / "page.md"
+    page.write_text(f"# title\n\n{START}\nold\n{END}\n\nafter\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["study", "tables", str(STUDY), "--into", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# title\n\n") and text.endswith(f"{END}\n\nafter\n")
+    assert "old" not in text and study_tables(STUDY) in text
+    page.write_text("no markers\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["study", "tables", str(STUDY), "--into", str(page)])
+    assert result.exit_code != 0 and "needs one" in result.output

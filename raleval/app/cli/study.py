@@ -42,9 +42,19 @@ def study_store(
         fail(str(exc))
 
 
+START, END = "<!-- study-tables:start -->", "<!-- study-tables:end -->"
+
+
 @study_app.command("tables")
 def study_tables_command(
     folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
+    into: Annotated[
+        Path | None,
+        typer.Option(
+            help=f"rewrite the block between {START} and {END} of this Markdown file "
+            "instead of printing (default: print)"
+        ),
+    ] = None,
 ) -> None:
     """Print the study's headline tables as Markdown: a row per workflow x model, one table per
     arm (generated task sets, each real-data file), F1 with clustered 95% intervals, F1 by
@@ -57,4 +67,16 @@ def study_tables_command(
         text = study_tables(folder)
     except user_errors() as exc:
         fail(str(exc))
-    typer.echo(text, nl=False)
+    if into is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        page = into.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {into}: {exc}")
+    if page.count(START) != 1 or page.count(END) != 1 or page.index(START) > page.index(END):
+        fail(f"{into} needs one {START} line before one {END} line")
+    head, rest = page.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    into.write_text(f"{head}{START}\n{text}{END}{tail}", encoding="utf-8")
+    typer.echo(f"tables written into {into}")
