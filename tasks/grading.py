@@ -703,6 +703,12 @@ def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool
         raise ValueError(
             f"unknown answer type {answer_type!r}; choose auto or one of {kinds}"
         ) from None
+    if kind is AnswerType.long_form:
+        raise ValueError(
+            "a long-form answer is graded by its task's key points, which a gold string does "
+            "not carry: grade it through its task (raleval score RUN, or "
+            "raleval.tasks.grading.grade_task)"
+        )
     elements = None
     if kind is AnswerType.list:
         elements = []
