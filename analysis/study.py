@@ -5,7 +5,8 @@ a system (workflow x model) on a row and merge its cells of one **arm**: the gen
 (the environments' default task sets) or one loaded file (HotpotQA dev, CRAG dev). Per row:
 episodes, F1 with its clustered 95% interval (task means as units, clustered by template;
 ``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
-episodes that ended on unparseable output, and seconds and tokens per episode. An interval is
+episodes that stopped on unparseable output (the taxonomy's stop reason: ReAct's invalid
+format, a PAL program that does not parse), and seconds and tokens per episode. An interval is
 shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). The text is
 deterministic: docs/study.md holds a copy and a test recomputes it.
 """
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
-from raleval.records import ErrorType, Termination, Trajectory
+from raleval.records import ErrorType, StopReason, Trajectory
 
 GENERATED = "generated"
 LEVELS = ("KS", "KU", "KA")
@@ -85,7 +86,9 @@ def _row(run: Run) -> dict[str, str]:
     }
     row.update({lv: _f1(run, levels.get(lv, [])) for lv in LEVELS})
     row.update({lb: f"{100 * labels.get(lb, 0) / max(1, n):.0f}" for lb in LABELS})
-    unparseable = sum(t.termination is Termination.invalid_format for t in scored)
+    # stopped on output no parser accepted: ReAct's invalid format, PAL's program that does not
+    # parse, a planned workflow's plan that is not JSON (the taxonomy's stop reason)
+    unparseable = sum(t.stop_reason is StopReason.unparseable_output for t in scored)
     row["unparseable"] = str(unparseable)
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
     tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored)
