@@ -1,9 +1,11 @@
 """Tool calls written into message text (``{"name": ..., "arguments": {...}}``, possibly in a
-code fence or ``<tool_call>`` tags), as Qwen models served by llama.cpp return them."""
+code fence or ``<tool_call>`` tags), as Qwen models served by llama.cpp return them, or as
+the tool's name applied to its JSON arguments (``Search({"entity": "X"})``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from raleval.records import ToolCall
@@ -14,7 +16,8 @@ _DECODER = json.JSONDecoder()
 MAX_ATTEMPTS = 64  # decoding attempts per text: each may read to the end of the text
 
 
-def _objects(text: str) -> list[Any]:
+def _objects(text: str) -> list[tuple[int, Any]]:
+    """(start, value) of every JSON value that opens with ``{`` in ``text``, in order."""
     found = []
     attempts = 0
     i = text.find("{")
@@ -25,16 +28,27 @@ def _objects(text: str) -> list[Any]:
         except (ValueError, RecursionError):
             i = text.find("{", i + 1)
             continue
-        found.append(obj)
+        found.append((i, obj))
         i = text.find("{", end)
     return found
+
+
+# A call written as the tool's name applied to its JSON arguments, ``Search({"entity": "X"})``:
+# how raleval itself shows calls to a model (a planned workflow's "Information found" lines,
+# a transcript's "-> Search({...})"), so models write them back that way.
+_CALL_KEYS = {"arguments", "parameters", "function"}  # an object that is a whole call, not args
+_NAME_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]{0,63})\(\s*$")
 
 
 def tool_calls_from_content(text: str) -> list[ToolCall]:
     """Every JSON object in ``text`` shaped like a function call, in order."""
     calls = []
-    for obj in _objects(text):
+    for start, obj in _objects(text):
         if not isinstance(obj, dict):
+            continue
+        applied = _NAME_BEFORE.search(text, max(0, start - 80), start)
+        if applied is not None and not _CALL_KEYS & obj.keys():  # Search({"entity": "X"})
+            calls.append(ToolCall(tool=applied.group(1), arguments=obj))
             continue
         fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj
         name = fn.get("name", fn.get("tool"))
