@@ -494,7 +494,9 @@ def task_variants(task: Task, siblings: Sequence[str], rng: random.Random) -> li
 
 
 def source_tasks(seed: int = 0, per_family: int = 12, size: str = "tiny") -> list[Task]:
-    """Generated tasks of every family of the built-in environments, seeded."""
+    """Generated tasks of every short-answer family of the built-in environments, seeded.
+    Long-form families (tasks with key points) are not judged: their key points are graded by
+    rule (docs/longform.md), and a judge of a typed short answer has nothing to say of them."""
     from raleval import registry
 
     names = registry.task_families.names()
@@ -504,7 +506,8 @@ def source_tasks(seed: int = 0, per_family: int = 12, size: str = "tiny") -> lis
         for name in names:
             family = registry.task_families.get(name)
             if family.env == env_name:
-                tasks.extend(family.generate(env, per_family, seed))
+                generated = family.generate(env, per_family, seed)
+                tasks.extend(t for t in generated if not t.key_points)
     return tasks
 
 
