@@ -18,6 +18,7 @@ never calls a model or a tool; the replays are ordinary episodes run by the app.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections import Counter, defaultdict
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from raleval.analysis.calls import FINISH_TOOLS, call_key, departure_point, gold_paths
 from raleval.analysis.taxonomy import invalid_steps
 from raleval.records import OutcomeKind, Step, Task, ToolCall, Trajectory
+from raleval.store import stored_file
 
 DIAGNOSIS = "diagnosis.jsonl"
 
@@ -282,12 +284,16 @@ def clean_interface_prefix(
 
 
 def read_diagnoses(run_dir: Path) -> list[Diagnosis]:
-    """The run's diagnoses, the last line per (task, epoch); a torn last line is skipped."""
-    path = Path(run_dir) / DIAGNOSIS
+    """The run's diagnoses, the last line per (task, epoch); a torn last line is skipped. A
+    study's stored cell keeps them compressed (``diagnosis.jsonl.gz``)."""
+    path = stored_file(Path(run_dir), DIAGNOSIS)
     if not path.exists():
         return []
     latest: dict[tuple[str, int], Diagnosis] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    lines = data.decode("utf-8").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

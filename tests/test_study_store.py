@@ -91,3 +91,19 @@ def test_a_superseded_run_is_never_stored(tmp_path):
     result = CliRunner().invoke(app, ["study", "store", str(log_dir), "--into", str(study)])
     assert "superseded" not in result.output
     assert not study.exists() or not any(study.iterdir())
+
+
+def test_a_diagnosed_cell_keeps_its_diagnosis_and_the_table_reads_it(tmp_path):
+    from raleval.analysis.diagnosis import cause_tables, read_diagnoses
+    from raleval.app.diagnose import diagnose_sync
+
+    summary, _ = run_config(tmp_path / "runs", tasks_per_family=4, model="scripted/wrong-tool")
+    assert diagnose_sync(summary.run_dir).diagnosed == 4
+    dest = store_cell(summary.run_dir, tmp_path / "study")
+    assert (dest / "diagnosis.jsonl.gz").exists() and not (dest / "diagnosis.jsonl").exists()
+    stored, original = read_diagnoses(dest), read_diagnoses(summary.run_dir)
+    assert len(stored) == 4 and stored == original
+    assert cause_tables(stored) == cause_tables(original)
+    result = CliRunner().invoke(app, ["table", str(dest), "--diagnosis", "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert "# R-Eval label by cause" in result.output

@@ -2,8 +2,8 @@
 
 A study's cells run in ``runs/`` (resumable, growing); once a cell has every episode on disk,
 ``raleval study store`` copies it into the study folder as ``header.json``,
-``tasks.jsonl.gz`` and ``results.jsonl.gz``: every result line as written (all attempts), the
-tasks without their pages' HTML (CRAG's ``page_result``; name, URL and snippet stay). The gzip
+``tasks.jsonl.gz``, ``results.jsonl.gz`` and, when ``raleval diagnose`` ran on it,
+``diagnosis.jsonl.gz``: every result line as written (all attempts), the tasks without their pages' HTML (CRAG's ``page_result``; name, URL and snippet stay). The gzip
 files carry no timestamp, so storing the same cell twice gives the same bytes and a
 repository diff only when results changed. ``raleval report``, ``table`` and the analysis read
 the stored copy as they read a run directory (:func:`raleval.analysis.runs.load_run`).
@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from raleval.analysis.diagnosis import DIAGNOSIS
 from raleval.records import Task
 from raleval.store import (
     GZ,
@@ -92,6 +93,9 @@ def store_cell(run_dir: Path, into: Path) -> Path:
     write_atomic_bytes(dest / (TASKS + GZ), _gzip(text.encode()))
     write_atomic_bytes(dest / (RESULTS + GZ), _gzip((run_dir / RESULTS).read_bytes()))
     write_atomic_bytes(dest / HEADER, (run_dir / HEADER).read_bytes())
+    diagnosis = run_dir / DIAGNOSIS  # the counterfactual replays, when `raleval diagnose` ran
+    if diagnosis.exists():
+        write_atomic_bytes(dest / (DIAGNOSIS + GZ), _gzip(diagnosis.read_bytes()))
     return dest
 
 
