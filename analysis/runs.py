@@ -9,6 +9,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raleval.analysis.scoring import (
+    KP_COMPLETENESS,
+    KP_HALLUCINATION,
+    KP_IRRELEVANCE,
+    LONG_FORM_METRICS,
+)
 from raleval.analysis.stats import Interval, mean_interval
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
@@ -545,7 +551,7 @@ def progress_rows(runs: list[Run]) -> list[list[str]]:
     return rows
 
 
-LONG_FORM_KEYS = ("kp_completeness", "kp_hallucination", "kp_irrelevance", "f1", "rouge_l", "bleu")
+LONG_FORM_KEYS = (KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE, "f1", *LONG_FORM_METRICS)
 
 
 def long_form_rows(runs: list[Run]) -> list[list[str]]:

@@ -32,6 +32,12 @@ from raleval.tasks.grading import (
 SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")
 # Scored too on a long-form answer, against its reference text, where registered (CRUD-RAG).
 LONG_FORM_METRICS = ("rouge_l", "bleu")
+# RAGEval's key-point shares on a long-form answer (keys of ``Trajectory.scores``).
+KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE = (
+    "kp_completeness",
+    "kp_hallucination",
+    "kp_irrelevance",
+)
 
 
 def rejects_correctly(task: Task, verdict: Verdict) -> bool:
@@ -88,9 +94,9 @@ def score_trajectory(
     if verdict.completeness is not None:  # a long-form answer: RAGEval's key-point shares
         traj.scores.update(
             {
-                "kp_completeness": verdict.completeness,
-                "kp_hallucination": verdict.hallucination or 0.0,
-                "kp_irrelevance": verdict.irrelevance or 0.0,
+                KP_COMPLETENESS: verdict.completeness,
+                KP_HALLUCINATION: verdict.hallucination or 0.0,
+                KP_IRRELEVANCE: verdict.irrelevance or 0.0,
             }
         )
         for name in LONG_FORM_METRICS:  # CRUD-RAG's overlap metrics against the reference

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from raleval.analysis.runs import cluster_of
+from raleval.analysis.scoring import KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE
 from raleval.analysis.stats import Interval, mean_interval
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
@@ -53,9 +54,9 @@ class SummaryRow:
 
 def _long_form(row: SummaryRow, trajs: list[Trajectory]) -> None:
     """Fill ``row``'s long-form means from the episodes that have them."""
-    row.completeness = _mean_score(trajs, "kp_completeness")
-    row.kp_hallucination = _mean_score(trajs, "kp_hallucination")
-    row.irrelevance = _mean_score(trajs, "kp_irrelevance")
+    row.completeness = _mean_score(trajs, KP_COMPLETENESS)
+    row.kp_hallucination = _mean_score(trajs, KP_HALLUCINATION)
+    row.irrelevance = _mean_score(trajs, KP_IRRELEVANCE)
     row.rouge_l = _mean_score(trajs, "rouge_l")
     row.bleu = _mean_score(trajs, "bleu")
 
