@@ -43,6 +43,33 @@ def test_json_call_objects_and_bare_objects_read_as_before():
     assert tool_calls_from_content('The answer is {"a": 1}') == []
 
 
+# Qwen2.5-0.5B's plan on a generated scholar task (the study, block 3a): the call, then the
+# result it imagined, in the demonstration's "Information found" syntax. The imagined person
+# record has a "name" and was read as a call to a tool named after the person (unknown tool,
+# labelled TE) in 9 of 15 episodes.
+IMAGINED = (
+    'searchPerson({"name": "Seil Meirymton", "organization": "Vijairk Institute"}): '
+    '[{"person_id": "65b58bb63fb11645359ed3e0", "name": "Seil Meirymton", "interests": '
+    '["blockchain"], "num_citation": 217, "num_pubs": 8, "organization": "Vijairk Institute"}]\n'
+    'getPersonBasicInfo({"person_id": "65b58bb63fb11645359ed3e0"}): {"name": "Seil Meirymton"}'
+)
+
+
+def test_a_result_the_model_imagined_after_its_call_is_not_a_call():
+    assert tool_calls_from_content(IMAGINED) == [
+        ToolCall(
+            tool="searchPerson",
+            arguments={"name": "Seil Meirymton", "organization": "Vijairk Institute"},
+        ),
+        ToolCall(tool="getPersonBasicInfo", arguments={"person_id": "65b58bb63fb11645359ed3e0"}),
+    ]
+    openai = '{"id": "c1", "type": "function", "function": {"name": "S", "arguments": "{}"}}'
+    assert tool_calls_from_content(openai) == [ToolCall(tool="S", arguments={})]
+    assert tool_calls_from_content('{"tool": "Finish", "arguments": {}}') == [
+        ToolCall(tool="Finish", arguments={})
+    ]
+
+
 class Planner(ModelBase):
     name = "planner"
 
