@@ -37,12 +37,11 @@ def _objects(text: str) -> list[tuple[int, Any]]:
 # how raleval itself shows calls to a model (a planned workflow's "Information found" lines,
 # a transcript's "-> Search({...})"), so models write them back that way.
 _CALL_KEYS = {"arguments", "parameters", "function"}  # an object that is a whole call, not args
-# Every key a call object may have (Qwen's ``{"name", "arguments"}``, OpenAI's ``{"id", "type",
-# "function"}``, raleval's plans' ``{"tool", "arguments"}``). An object with any other key is
-# data, not a call: a model that writes a tool's result after its call (a planned workflow's
-# "Information found" line, ``searchPerson({...}): [{"person_id": ..., "name": "X", ...}]``)
-# writes records holding a ``name``. A call object always carries its arguments (or function).
-_CALL_OBJECT_KEYS = {"name", "tool", "arguments", "parameters", "function", "id", "type"}
+# A call object carries its arguments (Qwen's ``{"name", "arguments"}``, raleval's plans'
+# ``{"tool", "arguments"}``) or its function (OpenAI's ``{"id", "type", "function"}``); other
+# keys may ride along (models add the ``"function_output"`` they imagine). An object with a
+# ``name`` and none of those is data, not a call: a model that writes a tool's result after its
+# call (``searchPerson({...}): [{"person_id": ..., "name": "X", ...}]``) writes such records.
 _NAME_BEFORE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]{0,63})\(\s*$")
 
 
@@ -56,8 +55,8 @@ def tool_calls_from_content(text: str) -> list[ToolCall]:
         if applied is not None and not _CALL_KEYS & obj.keys():  # Search({"entity": "X"})
             calls.append(ToolCall(tool=applied.group(1), arguments=obj))
             continue
-        if obj.keys() - _CALL_OBJECT_KEYS or not _CALL_KEYS & obj.keys():
-            continue  # a record (a person, a page; ``{"name": "X"}`` alone too), not a call
+        if not _CALL_KEYS & obj.keys():
+            continue  # a record (a person, a page), not a call
         fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj
         name = fn.get("name", fn.get("tool"))
         args = fn.get("arguments", fn.get("parameters", {}))

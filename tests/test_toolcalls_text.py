@@ -68,6 +68,11 @@ def test_a_result_the_model_imagined_after_its_call_is_not_a_call():
     assert tool_calls_from_content('{"tool": "Finish", "arguments": {}}') == [
         ToolCall(tool="Finish", arguments={})
     ]
+    # a call with the output the model imagined riding along (DFSDT, HotpotQA) is still a call
+    imagined = '{"name": "Lookup", "arguments": {"keyword": "X"}, "function_output": "..."}'
+    assert tool_calls_from_content(imagined) == [
+        ToolCall(tool="Lookup", arguments={"keyword": "X"})
+    ]
 
 
 class Planner(ModelBase):
