@@ -87,9 +87,11 @@ def _row(run: Run) -> dict[str, str]:
     row.update({lv: _f1(run, levels.get(lv, [])) for lv in LEVELS})
     row.update({lb: f"{100 * labels.get(lb, 0) / max(1, n):.0f}" for lb in LABELS})
     # stopped on output no parser accepted: ReAct's invalid format, PAL's program that does not
-    # parse, a planned workflow's plan that is not JSON (the taxonomy's stop reason)
+    # parse, a planned workflow's plan that is not JSON (the taxonomy's stop reason); apart,
+    # PAL's programs that parsed, ran and raised
     unparseable = sum(t.stop_reason is StopReason.unparseable_output for t in scored)
     row["unparseable"] = str(unparseable)
+    row["prog. error"] = str(sum(t.stop_reason is StopReason.program_error for t in scored))
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
     tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored)
     row["tokens/ep"] = f"{tokens / max(1, n):.0f}"
@@ -98,8 +100,29 @@ def _row(run: Run) -> dict[str, str]:
 
 
 COLUMNS = {
-    GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *LABELS, "s/ep", "tokens/ep"],
-    "real": ["n", "F1", "95% CI", "correct", *LABELS, "unparseable", "s/ep", "tokens/ep"],
+    GENERATED: [
+        "n",
+        "F1",
+        "95% CI",
+        "correct",
+        *LEVELS,
+        *LABELS,
+        "unparseable",
+        "prog. error",
+        "s/ep",
+        "tokens/ep",
+    ],
+    "real": [
+        "n",
+        "F1",
+        "95% CI",
+        "correct",
+        *LABELS,
+        "unparseable",
+        "prog. error",
+        "s/ep",
+        "tokens/ep",
+    ],
 }
 
 

@@ -50,11 +50,16 @@ BUDGETS = frozenset(
         StopReason.context_overflow,
     }
 )
-# Stops that are themselves improper use: output no parser took, a program the sandbox refused.
-MISUSE_STOPS = frozenset({StopReason.unparseable_output, StopReason.policy_violation})
+# Stops that are themselves improper use: output no parser took, a program that raised, a
+# program the sandbox refused.
+MISUSE_STOPS = frozenset(
+    {StopReason.unparseable_output, StopReason.program_error, StopReason.policy_violation}
+)
 # Limits of the machine rather than of the protocol: reported beside the label.
 HARNESS_LIMITS = frozenset({StopReason.time_budget, StopReason.context_overflow})
 
+# A program that did not compile: output no parser took, like a malformed ReAct action.
+_NOT_PYTHON = re.compile(r"(?:SyntaxError|IndentationError|TabError)\b")
 _CONTEXT = re.compile(r"context|too (?:long|many tokens)|exceed", re.IGNORECASE)
 _POLICY = re.compile(
     r"sandbox|denied|forbidden|permission|policy|seccomp|landlock|not allowed", re.IGNORECASE
@@ -81,10 +86,13 @@ def stop_reason(trajectory: Trajectory) -> StopReason:
     if term is Termination.invalid_format:
         return StopReason.unparseable_output
     if term is Termination.program_error:
-        # a model-written program that raised is output the harness could not carry out
+        # a model-written program the harness could not carry out: refused by the sandbox, not
+        # Python at all (the cause is the exception's name), or a program that ran and raised
         if _POLICY.search(cause):
             return StopReason.policy_violation
-        return StopReason.unparseable_output
+        if _NOT_PYTHON.match(cause):
+            return StopReason.unparseable_output
+        return StopReason.program_error
     return StopReason.harness_failure  # interrupted, harness_error
 
 

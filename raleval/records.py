@@ -83,6 +83,7 @@ class StopReason(str, Enum):
     tool_failure = "tool_failure"
     model_failure = "model_failure"
     unparseable_output = "unparseable_output"
+    program_error = "program_error"  # a model-written program parsed, ran and raised (PAL)
     policy_violation = "policy_violation"  # e.g. a PAL program the sandbox refused
     harness_failure = "harness_failure"  # a raleval bug or an interrupted run
 

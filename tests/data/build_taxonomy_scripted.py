@@ -37,12 +37,14 @@ STOPS = {
     "tool_failure": ("tool_fault", "backend_exception:OSError"),
     "model_failure": ("llm_error", "backend_error"),
     "unparseable_output": ("invalid_format", "3_consecutive_parse_errors"),
+    "program_error": ("program_error", "KeyError"),
     "policy_violation": ("program_error", "sandbox denied open()"),
     "harness_failure": ("harness_error", "RuntimeError: bug"),
 }
 EXTERNAL = {"tool_failure", "model_failure", "harness_failure"}
 BUDGETS = {"step_budget", "time_budget", "token_budget", "cost_budget", "context_overflow"}
-MISUSE_STOPS = {"unparseable_output", "policy_violation"}  # the stop is itself improper use
+# the stop is itself improper use
+MISUSE_STOPS = {"unparseable_output", "program_error", "policy_violation"}
 HARNESS = {"time_budget", "context_overflow"}
 
 
