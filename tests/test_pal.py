@@ -203,6 +203,40 @@ def test_program_exception_is_a_tool_using_error(tmp_path, scholar_env):
     assert "def searchPerson(name: str | None = None" in prompt  # tools rendered as stubs
 
 
+def _pal_episode(scholar_env, program: str):
+    from raleval.workflows.common import EpisodeRecord
+    from raleval.workflows.pal import build_pal_graph
+
+    from .test_runner import CapturingModel
+
+    model = CapturingModel([f"```python\n{program}\n```"], prefill=False)
+    rec = EpisodeRecord()
+    asyncio.run(build_pal_graph(model, scholar_env).ainvoke({"question": "Q?", "rec": rec}))
+    return rec
+
+
+def test_a_misused_tool_raises_inside_the_program_and_is_recorded(scholar_env):
+    # the study's SmolLM2 passed searchPublication an argument it does not take: the refusal
+    # escaped the program as a harness error, and the episode was dropped from the scores as
+    # an infrastructure failure instead of labelled a tool-using error
+    rec = _pal_episode(scholar_env, "r = searchPublication(organization='X')\nfinal_result = r")
+    assert rec.termination.value == "program_error"
+    assert rec.termination_cause == "RuntimeError"
+    assert [s.kind.value for s in rec.steps] == ["misuse", "misuse"]
+    assert rec.steps[0].tool == "searchPublication" and rec.steps[0].cause == "bad_arguments"
+    assert "Extra inputs are not permitted" in rec.steps[-1].observation
+
+
+def test_a_program_may_catch_a_refused_call_and_go_on(scholar_env):
+    program = (
+        "try:\n    searchPublication(organization='X')\nexcept RuntimeError as e:\n"
+        "    note = str(e)[:7]\nfinal_result = note"
+    )
+    rec = _pal_episode(scholar_env, program)
+    assert rec.termination.value == "finished" and rec.answer == "Invalid"
+    assert [s.kind.value for s in rec.steps] == ["misuse", "ok"]
+
+
 def test_pal_refuses_without_isolation_unless_told(tmp_path, monkeypatch):
     from raleval.config import ConfigError
 

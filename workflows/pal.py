@@ -35,6 +35,7 @@ from raleval.workflows.common import (
 from raleval.workflows.sandbox import (
     SandboxLimits,
     SandboxUnavailable,
+    ToolCallRefused,
     check_isolation,
     run_program,
 )
@@ -125,8 +126,8 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
             rec.add_step(result, tool=name, arguments=arguments, raw_action=None)
             if result.kind is OutcomeKind.tool_fault:
                 faults.append(result.cause or "tool_fault")
-            if result.kind is not OutcomeKind.ok:
-                raise RuntimeError(result.observation)
+            if result.kind is not OutcomeKind.ok:  # the program's call raises RuntimeError
+                raise ToolCallRefused(result.observation or result.cause or "tool call failed")
             return result.data
 
         try:

@@ -76,6 +76,13 @@ LANDLOCK_CREATE_RULESET_VERSION = 1
 _SYS_LANDLOCK_CREATE_RULESET = 444
 
 
+class ToolCallRefused(Exception):
+    """Raised by ``run_program``'s ``call_tool`` to hand the program an error instead of a
+    result (a misused tool, a failed backend): the program's call raises ``RuntimeError`` with
+    this message, which the program may catch; uncaught, it ends the program as any exception
+    does. Any other exception from ``call_tool`` is the harness's own and propagates."""
+
+
 class SandboxUnavailable(RuntimeError):
     """The machine cannot isolate model-written code."""
 
@@ -557,9 +564,11 @@ async def _run_in(
                     result.cause, result.error = "proxy_violation", "too many tool calls"
                     return
                 else:
-                    data = await call_tool(tool, args)
                     result.calls.append({"tool": tool, "arguments": args})
-                    reply = {"result": data}
+                    try:
+                        reply = {"result": await call_tool(tool, args)}
+                    except ToolCallRefused as exc:
+                        reply = {"error": str(exc)}
                 await send(reply)
             elif kind == "result":
                 result.ok, result.result = True, msg.get("result")
