@@ -80,3 +80,31 @@ def study_tables_command(
     tail = rest.split(END, 1)[1]
     into.write_text(f"{head}{START}\n{text}{END}{tail}", encoding="utf-8")
     typer.echo(f"tables written into {into}")
+
+
+@study_app.command("figures")
+def study_figures(
+    folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
+    into: Annotated[Path, typer.Option(help="folder for the PNG files (e.g. docs/study)")],
+    arm: Annotated[
+        str,
+        typer.Option(help="which arm: 'generated' or a real-data file's stem (hotpotqa-dev)"),
+    ] = "generated",
+) -> None:
+    """Write the report's figures for one arm of the study as PNG files (a radar per workflow,
+    F1 by domain x level, the error-type mix, time versus F1), each system's cells merged as
+    in the tables: what the README shows."""
+    from raleval.analysis.report import save_figures
+    from raleval.analysis.study import load_study
+
+    if not folder.exists():
+        fail(f"no study folder {folder}")
+    try:
+        arms = load_study(folder)
+        if arm not in arms:
+            fail(f"{folder} has no arm {arm!r}; it has: {', '.join(arms) or 'none'}")
+        written = save_figures(list(arms[arm].values()), into)
+    except (OSError, *user_errors()) as exc:
+        fail(str(exc))
+    for path in written:
+        typer.echo(f"wrote {path}")
