@@ -35,6 +35,35 @@ LABEL_COLORS = {
 }
 
 
+# Ten colours (matplotlib's tab10) and eight markers: a system's colour is its model's, its
+# marker its workflow's, so a figure of 3 models x 6 workflows never gives two systems one
+# look (the default colour cycle repeats after ten systems).
+COLORS = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+]  # fmt: skip
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def system_styles(names: list[str]) -> dict[str, tuple[str, str]]:
+    """(colour, marker) per system name ``workflow/model``: one colour per model, one marker
+    per workflow; distinct for every pair while there are at most 10 models and 8 workflows,
+    else cycled so that no two of the first 80 systems look alike."""
+    parts = [n.split("/", 1) if "/" in n else [n, n] for n in names]
+    workflows = sorted({w for w, _ in parts})
+    models = sorted({m for _, m in parts})
+    if len(models) > len(COLORS) or len(workflows) > len(MARKERS):
+        # too many to encode apart: each system its own (colour, marker) pair
+        return {
+            n: (COLORS[i % len(COLORS)], MARKERS[(i // len(COLORS)) % len(MARKERS)])
+            for i, n in enumerate(sorted(names))
+        }
+    return {
+        n: (COLORS[models.index(m)], MARKERS[workflows.index(w)])
+        for n, (w, m) in zip(names, parts, strict=True)
+    }
+
+
 def available() -> bool:
     try:
         import matplotlib  # noqa: F401
@@ -119,12 +148,21 @@ def level_bars(title: str, series: Mapping[str, Mapping[str, float]], xlabel: st
     names = sorted(series)
     row = 0.8 / max(1, len(names))
     fig, ax = _figure(7, 1.0 + len(axes) * max(0.3, 0.16 * len(names)))
+    styles = system_styles(names)
+    hatches = {
+        m: "" if i == 0 else ["//", "..", "xx", "\\\\", "oo", "--", "++"][(i - 1) % 7]
+        for i, m in enumerate(MARKERS)
+    }  # bars have no marker: the workflow's hatch
     for i, name in enumerate(names):
+        color, marker = styles[name]
         ax.barh(
             [y + (len(names) - 1 - i) * row for y in range(len(axes))],
             [series[name].get(a, 0.0) for a in axes],
             row,
             label=name,
+            color=color,
+            hatch=hatches[marker],
+            edgecolor="white" if hatches[marker] else None,
         )
     ax.set_yticks([y + 0.4 - row / 2 for y in range(len(axes))], axes)
     ax.set_xlim(0, 1)
@@ -179,8 +217,12 @@ def _pareto_figure(
     linthresh: float,
 ) -> str:
     fig, ax = _figure(6, 4)
+    styles = system_styles(list(points))
     for name, (x, lo, hi, f1) in sorted(points.items()):
-        ax.errorbar([x], [f1], xerr=[[x - lo], [hi - x]], fmt="o", capsize=3, label=name)
+        color, marker = styles[name]
+        ax.errorbar(
+            [x], [f1], xerr=[[x - lo], [hi - x]], fmt=marker, color=color, capsize=3, label=name
+        )
     if len(front) > 1:
         ax.plot(
             [points[n][0] for n in front],

@@ -281,3 +281,22 @@ def test_time_and_cost_axes_write_plain_numbers():
     with plots.rendered_as("png"):
         png = plots.cost(points, ["a", "b"])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_system_of_a_study_sized_figure_has_its_own_look():
+    # the study's time-versus-F1 figure showed 14 systems in matplotlib's 10-colour cycle:
+    # two systems shared a colour and a marker, and the legend could not tell them apart
+    from raleval.analysis.plots import system_styles
+
+    workflows = ["react", "function_calling", "pal", "dfsdt", "direct", "planned"]
+    models = ["local/smollm2-135m", "local/qwen2.5-0.5b", "local/qwen2.5-1.5b"]
+    names = [f"{w}/{m}" for w in workflows for m in models]
+    styles = system_styles(names)
+    assert len(set(styles.values())) == len(names) == 18
+    # one colour per model, one marker per workflow: the legend reads as a grid
+    for m in models:
+        assert len({styles[f"{w}/{m}"][0] for w in workflows}) == 1
+    for w in workflows:
+        assert len({styles[f"{w}/{m}"][1] for m in models}) == 1
+    many = [f"w{i}/m{i}" for i in range(40)]  # more models than colours: pairs still differ
+    assert len(set(system_styles(many).values())) == 40
