@@ -7,8 +7,12 @@ episodes, F1 with its clustered 95% interval (task means as units, clustered by 
 ``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
 episodes that stopped on unparseable output (the taxonomy's stop reason: ReAct's invalid
 format, a PAL program that does not parse), and seconds and tokens per episode. An interval is
-shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). The text is
-deterministic: docs/study.md holds a copy and a test recomputes it.
+shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). For
+the generated arm a second table compares systems on the tasks both ran: the models on each
+workflow and each workflow against ReAct on each model, the clustered paired difference, Holm
+over the table's pairs, and the minimum detectable difference (``raleval.analysis.stats``,
+checked by simulation in ``benchmarks/stats_calibration.py``). The text is deterministic:
+docs/study.md holds a copy and a test recomputes it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
+from raleval.analysis.compare import run_units
 from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
+from raleval.analysis.stats import holm, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
 
 GENERATED = "generated"
@@ -126,8 +132,54 @@ COLUMNS = {
 }
 
 
+def _pairs(systems: dict[tuple[str, str], Run]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The comparisons a study asks: the models on each workflow, and each workflow against
+    ReAct on each model (the workflow every model runs)."""
+    keys = sorted(systems)
+    out = []
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            same_workflow = a[0] == b[0]
+            against_react = a[1] == b[1] and "react" in (a[0], b[0])
+            if same_workflow or against_react:
+                out.append((a, b) if a[0] == b[0] or b[0] != "react" else (b, a))
+    return out
+
+
+def comparison_table(systems: dict[tuple[str, str], Run]) -> list[str]:
+    """Markdown rows: each pair of :func:`_pairs` on the tasks both ran, the clustered paired
+    difference in F1 (template clusters), its 95% interval, Holm's p over every pair of the
+    table, and the minimum difference the shared tasks could detect (80% power)."""
+    units = {key: run_units(run) for key, run in systems.items()}
+    found = []
+    for a, b in _pairs(systems):
+        ua, ub = units[a], units[b]
+        ids = sorted(set(ua.samples) & set(ub.samples))
+        if len(ids) < 2:
+            continue
+        ma, mb = ua.means, ub.means
+        res = paired_difference(
+            [ma[k] for k in ids], [mb[k] for k in ids], [ua.clusters[k] for k in ids]
+        )
+        found.append((a, b, len(ids), res))
+    adjusted = holm([r.p for *_, r in found])
+    rows = []
+    for (a, b, n, res), p_holm in zip(found, adjusted, strict=True):
+        d = res.diff
+        ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
+        verdict = "differ" if p_holm == p_holm and p_holm < 0.05 else "inside"
+        p_text = "-" if p_holm != p_holm else ("<0.001" if p_holm < 1e-3 else f"{p_holm:.3f}")
+        mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
+        rows.append(
+            f"| {a[0]} / {a[1]} | {b[0]} / {b[1]} | {n} | {d.clusters} | {d.estimate:+.3f} "
+            f"| {ci} | {p_text} | {mdd} | {verdict} |"
+        )
+    return rows
+
+
 def study_tables(folder: Path) -> str:
-    """The study's tables as Markdown: one per arm, a row per workflow x model."""
+    """The study's tables as Markdown: one per arm, a row per workflow x model; then, for the
+    generated arm, the paired comparisons (:func:`comparison_table`)."""
     out = []
     for arm, systems in load_study(folder).items():
         columns = COLUMNS[GENERATED if arm == GENERATED else "real"]
@@ -139,4 +191,13 @@ def study_tables(folder: Path) -> str:
             row = _row(run)
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
+        rows = comparison_table(systems) if arm == GENERATED else []
+        if rows:
+            out.append("#### generated task sets: paired comparisons\n")
+            out.append(
+                "| A | B | tasks | clusters | F1 A - B | 95% CI | p (Holm) | MDD | verdict |"
+            )
+            out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+            out.extend(rows)
+            out.append("")
     return "\n".join(out).rstrip() + "\n"
