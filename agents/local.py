@@ -197,6 +197,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def spawn_server(cmd: list[str], log: Any) -> subprocess.Popen[bytes]:
+    """Start a model server in its own session. A Ctrl-C at the terminal signals the whole
+    foreground process group: in raleval's group the server died at once, and the episodes
+    raleval was letting finish (its grace period) failed on the dead server, recorded as
+    model-connection failures. Out of the group, raleval stops it itself once they are done;
+    it still dies with raleval however raleval ends (``--parent-pid``: ``die_with_parent``)."""
+    return subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 class LlamaServer:
     """llama.cpp's server for one GGUF file, in a subprocess bound to 127.0.0.1."""
 
@@ -226,9 +241,7 @@ class LlamaServer:
             "--parent-pid",
             str(os.getpid()),
         ]
-        self.proc = subprocess.Popen(
-            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
+        self.proc = spawn_server(cmd, self._log)
         self.cpu = ServerCpu(self.proc.pid)  # one per server, whichever models share it
         _live.add(self)  # stopped by stop_servers() even if it never became ready
         atexit.register(self.stop)
