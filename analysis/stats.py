@@ -125,7 +125,10 @@ def paired_difference(
     if diff.se != diff.se:
         p = float("nan")
     elif diff.se == 0:
-        p = 1.0 if diff.estimate == 0 else 0.0
+        # every cluster moved by the same amount: the t statistic is infinite, but C clusters
+        # cannot make a difference certain. The exact sign-flip test over clusters: only the
+        # two all-same-sign flips reach the observed sum, p = 2 / 2^C (3 clusters: 0.25).
+        p = 1.0 if diff.estimate == 0 else min(1.0, 2.0 ** (1 - diff.clusters))
     else:
         p = float(2 * st.t.sf(abs(diff.estimate) / diff.se, diff.df))
     return PairedDifference(diff, p, minimum_detectable_difference(diff.se, diff.df, alpha, power))

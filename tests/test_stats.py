@@ -103,6 +103,28 @@ def test_paired_difference_is_the_se_of_differences():
     assert paired_difference([1, 1], [1, 1]).p == 1.0
 
 
+def test_a_difference_every_cluster_shares_is_never_certain():
+    # the study: ReAct 1.0 and function calling 0.0 on the same 3 tasks gave SE 0, p 0 and
+    # "differ"; 3 clusters cannot make a difference certain. The exact sign-flip test over
+    # clusters gives p = 2 / 2^C, checked here against enumerating every flip.
+    import itertools
+
+    from raleval.analysis.stats import paired_difference
+
+    assert paired_difference([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]).p == 0.25
+    assert paired_difference([0.5, 0.5], [0.5, 0.5]).p == 1.0
+    # unequal clusters, every task moved by 0.5: cluster sums 1.0, 0.5, 1.5, 0.5
+    a, b = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], [0.0] * 7
+    clusters = ["x", "x", "y", "z", "z", "z", "w"]
+    res = paired_difference(a, b, clusters)
+    sums = [1.0, 0.5, 1.5, 0.5]
+    flips = list(itertools.product([-1, 1], repeat=len(sums)))
+    extreme = sum(
+        abs(sum(f * x for f, x in zip(fl, sums, strict=True))) >= sum(sums) - 1e-12 for fl in flips
+    )
+    assert res.p == extreme / len(flips) == 2 / 16
+
+
 def test_compare_runs_holm_over_every_pair():
     def units(name: str, scores: list[float]) -> RunUnits:
         ids = [f"t{i}" for i in range(len(scores))]
