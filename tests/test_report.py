@@ -300,3 +300,23 @@ def test_every_system_of_a_study_sized_figure_has_its_own_look():
         assert len({styles[f"{w}/{m}"][1] for m in models}) == 1
     many = [f"w{i}/m{i}" for i in range(40)]  # more models than colours: pairs still differ
     assert len(set(system_styles(many).values())) == 40
+
+
+def test_time_and_cost_intervals_never_go_below_zero():
+    # the study's 3-episode DFSDT cell: a t interval over 3 clusters reached -100 s, and the
+    # time-versus-F1 axis grew negative ticks
+    from types import SimpleNamespace
+
+    from raleval.analysis.report import time_and_cost
+    from raleval.analysis.stats import Interval
+
+    few = SimpleNamespace(
+        system="dfsdt/m",
+        n=3,
+        wall_s=Interval(144.0, -103.0, 391.0),
+        f1=Interval(0.0, 0.0, 0.0),
+        cost_usd=Interval(0.002, -0.001, 0.005),
+    )
+    points, _, cost_points, _ = time_and_cost([few])
+    assert points["dfsdt/m"] == (144.0, 0.0, 391.0, 0.0)
+    assert cost_points["dfsdt/m"] == (0.002, 0.0, 0.005, 0.0)

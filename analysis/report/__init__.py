@@ -446,14 +446,16 @@ def time_and_cost(summaries: list[Any]) -> tuple[Points, list[str], Points, list
     """Seconds per query versus F1 (system -> (seconds, low, high, F1)) and its Pareto front;
     the same in US dollars, for the systems whose every episode has a price (0 for local
     models)."""
+    # seconds and dollars are never negative: a t interval over few clusters can pass 0 (the
+    # study's 3-episode DFSDT cell reached -100 s and the axis grew negative ticks), clipped
     points = {
-        s.system: (s.wall_s.estimate, s.wall_s.low, s.wall_s.high, s.f1.estimate)
+        s.system: (s.wall_s.estimate, max(0.0, s.wall_s.low), s.wall_s.high, s.f1.estimate)
         for s in summaries
         if s.wall_s and s.n
     }
     front = pareto_front({k: (v[0], v[3]) for k, v in points.items()})
     cost_points = {
-        s.system: (s.cost_usd.estimate, s.cost_usd.low, s.cost_usd.high, s.f1.estimate)
+        s.system: (s.cost_usd.estimate, max(0.0, s.cost_usd.low), s.cost_usd.high, s.f1.estimate)
         for s in summaries
         if s.cost_usd is not None and s.n
     }
