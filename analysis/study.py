@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from raleval.analysis.compare import run_units
+from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
 from raleval.analysis.stats import holm, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
@@ -177,6 +178,26 @@ def comparison_table(systems: dict[tuple[str, str], Run]) -> list[str]:
     return rows
 
 
+def _cause_table(folder: Path) -> list[str]:
+    """Markdown lines: the R-Eval label by counterfactual cause over every cell ``raleval
+    diagnose`` ran on (docs/diagnosis.md), a row per system, cell and label; none without."""
+    out = []
+    for path in find_runs([folder]):
+        diagnoses = read_diagnoses(path)
+        if not diagnoses:
+            continue
+        [(_, head, rows)] = [t for t in cause_tables(diagnoses) if t[0] == "R-Eval label by cause"]
+        if not out:
+            out += ["#### why episodes failed: counterfactual replay (`raleval diagnose`)\n"]
+            out += [
+                "| cell | " + " | ".join(head) + " |",
+                "|---|" + "---|" * 2 + "---:|" * (len(head) - 2),
+            ]
+        for row in sorted(rows, key=lambda r: (r[0], r[1])):
+            out.append(f"| {path.name} | " + " | ".join(str(v) for v in row) + " |")
+    return [*out, ""] if out else []
+
+
 def study_tables(folder: Path) -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model; then, for the
     generated arm, the paired comparisons (:func:`comparison_table`)."""
@@ -200,4 +221,5 @@ def study_tables(folder: Path) -> str:
             out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
             out.append("")
+    out.extend(_cause_table(folder))
     return "\n".join(out).rstrip() + "\n"
