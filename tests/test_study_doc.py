@@ -1,8 +1,10 @@
-"""docs/study.md shows the study as its stored cells say: the headline tables are recomputed
-from ``studies/local-models`` (no model run) and must equal the copy in the docs."""
+"""docs/study.md and the README show the study as its stored cells say: the headline tables
+are recomputed from ``studies/local-models`` (no model run) and must equal the copy in the
+docs; the README's figures must be the ones the stored cells draw."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from raleval.analysis.study import study_tables
@@ -37,3 +39,49 @@ def test_tables_command_rewrites_only_the_marked_block(tmp_path):
     page.write_text("no markers\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["study", "tables", str(STUDY), "--into", str(page)])
     assert result.exit_code != 0 and "needs one" in result.output
+
+
+README = ROOT / "README.md"
+FIGURE_REF = re.compile(r"!\[[^\]]+\]\((docs/study/[A-Za-z0-9_.-]+\.png)\)")
+
+
+def test_readme_shows_study_figures_that_the_stored_cells_regenerate(tmp_path):
+    """The README's figures exist, are PNG files, and are what ``raleval study figures`` draws
+    from the stored cells now (same size, the same pixels but for anti-aliasing: a figure left
+    behind after the results changed fails)."""
+    from matplotlib import image
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    refs = FIGURE_REF.findall(README.read_text(encoding="utf-8"))
+    assert len(refs) >= 2, "the README shows fewer than two of the study's figures"
+    assert "docs/study.md" in README.read_text(encoding="utf-8")
+    result = CliRunner().invoke(app, ["study", "figures", str(STUDY), "--into", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    for ref in refs:
+        shown = ROOT / ref
+        assert shown.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", ref
+        fresh = tmp_path / shown.name
+        assert fresh.exists(), f"{ref}: raleval study figures draws no such figure"
+        a, b = image.imread(shown), image.imread(fresh)
+        assert a.shape == b.shape, f"{ref} is not the figure the stored cells give"
+        # pixels that changed visibly (anti-aliasing across library versions moves many pixels
+        # a little; a point or a polygon vertex that moved changes hundreds a lot)
+        changed = float((abs(a - b).max(axis=-1) > 0.1).mean())
+        assert changed < 5e-4, (
+            f"{ref} differs from the stored cells' figure ({changed:.2%} of its pixels): "
+            "regenerate with `raleval study figures studies/local-models --into docs/study`"
+        )
+
+
+def test_figures_name_the_arms_there_are(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    result = CliRunner().invoke(
+        app, ["study", "figures", str(STUDY), "--into", str(tmp_path), "--arm", "nope"]
+    )
+    assert result.exit_code != 0 and "has no arm 'nope'; it has: generated" in result.output
+    assert not list(tmp_path.iterdir())
