@@ -57,8 +57,12 @@ def test_readme_shows_study_figures_that_the_stored_cells_regenerate(tmp_path):
     refs = FIGURE_REF.findall(README.read_text(encoding="utf-8"))
     assert len(refs) >= 2, "the README shows fewer than two of the study's figures"
     assert "docs/study.md" in README.read_text(encoding="utf-8")
-    result = CliRunner().invoke(app, ["study", "figures", str(STUDY), "--into", str(tmp_path)])
+    names = [f"--figure={Path(ref).stem}" for ref in refs]
+    result = CliRunner().invoke(
+        app, ["study", "figures", str(STUDY), "--into", str(tmp_path), *names]
+    )
     assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(r).name for r in refs)
     for ref in refs:
         shown = ROOT / ref
         assert shown.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", ref
@@ -85,3 +89,7 @@ def test_figures_name_the_arms_there_are(tmp_path):
     )
     assert result.exit_code != 0 and "has no arm 'nope'; it has: generated" in result.output
     assert not list(tmp_path.iterdir())
+    result = CliRunner().invoke(
+        app, ["study", "figures", str(STUDY), "--into", str(tmp_path), "--figure", "radar-nope"]
+    )
+    assert result.exit_code != 0 and "no figure named radar-nope" in result.output

@@ -13,6 +13,7 @@ import html
 import json
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -504,13 +505,16 @@ def report_figures(
     return figures
 
 
-def save_figures(runs: list[Run], folder: Path) -> list[Path]:
+def save_figures(runs: list[Run], folder: Path, only: Sequence[str] = ()) -> list[Path]:
     """Write the report's figures as PNG files into ``folder`` (``<name>.png``, names from
-    :func:`report_figures`), for a README or a paper; returns the paths written."""
+    :func:`report_figures`; ``only`` those names when given), for a README or a paper;
+    returns the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     with plots.rendered_as("png"):
         for _, name, figure in report_figures(runs):
+            if only and name not in only:
+                continue
             path = folder / f"{_file_safe(name)}.png"
             tmp = path.with_name(f".{path.name}.tmp")
             tmp.write_bytes(figure)

@@ -90,6 +90,13 @@ def study_figures(
         str,
         typer.Option(help="which arm: 'generated' or a real-data file's stem (hotpotqa-dev)"),
     ] = "generated",
+    figure: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="only this figure (repeatable): radar-<workflow>, bars, progress, errors, "
+            "deployment (default: all)"
+        ),
+    ] = None,
 ) -> None:
     """Write the report's figures for one arm of the study as PNG files (a radar per workflow,
     F1 by domain x level, the error-type mix, time versus F1), each system's cells merged as
@@ -103,8 +110,11 @@ def study_figures(
         arms = load_study(folder)
         if arm not in arms:
             fail(f"{folder} has no arm {arm!r}; it has: {', '.join(arms) or 'none'}")
-        written = save_figures(list(arms[arm].values()), into)
+        written = save_figures(list(arms[arm].values()), into, figure or ())
     except (OSError, *user_errors()) as exc:
         fail(str(exc))
+    if figure and len(written) < len(figure):
+        missing = sorted(set(figure) - {p.stem for p in written})
+        fail(f"no figure named {', '.join(missing)} for arm {arm!r}")
     for path in written:
         typer.echo(f"wrote {path}")
