@@ -3,9 +3,10 @@
 A study's cells run in ``runs/`` (resumable, growing); once a cell has every episode on disk,
 ``raleval study store`` copies it into the study folder as ``header.json``,
 ``tasks.jsonl.gz``, ``results.jsonl.gz`` and, when ``raleval diagnose`` ran on it,
-``diagnosis.jsonl.gz``: every result line as written (all attempts), the tasks without their pages' HTML (CRAG's ``page_result``; name, URL and snippet stay). The gzip
-files carry no timestamp, so storing the same cell twice gives the same bytes and a
-repository diff only when results changed. ``raleval report``, ``table`` and the analysis read
+``diagnosis.jsonl.gz``: every result line as written (all attempts), the tasks without their
+pages' HTML (CRAG's ``page_result``; name, URL and snippet stay). The gzip files carry no
+timestamp, so storing the same cell twice gives the same bytes and a repository diff only when
+results changed. ``raleval report``, ``table`` and the analysis read
 the stored copy as they read a run directory (:func:`raleval.analysis.runs.load_run`).
 """
 
