@@ -18,7 +18,6 @@ never calls a model or a tool; the replays are ordinary episodes run by the app.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections import Counter, defaultdict
@@ -33,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from raleval.analysis.calls import FINISH_TOOLS, call_key, departure_point, gold_paths
 from raleval.analysis.taxonomy import invalid_steps
 from raleval.records import OutcomeKind, Step, Task, ToolCall, Trajectory
-from raleval.store import stored_file
+from raleval.store import read_stored_bytes, stored_file
 
 DIAGNOSIS = "diagnosis.jsonl"
 
@@ -290,10 +289,7 @@ def read_diagnoses(run_dir: Path) -> list[Diagnosis]:
     if not path.exists():
         return []
     latest: dict[tuple[str, int], Diagnosis] = {}
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        data = gzip.decompress(data)
-    lines = data.decode("utf-8").splitlines()
+    lines = read_stored_bytes(path).decode("utf-8").splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

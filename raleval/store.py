@@ -40,6 +40,12 @@ def stored_file(run_dir: Path, name: str) -> Path:
     return packed if not plain.exists() and packed.exists() else plain
 
 
+def read_stored_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, decompressed when it is a stored ``.gz`` copy."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(GZ) else data
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -81,9 +87,7 @@ def read_tasks(path: Path) -> list[Task]:
     """Read a tasks JSON-lines file; a broken line fails with its path, line and field."""
     tasks: list[Task] = []
     try:
-        data = path.read_bytes()
-        if path.name.endswith(GZ):
-            data = gzip.decompress(data)
+        data = read_stored_bytes(path)
     except (OSError, EOFError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise RecordFileError(f"cannot read task file {path}: {why}") from None
