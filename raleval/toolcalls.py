@@ -51,12 +51,11 @@ def tool_calls_from_content(text: str) -> list[ToolCall]:
     for start, obj in _objects(text):
         if not isinstance(obj, dict):
             continue
-        applied = _NAME_BEFORE.search(text, max(0, start - 80), start)
-        if applied is not None and not _CALL_KEYS & obj.keys():  # Search({"entity": "X"})
-            calls.append(ToolCall(tool=applied.group(1), arguments=obj))
-            continue
         if not _CALL_KEYS & obj.keys():
-            continue  # a record (a person, a page), not a call
+            applied = _NAME_BEFORE.search(text, max(0, start - 80), start)
+            if applied is not None:  # Search({"entity": "X"}): the object is the arguments
+                calls.append(ToolCall(tool=applied.group(1), arguments=obj))
+            continue  # else a record (a person, a page), not a call
         fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj
         name = fn.get("name", fn.get("tool"))
         args = fn.get("arguments", fn.get("parameters", {}))
