@@ -43,6 +43,7 @@ COLORS = [
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 ]  # fmt: skip
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+HATCHES = ["", "//", "..", "xx", "\\\\", "oo", "--", "++"]  # bars have no marker: the same index
 
 
 def system_styles(names: list[str]) -> dict[str, tuple[str, str]]:
@@ -149,20 +150,17 @@ def level_bars(title: str, series: Mapping[str, Mapping[str, float]], xlabel: st
     row = 0.8 / max(1, len(names))
     fig, ax = _figure(7, 1.0 + len(axes) * max(0.3, 0.16 * len(names)))
     styles = system_styles(names)
-    hatches = {
-        m: "" if i == 0 else ["//", "..", "xx", "\\\\", "oo", "--", "++"][(i - 1) % 7]
-        for i, m in enumerate(MARKERS)
-    }  # bars have no marker: the workflow's hatch
     for i, name in enumerate(names):
         color, marker = styles[name]
+        hatch = HATCHES[MARKERS.index(marker)]  # the workflow's
         ax.barh(
             [y + (len(names) - 1 - i) * row for y in range(len(axes))],
             [series[name].get(a, 0.0) for a in axes],
             row,
             label=name,
             color=color,
-            hatch=hatches[marker],
-            edgecolor="white" if hatches[marker] else None,
+            hatch=hatch,
+            edgecolor="white" if hatch else None,
         )
     ax.set_yticks([y + 0.4 - row / 2 for y in range(len(axes))], axes)
     ax.set_xlim(0, 1)
