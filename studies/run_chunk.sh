@@ -25,6 +25,10 @@ if [ ! -f "$WIKI" ]; then
     raleval wiki build "$WIKI" tests/data/hotpot_dev_distractor_v1_head.json || exit 2
 fi
 
+# the study's stored cells, back into the log directory (a fresh clone has no runs/): the run
+# resumes after them instead of running them again; cells already there are kept
+raleval study restore "studies/$STUDY" --into "$LOG_DIR" > /dev/null || exit 2
+
 echo "chunk start $(date -u +%FT%TZ): $(uptime)"
 nice -n 10 raleval run --config "studies/$STUDY.yaml" --log-dir "$LOG_DIR" \
     --max-time "$MAX_TIME" --display plain "${EXTRA[@]}"

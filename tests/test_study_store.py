@@ -107,3 +107,59 @@ def test_a_diagnosed_cell_keeps_its_diagnosis_and_the_table_reads_it(tmp_path):
     result = CliRunner().invoke(app, ["table", str(dest), "--diagnosis", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "# R-Eval label by cause" in result.output
+
+
+def test_restore_unpacks_a_study_so_the_run_resumes_it_and_retries_see_the_page_html(tmp_path):
+    """A fresh clone has studies/ but no runs/: `study restore` gives the run its cells back.
+    A restored crag-pages task has no page HTML; an episode run again takes the task file's."""
+    from raleval.app.plan import build_env, run_tasks
+    from raleval.app.study import restore_cell
+    from raleval.config import RunConfig
+
+    tasks = load_file("crag", CRAG_DEV, strict=True)[:3]
+    write_tasks(tmp_path / "crag.jsonl", tasks)
+    options = dict(env="crag-pages", env_options={}, tasks=str(tmp_path / "crag.jsonl"))
+    summary, _ = run_config(tmp_path / "runs", **options)
+    study = tmp_path / "study"
+    store_cell(summary.run_dir, study)
+    (summary.run_dir / RESULTS).unlink()  # nothing else is read: the clone has no runs/
+
+    logs = tmp_path / "clone-runs"
+    result = CliRunner().invoke(app, ["study", "restore", str(study), "--into", str(logs)])
+    assert result.exit_code == 0, result.output
+    restored = logs / summary.run_dir.name
+    assert f"restored {restored.name}: 3 of 3 episodes" in result.output
+    stored = gzip.decompress((study / restored.name / "results.jsonl.gz").read_bytes())
+    assert (restored / RESULTS).read_bytes() == stored
+    assert cell_state(restored).finished
+    assert not [p for p in logs.iterdir() if p.name.startswith(".")]  # no half-made folder
+
+    # restoring again keeps what is there, even after the run has grown
+    (restored / RESULTS).write_bytes(stored + stored.splitlines(keepends=True)[0])
+    assert restore_cell(study / restored.name, logs) is None
+    assert (restored / RESULTS).read_bytes() != stored
+
+    # the resumed run's tasks: the task file's, pages' HTML included, not the stripped copies
+    config = RunConfig(
+        **options, workflow="react", model="scripted/oracle", log_dir=logs, cache=False
+    )
+    assert config.run_dir == restored
+    env = build_env(config.env, config.env_options)
+    chosen, _ = run_tasks(config, env)
+    assert [t.id for t in chosen] == [t.id for t in tasks]
+    assert all(p.get("page_result") for t in chosen for p in t.metadata["search_results"]), (
+        "a retried episode would run on pages without their HTML"
+    )
+
+    # a cell recorded differently (not just stripped) keeps its record: resuming is exact
+    text = (restored / TASKS).read_text().replace('"page_url"', '"page_url_"', 1)
+    (restored / TASKS).write_text(text)
+    chosen, _ = run_tasks(config, env)
+    assert "page_url_" in chosen[0].metadata["search_results"][0]
+
+
+def test_restore_refuses_a_folder_with_no_stored_cells(tmp_path):
+    result = CliRunner().invoke(
+        app, ["study", "restore", str(tmp_path), "--into", str(tmp_path / "runs")]
+    )
+    assert result.exit_code != 0 and "holds no stored cells" in result.output

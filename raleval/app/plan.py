@@ -20,6 +20,7 @@ from typing import Any
 from raleval import registry
 from raleval.app.demonstrations import demonstration_tasks, solved_example
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
+from raleval.app.study import without_page_html
 from raleval.config import ConfigError, RunConfig
 from raleval.records import RunHeader, Task
 from raleval.workflow import Workflow
@@ -227,7 +228,15 @@ def run_tasks(
         selection = {}
     chosen = select(pool, config.limit, config.sample_ids)
     recorded = {t.id: t for t in recorded_tasks(config.run_dir)}
-    return [recorded.get(t.id, t) for t in chosen], selection
+    return [_as_recorded(t, recorded.get(t.id)) for t in chosen], selection
+
+
+def _as_recorded(loaded: Task, recorded: Task | None) -> Task:
+    """The task a resumed run runs: the recorded one, or the loaded one when the record is
+    the stored copy of exactly it with its pages' HTML dropped (a restored study cell)."""
+    if recorded is None or without_page_html(loaded) == recorded:
+        return loaded
+    return recorded
 
 
 def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:

@@ -8,6 +8,13 @@ pages' HTML (CRAG's ``page_result``; name, URL and snippet stay). The gzip files
 timestamp, so storing the same cell twice gives the same bytes and a repository diff only when
 results changed. ``raleval report``, ``table`` and the analysis read
 the stored copy as they read a run directory (:func:`raleval.analysis.runs.load_run`).
+
+``raleval study restore`` is the way back: on a fresh clone (``runs/`` is never committed) it
+unpacks the stored cells into a log directory, so ``raleval run --config`` resumes the study
+where the repository left it instead of running every stored cell again. A restored task has
+no page HTML; a run that re-runs one of its episodes (``--retry-failed``) takes the task from
+its task file, the HTML included, when the two agree on everything else
+(:func:`raleval.app.plan.run_tasks`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from raleval.store import (
     TASKS,
     ResultsFile,
     read_header,
+    read_stored_bytes,
     read_tasks,
 )
 
@@ -97,6 +105,29 @@ def store_cell(run_dir: Path, into: Path) -> Path:
     diagnosis = run_dir / DIAGNOSIS  # the counterfactual replays, when `raleval diagnose` ran
     if diagnosis.exists():
         write_atomic_bytes(dest / (DIAGNOSIS + GZ), _gzip(diagnosis.read_bytes()))
+    return dest
+
+
+def restore_cell(cell: Path, into: Path) -> Path | None:
+    """Unpack the stored ``cell`` into ``into/<its name>`` as a run directory (header.json,
+    tasks.jsonl, results.jsonl and, when stored, diagnosis.jsonl); returns that directory, or
+    None when it already holds a run, which is left as it is: nothing on disk is overwritten.
+    The directory appears whole or not at all (unpacked beside it, then renamed)."""
+    if read_header(cell) is None:
+        raise ValueError(f"{cell} has no {HEADER}; is it a stored cell?")
+    dest = into / cell.name
+    if dest.exists() and any(dest.iterdir()):
+        return None
+    into.mkdir(parents=True, exist_ok=True)
+    tmp = into / f".{cell.name}.restoring"
+    tmp.mkdir(exist_ok=True)
+    for name in (HEADER, TASKS, RESULTS, DIAGNOSIS):
+        source = next((cell / n for n in (name + GZ, name) if (cell / n).exists()), None)
+        if source is not None:
+            write_atomic_bytes(tmp / name, read_stored_bytes(source))
+    if dest.exists():
+        dest.rmdir()  # empty, checked above
+    os.replace(tmp, dest)
     return dest
 
 

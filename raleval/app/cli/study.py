@@ -1,4 +1,5 @@
-"""Studies kept in the repository: ``raleval study store`` copies finished cells compactly."""
+"""Studies kept in the repository: ``raleval study store`` copies finished cells compactly,
+``raleval study restore`` unpacks them into a log directory to resume the study."""
 
 from __future__ import annotations
 
@@ -38,6 +39,33 @@ def study_store(
                 f"stored {cell.name}: {state.done} of {state.total} episodes{failed}, "
                 f"{size / 1e3:.0f} kB -> {dest}"
             )
+    except (OSError, ValueError, *user_errors()) as exc:
+        fail(str(exc))
+
+
+@study_app.command("restore")
+def study_restore(
+    study: Annotated[Path, typer.Argument(help="a study folder (e.g. studies/local-models)")],
+    into: Annotated[
+        Path, typer.Option(help="the log directory the study runs in (runs/study-<name>)")
+    ],
+) -> None:
+    """Unpack the study's stored cells into INTO as run directories, so that `raleval run
+    --config studies/<study>.yaml --log-dir INTO` resumes the study instead of running its
+    stored cells again (a fresh clone has no runs/). A cell INTO already holds is kept."""
+    from raleval.app.study import cell_state, cells_under, restore_cell
+
+    try:
+        cells = [c for c in cells_under(study) if c != study]
+        if not cells:
+            fail(f"{study} holds no stored cells")
+        for cell in cells:
+            dest = restore_cell(cell, into)
+            if dest is None:
+                typer.echo(f"kept {into / cell.name}: it already holds a run")
+                continue
+            state = cell_state(dest)
+            typer.echo(f"restored {cell.name}: {state.done} of {state.total} episodes")
     except (OSError, ValueError, *user_errors()) as exc:
         fail(str(exc))
 
