@@ -179,8 +179,8 @@ def _cause_table(folder: Path) -> list[str]:
 
 
 def study_tables(folder: Path) -> str:
-    """The study's tables as Markdown: one per arm, a row per workflow x model; then, for the
-    generated arm, the paired comparisons (:func:`comparison_table`)."""
+    """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
+    its paired comparisons (:func:`comparison_table`, Holm over that arm's pairs)."""
     out = []
     for arm, systems in load_study(folder).items():
         columns = COLUMNS[GENERATED if arm == GENERATED else "real"]
@@ -192,9 +192,9 @@ def study_tables(folder: Path) -> str:
             row = _row(run)
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
-        rows = comparison_table(systems) if arm == GENERATED else []
+        rows = comparison_table(systems)
         if rows:
-            out.append("#### generated task sets: paired comparisons\n")
+            out.append(f"#### {title}: paired comparisons\n")
             out.append(
                 "| A | B | tasks | clusters | F1 A - B | 95% CI | p (Holm) | MDD | verdict |"
             )

@@ -24,6 +24,23 @@ def test_headline_tables_in_the_docs_are_the_stored_results():
     )
 
 
+def test_every_arm_has_its_paired_comparisons_and_a_loaded_item_is_its_own_cluster():
+    """Real data is compared too (is a workflow's lead on 8 CRAG questions more than noise?);
+    a loaded file's items come from no template, so each is a cluster of its own."""
+    text = study_tables(STUDY)
+    arms = re.findall(r"^#### (real data: [\w-]+)$", text, flags=re.M)
+    assert arms, "the study has a real-data arm"
+    for arm in arms:
+        block = text.split(f"#### {arm}: paired comparisons\n", 1)[1].split("####", 1)[0]
+        rows = [r.split(" | ") for r in block.splitlines() if r.startswith("| ") and "/" in r]
+        assert rows, f"{arm} has no paired comparisons"
+        assert all(r[2] == r[3] for r in rows), f"{arm}: clusters are not the items"
+    generated = text.split("#### generated task sets: paired comparisons\n", 1)[1]
+    generated = generated.split("####", 1)[0]
+    rows = [r.split(" | ") for r in generated.splitlines() if r.startswith("| ") and "/" in r]
+    assert any(int(r[3]) < int(r[2]) for r in rows), "templates cluster the generated tasks"
+
+
 def test_tables_command_rewrites_only_the_marked_block(tmp_path):
     from typer.testing import CliRunner
 
