@@ -135,7 +135,8 @@ def comparison_rate(
         )
         hits += res.p < alpha
         mdds.append(res.mdd)
-    return hits / sims, float(np.median(mdds))
+    defined = [m for m in mdds if m == m]  # a draw with identical differences has none
+    return hits / sims, float(np.median(defined)) if defined else float("nan")
 
 
 def coverage(

@@ -131,7 +131,14 @@ def paired_difference(
         p = 1.0 if diff.estimate == 0 else min(1.0, 2.0 ** (1 - diff.clusters))
     else:
         p = float(2 * st.t.sf(abs(diff.estimate) / diff.se, diff.df))
-    return PairedDifference(diff, p, minimum_detectable_difference(diff.se, diff.df, alpha, power))
+    # an SE of 0 says nothing about the noise a difference would have to beat: no MDD (0 would
+    # claim that any difference, however small, is detected)
+    mdd = (
+        float("nan")
+        if diff.se == 0
+        else minimum_detectable_difference(diff.se, diff.df, alpha, power)
+    )
+    return PairedDifference(diff, p, mdd)
 
 
 def minimum_detectable_difference(

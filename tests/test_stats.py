@@ -113,6 +113,13 @@ def test_a_difference_every_cluster_shares_is_never_certain():
 
     assert paired_difference([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]).p == 0.25
     assert paired_difference([0.5, 0.5], [0.5, 0.5]).p == 1.0
+    # nor does it say what the design could detect: the study's table showed "MDD 0.000"
+    # for two systems that scored alike on every HotpotQA item
+    assert all(
+        paired_difference(a, b).mdd != paired_difference(a, b).mdd
+        for a, b in (([1.0] * 3, [0.0] * 3), ([0.5, 0.5], [0.5, 0.5]))
+    )
+    assert paired_difference([1.0, 0.0, 1.0], [0.0, 0.0, 0.0]).mdd > 0
     # unequal clusters, every task moved by 0.5: cluster sums 1.0, 0.5, 1.5, 0.5
     a, b = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], [0.0] * 7
     clusters = ["x", "x", "y", "z", "z", "z", "w"]
