@@ -18,6 +18,7 @@ import asyncio
 import functools
 import json
 import os
+import re
 import ssl
 import urllib.parse
 import urllib.request
@@ -35,6 +36,7 @@ from tenacity import (
 )
 
 from raleval.model import (
+    CONTEXT_WINDOW,
     Capabilities,
     GenerateRequest,
     Generation,
@@ -70,6 +72,18 @@ class HTTPStatusError(Exception):
         super().__init__(f"HTTP {status}: {body[:300]}")
         self.status_code = status
         self.headers = headers
+        self.body = body
+
+
+# How servers refuse a request longer than the model's window (HTTP 400): llama.cpp's error
+# type, OpenAI's error code, vLLM's and OpenAI's message. Such a refusal is the context limit
+# the workflows check for themselves (their count of a chat template's tokens is an estimate),
+# so it ends the episode as a harness limit, not as a model failure.
+CONTEXT_REFUSALS = re.compile(
+    r"exceed_context_size_error|context_length_exceeded|maximum context length"
+    r"|exceeds the available context size",
+    re.IGNORECASE,
+)
 
 
 async def _close_with_loop(session: aiohttp.ClientSession) -> Any:
@@ -130,6 +144,8 @@ def _cause(exc: BaseException) -> str:
             return "rate_limited"
         if exc.status_code in (401, 403):
             return "authentication"
+        if exc.status_code == 400 and CONTEXT_REFUSALS.search(exc.body):
+            return CONTEXT_WINDOW
         return f"http_{exc.status_code}"
     return f"provider_exception:{type(exc).__name__}"
 

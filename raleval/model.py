@@ -64,6 +64,11 @@ def bound_reply(gen: Generation, max_tokens: int) -> Generation:
     return gen
 
 
+# ModelError's cause when the server refused a request longer than the model's context window:
+# the episode ends at its context limit (a harness limit), as when a workflow sees it coming.
+CONTEXT_WINDOW = "context_window"
+
+
 class ModelError(Exception):
     """The model backend failed after retries; ``cause`` is a short machine-readable tag."""
 

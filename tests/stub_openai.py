@@ -2,7 +2,9 @@
 
 The request's ``model`` field picks the behaviour, so one server serves every scenario:
 ``ok``, ``tool``, ``content-tool``, ``429-then-ok``, ``429-always``, ``500-then-ok``,
-``500-always``, ``slow``, ``malformed``, ``no-choices``, ``empty``, ``react-oracle``, and
+``500-always``, ``slow``, ``malformed``, ``no-choices``, ``empty``, ``react-oracle``,
+``context-full`` (llama.cpp's refusal of a request over the window; ``-openai``: OpenAI's),
+``bad-request``, and
 ``capacity``: a server that answers 429 (``Retry-After: 0``) to a request that would make more
 than ``capacity`` in flight, and serves the others in ``hold_s`` seconds.
 """
@@ -133,6 +135,30 @@ class StubServer:
         elif model == "prefill-echo":
             last = req["messages"][-1]["content"]
             h._send(200, json.dumps(completion(last + " Paris")).encode())
+        elif model == "context-full":  # llama.cpp's refusal of a request over its window
+            body = {
+                "error": {
+                    "code": 400,
+                    "message": "request (8267 tokens) exceeds the available context size "
+                    "(8192 tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 8267,
+                    "n_ctx": 8192,
+                }
+            }
+            h._send(400, json.dumps(body).encode())
+        elif model == "context-full-openai":
+            body = {
+                "error": {
+                    "message": "This model's maximum context length is 8192 tokens. However, "
+                    "your messages resulted in 8267 tokens.",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            }
+            h._send(400, json.dumps(body).encode())
+        elif model == "bad-request":
+            h._send(400, b'{"error": {"message": "unknown field: stop_sequences"}}')
         elif model == "empty":
             h._send(200, json.dumps(completion("")).encode())
         else:

@@ -170,6 +170,37 @@ def test_failures_become_me_steps_in_a_run(stub, tmp_path):
         assert r.llm_calls[0].error.startswith("http_500")
 
 
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [("context-full", "context_window"), ("context-full-openai", "context_window"),
+     ("bad-request", "http_400")],
+)  # fmt: skip
+def test_a_request_refused_for_the_context_window_ends_at_the_context_limit(
+    stub, tmp_path, name, cause
+):
+    """The study: function calling's estimate of Qwen's chat template fell 75 tokens short, the
+    server refused the request (HTTP 400, 8,267 of 8,192 tokens) and the episode was labelled
+    ME. A refusal for the window is the harness's context limit, as when the workflow sees it
+    coming; any other 400 stays a model failure."""
+    from .conftest import run_config
+
+    with pytest.raises(ModelError) as err:
+        gen(_model(stub, name, max_retries=0))
+    assert err.value.cause == cause
+    _, results = run_config(
+        tmp_path, model=f"openai-compatible/{name}@{stub.base_url}", limit=1,
+        model_options={"max_retries": 0},
+    )  # fmt: skip
+    (r,) = results
+    assert r.llm_calls[0].error.startswith(cause)
+    if cause == "context_window":
+        assert (r.termination.value, r.termination_cause) == ("context_limit", "context_window")
+        assert r.stop_reason.value == "context_overflow" and r.error_type.value != "ME"
+        assert r.failure is None and not r.steps  # no step: the request was never answered
+    else:
+        assert r.error_cause == "ME:model_failure:http_400"
+
+
 def test_empty_response_is_recorded(stub, tmp_path):
     from .conftest import run_config
 

@@ -22,6 +22,7 @@ from langgraph.types import Command
 
 from raleval.environment import ToolResult
 from raleval.model import (
+    CONTEXT_WINDOW,
     GenerateRequest,
     Generation,
     Message,
@@ -226,7 +227,7 @@ def ended_at_context(
         return False
     rec.finish(
         Termination.context_limit,
-        "token_budget" if config.max_context_tokens else "context_window",
+        "token_budget" if config.max_context_tokens else CONTEXT_WINDOW,
     )
     return True
 
@@ -410,7 +411,10 @@ class EpisodeRecord:
             self.finish(Termination.timeout, "model_call")
         except ModelError as exc:
             error = f"{exc.cause}: {exc}"
-            self.finish(Termination.llm_error, exc.cause)
+            if exc.cause == CONTEXT_WINDOW:  # the server counted the window full: no ME
+                self.finish(Termination.context_limit, CONTEXT_WINDOW)
+            else:
+                self.finish(Termination.llm_error, exc.cause)
         except Exception as exc:  # a provider bug is still a model failure, and recorded
             error = f"provider_exception: {type(exc).__name__}: {exc}"
             self.finish(Termination.llm_error, f"provider_exception:{type(exc).__name__}")
@@ -427,9 +431,10 @@ class EpisodeRecord:
         call = LLMCall(prompt=delta, prompt_is_delta=is_delta, latency_s=latency, error=error)
         self.llm_calls.append(call)
         if gen is None:
-            self.add_step(
-                kind=OutcomeKind.llm_error, cause=self.termination_cause, observation=error
-            )
+            if self.termination is not Termination.context_limit:  # the call records it
+                self.add_step(
+                    kind=OutcomeKind.llm_error, cause=self.termination_cause, observation=error
+                )
             return None
         full = len(gen.text)
         gen = bound_reply(gen, config.max_tokens)  # before any parser sees it
