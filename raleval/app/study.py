@@ -35,6 +35,7 @@ from raleval.store import (
     read_header,
     read_stored_bytes,
     read_tasks,
+    stored_file,
 )
 
 HTML_PAGE_FIELDS = ("page_result",)  # a page's raw HTML: megabytes, never read by analysis
@@ -122,8 +123,8 @@ def restore_cell(cell: Path, into: Path) -> Path | None:
     tmp = into / f".{cell.name}.restoring"
     tmp.mkdir(exist_ok=True)
     for name in (HEADER, TASKS, RESULTS, DIAGNOSIS):
-        source = next((cell / n for n in (name + GZ, name) if (cell / n).exists()), None)
-        if source is not None:
+        source = stored_file(cell, name)
+        if source.exists():
             write_atomic_bytes(tmp / name, read_stored_bytes(source))
     if dest.exists():
         dest.rmdir()  # empty, checked above
