@@ -13,7 +13,7 @@ import html
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -465,12 +465,17 @@ def time_and_cost(summaries: list[Any]) -> tuple[Points, list[str], Points, list
 
 
 def report_figures(
-    runs: list[Run], summaries: list[Any] | None = None
+    runs: list[Run], summaries: list[Any] | None = None, only: Collection[str] = ()
 ) -> list[tuple[str, str, Any]]:
     """The report's figures as (kind, name, figure): a radar per workflow (F1 by domain and
     level, one polygon per model), F1 and progress bars by domain x level, the error-type mix
     per system, seconds (and dollars) per query versus F1 with the Pareto front, robustness.
-    Each figure is SVG text, or PNG bytes inside ``plots.rendered_as("png")``."""
+    Each figure is SVG text, or PNG bytes inside ``plots.rendered_as("png")``; ``only`` those
+    names when given (the others are not drawn)."""
+
+    def wanted(name: str) -> bool:
+        return not only or name in only
+
     summaries = summaries if summaries is not None else [summarize_system(r) for r in runs]
     points, front, cost_points, cost_front = time_and_cost(summaries)
     figures: list[tuple[str, str, Any]] = []
@@ -481,25 +486,25 @@ def report_figures(
         by_workflow[workflow][model] = values
     for workflow, series in sorted(by_workflow.items()):
         # a radar needs three axes; with fewer, the bars below show the same numbers
-        if len({a for values in series.values() for a in values}) >= 3:
+        if wanted(f"radar-{workflow}") and len({a for v in series.values() for a in v}) >= 3:
             title = f"{workflow}: F1 by domain and level"
             figures.append(("radar", f"radar-{workflow}", plots.radar(title, series)))
-    if by_level:  # no empty panels
+    if by_level and wanted("bars"):  # no empty panels
         figures.append(("bars", "bars", plots.level_bars("F1 by domain x level", by_level)))
-    by_progress = domain_level_f1(runs, "progress")
+    by_progress = domain_level_f1(runs, "progress") if wanted("progress") else {}
     if by_progress:
         title = "Progress rate by domain x level"
         figure = plots.level_bars(title, by_progress, "progress rate")
         figures.append(("progress", "progress", figure))
     labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
-    if labels:
+    if labels and wanted("errors"):
         figures.append(("errors", "errors", plots.error_bars(labels)))
-    if points:
+    if points and wanted("deployment"):
         figures.append(("deployment", "deployment", plots.deployment(points, front)))
     # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)
-    if any(v[0] > 0 for v in cost_points.values()):
+    if any(v[0] > 0 for v in cost_points.values()) and wanted("cost"):
         figures.append(("cost", "cost", plots.cost(cost_points, cost_front)))
-    noise = robustness(runs)
+    noise = robustness(runs) if wanted("robustness") else None
     if noise:
         figures.append(("robustness", "robustness", plots.robustness(noise)))
     return figures
@@ -512,9 +517,7 @@ def save_figures(runs: list[Run], folder: Path, only: Sequence[str] = ()) -> lis
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     with plots.rendered_as("png"):
-        for _, name, figure in report_figures(runs):
-            if only and name not in only:
-                continue
+        for _, name, figure in report_figures(runs, only=only):
             path = folder / f"{_file_safe(name)}.png"
             tmp = path.with_name(f".{path.name}.tmp")
             tmp.write_bytes(figure)
