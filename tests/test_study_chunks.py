@@ -118,3 +118,47 @@ def test_no_episode_starts_after_the_deadline_and_running_ones_are_saved(tmp_pat
     summary = asyncio.run(runner.run(config, display="none", deadline=50.0))
     assert (summary.ran, summary.skipped, summary.total) == (1, 0, 3)
     assert not summary.interrupted and len(_episodes(summary.run_dir)) == 1
+
+
+def test_a_resumed_matrix_keeps_the_reports_of_cells_that_did_not_change(tmp_path):
+    """Each chunk of the study re-drew all 64 finished cells' reports and the matrix report
+    (a 64-cell resume with nothing left to run: 55 s, now 14 s): a report is kept when
+    nothing in its run changed since it was written, and drawn again when something did."""
+    import os
+
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(
+        "env_options: {size: tiny}\nworkflows: [react, direct]\nmodels: [scripted/oracle]\n"
+        "tasks: scholar-ks\ntasks_per_family: 2\n"
+    )
+    runs = tmp_path / "runs"
+    command = ["run", "--config", str(cfg), "--log-dir", str(runs), "--display", "none"]
+    first = runner.invoke(app, command)
+    assert first.exit_code == 0, first.output
+    react = runs / "scholar__react__scripted_oracle__scholar-ks"
+    reports = [react / "report.html", runs / "matrix-report.html"]
+    assert "kept" not in first.output and all(p.exists() for p in reports)
+    # an hour ago, as a report made in an earlier chunk would be
+    old = [p.stat().st_mtime_ns - 3600 * 10**9 for p in reports]
+    for path, when in zip(reports, old, strict=True):
+        os.utime(path, ns=(when, when))
+    for path in (react / RESULTS, react / "tasks.jsonl", react / "header.json"):
+        os.utime(path, ns=(old[0] - 10**9, old[0] - 10**9))
+    direct = runs / "scholar__direct__scripted_oracle__scholar-ks"
+    for path in direct.iterdir():
+        os.utime(path, ns=(old[0] - 10**9, old[0] - 10**9))
+
+    second = runner.invoke(app, command)
+    assert second.exit_code == 0, second.output
+    assert second.output.count("(kept: nothing in the run changed)") == 2
+    assert "matrix-report.html (kept: no cell changed since it was written)" in second.output
+    assert [p.stat().st_mtime_ns for p in reports] == old
+
+    # one cell's results rewritten since (as `raleval score` does): its report and the
+    # matrix report are drawn again, the other cell's is kept
+    os.utime(react / RESULTS)
+    third = runner.invoke(app, command)
+    assert third.exit_code == 0, third.output
+    assert third.output.count("(kept: nothing in the run changed)") == 1
+    assert "matrix report" in third.output and "no cell changed" not in third.output
+    assert all(p.stat().st_mtime_ns > when for p, when in zip(reports, old, strict=True))

@@ -298,3 +298,23 @@ def merge_shards(run_dir: Path) -> int:
                 added += 1
         path.unlink()
     return added
+
+
+def newer_than_every_input(output: Path, run_dirs: list[Path]) -> bool:
+    """True when ``output`` exists and no file under ``run_dirs`` was written after it (the
+    lock, which every run rewrites, and hidden temporary files aside): a report drawn from
+    those folders would come out the same, but for a change of raleval itself."""
+    try:
+        written = output.stat().st_mtime_ns
+    except FileNotFoundError:
+        return False
+    for run_dir in run_dirs:
+        for root, _, names in os.walk(run_dir):
+            for name in names:
+                path = Path(root, name)
+                if path == output or name.startswith("."):
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # a temporary file just renamed
+                    if path.stat().st_mtime_ns > written:
+                        return False
+    return True

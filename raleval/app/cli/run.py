@@ -493,13 +493,18 @@ def _matrix_report(configs: list[Any]) -> None:
 
     from raleval.analysis.report import write_report
     from raleval.app.console import make_console
+    from raleval.app.rundir import newer_than_every_input
     from raleval.store import RESULTS
 
     dirs = [c.run_dir for c in configs if (c.run_dir / RESULTS).exists()]
     if not dirs:
         return
+    path = configs[0].log_dir / "matrix-report.html"
+    if newer_than_every_input(path, dirs):  # a resumed matrix with nothing new: seconds saved
+        typer.echo(f"matrix report: {path} (kept: no cell changed since it was written)")
+        return
     try:
-        path = write_report(dirs, configs[0].log_dir / "matrix-report.html")
+        path = write_report(dirs, path)
         typer.echo(f"matrix report: {path}")
     except Exception as exc:  # the results are safe; `raleval report` can retry
         make_console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
@@ -537,6 +542,7 @@ def _run_one(cfg: Any, display: str, deadline: float | None = None) -> tuple[boo
         return True, complete
     from raleval.analysis.report import save_report
     from raleval.analysis.runs import load_run, pass_at_k, robustness_rates, untouched_rates
+    from raleval.app.rundir import newer_than_every_input
 
     run = load_run(summary.run_dir)  # read once for the table, pass@k and the report
     rows = summarize(run.results, run.tasks)
@@ -571,8 +577,13 @@ def _run_one(cfg: Any, display: str, deadline: float | None = None) -> tuple[boo
             f"pass^{k} = {passes['pass^k']:.3f}",
             highlight=False,
         )
+    report = summary.run_dir / "report.html"
+    if summary.ran == 0 and newer_than_every_input(report, [summary.run_dir]):
+        # a resumed matrix re-drew every finished cell's report (~1 s a cell) for nothing
+        console.print(f"report: {report} (kept: nothing in the run changed)", highlight=False)
+        return _print_failures(summary.failures, cfg), complete
     try:
-        report = save_report([run], summary.run_dir / "report.html")
+        save_report([run], report)
         console.print(f"report: {report}", highlight=False)
     except Exception as exc:  # the results are safe on disk; a report can be made later
         make_console(stderr=True).print(
