@@ -160,6 +160,26 @@ def test_help_is_fast_and_loads_no_plugins():
     assert float(seconds) < 1.0
 
 
+def test_every_command_list_shows_whole_summaries_not_the_docstrings_line_breaks():
+    """``raleval --help`` cut each command's summary at its docstring's line ends ("...
+    infrastructure reasons (the earlier" / "attempts stay in ..."): on a wide terminal every
+    summary is one line, in the top list and in each group's."""
+    from raleval.app.cli.base import plain_text
+
+    groups = [((), app)] + [((g.name,), g.typer_instance) for g in app.registered_groups]
+    checked = 0
+    for prefix, group in groups:
+        result = runner.invoke(app, [*prefix, "--help"], env={"COLUMNS": "400"})
+        assert result.exit_code == 0, result.output
+        lines = [" ".join(line.strip(" │").split()) for line in result.output.splitlines()]
+        for info in group.registered_commands:
+            name = info.name or info.callback.__name__.replace("_", "-")
+            summary = plain_text(info.help or info.callback.__doc__ or "")
+            assert f"{name} {summary}" in lines, (prefix, name, summary)
+            checked += 1
+    assert checked >= 25
+
+
 def test_list_envs_states_each_default_world_and_task_set():
     res = runner.invoke(app, ["list", "envs"], env={"COLUMNS": "200"})
     text = " ".join(res.output.split())

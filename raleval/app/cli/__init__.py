@@ -6,7 +6,16 @@ The modules are imported in the order ``raleval --help`` lists their commands.
 """
 # isort: skip_file
 
-from raleval.app.cli.base import FAILED, INTERRUPTED, OK, TIME_LIMIT, USER_ERROR, app, main
+from raleval.app.cli.base import (
+    FAILED,
+    INTERRUPTED,
+    OK,
+    TIME_LIMIT,
+    USER_ERROR,
+    app,
+    main,
+    one_line_summaries,
+)
 from raleval.app.cli import run  # noqa: F401  run, retry
 from raleval.app.cli import grading  # noqa: F401  audit, score, grade
 from raleval.app.cli import catalog  # noqa: F401  list, models, tasks
@@ -18,5 +27,7 @@ from raleval.app.cli import diagnosis  # noqa: F401  diagnose
 from raleval.app.cli import judging  # noqa: F401  judge validate
 from raleval.app.cli import questeval  # noqa: F401  questeval
 from raleval.app.cli import study  # noqa: F401  study store
+
+one_line_summaries(app)
 
 __all__ = ["FAILED", "INTERRUPTED", "OK", "TIME_LIMIT", "USER_ERROR", "app", "main"]

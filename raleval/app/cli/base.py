@@ -3,6 +3,7 @@ what every command module shares."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Annotated, Any
 
@@ -83,11 +84,14 @@ _RST_ROLE = r":[a-z]+:`~?([^`]+)`"
 
 def plain_doc(obj: Any) -> str:
     """The first paragraph of ``obj``'s docstring as one plain line: no RST markup."""
-    import inspect
+    return plain_text(inspect.getdoc(obj) or "")
+
+
+def plain_text(doc: str) -> str:
+    """The first paragraph of a docstring's text as one plain line: no RST markup."""
     import re
 
-    doc = inspect.getdoc(obj) or ""
-    first = doc.split("\n\n")[0]
+    first = inspect.cleandoc(doc).split("\n\n")[0]
     first = re.sub(_RST_ROLE, r"\1", first)
     first = first.replace("``", "")
     return " ".join(first.split())
@@ -119,3 +123,16 @@ def main() -> None:
             emoji=False,
         )
         sys.exit(FAILED)
+
+
+def one_line_summaries(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` (and of its groups) its docstring's first paragraph
+    as one line for the command lists of ``--help``: Typer keeps the docstring's line breaks
+    there, which cut each summary at the source's line ends."""
+    for info in typer_app.registered_commands:
+        if info.short_help is None and info.callback is not None:
+            doc = info.help if isinstance(info.help, str) else info.callback.__doc__
+            info.short_help = plain_text(doc or "")
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            one_line_summaries(group.typer_instance)
