@@ -206,8 +206,12 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
 
     level = f"{100 * (1 - cmp.alpha):g}%"
 
-    def ci(i: Interval, sign: str = "") -> str:
-        return "n/a" if i.low != i.low else f"[{i.low:{sign}.3f}, {i.high:{sign}.3f}]"
+    def ci(i: Interval, floor: float, sign: str = "") -> str:
+        # a t interval over few clusters can pass the ends of F1's range: shown clipped
+        if i.low != i.low:
+            return "n/a"
+        low, high = max(floor, i.low), min(1.0, i.high)
+        return f"[{low:{sign}.3f}, {high:{sign}.3f}]"
 
     runs = Table(
         title="runs (unit: a task's mean over its epochs)",
@@ -218,12 +222,13 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
     for col in ("run", "tasks", "clusters", "mean", f"{level} CI", "epochs", "epoch sd"):
         runs.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     runs.add_column("flips", justify="right", no_wrap=True)
-    runs.caption = "epoch sd: between-epoch sd of a task's score; flips: share of tasks "
-    runs.caption += "whose match differs across epochs"
+    runs.caption = "CI: clustered t interval, clipped to F1's range; epoch sd: between-epoch "
+    runs.caption += "sd of a task's score; flips: share of tasks whose match differs across epochs"
     for letter, r in zip(letters, cmp.runs, strict=True):
         mean, spread = r.mean(), r.spread()
         runs.add_row(
-            letter, str(len(r.samples)), str(mean.clusters), f"{mean.estimate:.3f}", ci(mean),
+            letter, str(len(r.samples)), str(mean.clusters), f"{mean.estimate:.3f}",
+            ci(mean, 0.0),
             str(spread.epochs) if spread else "1",
             f"{spread.within_var**0.5:.3f}" if spread else "-",
             f"{100 * spread.flip_rate:.1f}%" if spread else "-",
@@ -240,7 +245,7 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
     for p in cmp.pairs:
         pairs.add_row(
             f"{letters[p.a]}-{letters[p.b]}", str(p.tasks), f"{p.diff.estimate:+.3f}",
-            ci(p.diff, "+"), _p(p.p), _p(p.p_holm), "-" if p.mdd != p.mdd else f"{p.mdd:.3f}",
+            ci(p.diff, -1.0, "+"), _p(p.p), _p(p.p_holm), "-" if p.mdd != p.mdd else f"{p.mdd:.3f}",
             _p(p.p_mcnemar),
         )  # fmt: skip
     pairs.caption = (

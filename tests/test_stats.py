@@ -301,3 +301,30 @@ def test_reval_table_prints_each_mean_with_its_interval():
     assert row[header.index("avg_all")] == f"40.0 ±{avg.half_width:.1f}"
     assert table.rows()[1][0][1] == "50.0"  # without ci: the published table, unchanged
     assert r"$\pm$" in table.to_latex(ci=True)
+
+
+def test_compare_shows_a_mean_interval_clipped_to_f1s_range():
+    """`raleval compare` printed a run's F1 interval as [-0.046, 0.284] (a t interval over few
+    clusters passes 0; F1 cannot); the study's tables already clipped it."""
+    from rich.console import Console
+
+    from raleval.analysis.compare import render_comparison
+
+    ids = [f"t{i}" for i in range(4)]
+    low = RunUnits(
+        "a", "a", {k: [float(k == "t0")] for k in ids}, {k: [k == "t0"] for k in ids},
+        {k: k for k in ids},
+    )  # fmt: skip
+    high = RunUnits(
+        "b", "b", {k: [float(k != "t0")] for k in ids}, {k: [k != "t0"] for k in ids},
+        {k: k for k in ids},
+    )  # fmt: skip
+    assert low.mean().low < 0 < 1 < high.mean().high  # 0.25 and 0.75 over 4 clusters
+    result = compare_runs([low, high], 0.05, 0.8)
+    console = Console(width=200, record=True)
+    console.print(render_comparison(result, ["A", "B"]))
+    rows = {line.split()[0]: line for line in console.export_text().splitlines() if line.strip()}
+    assert "[0.000, " in rows["A"] and ", 1.000]" in rows["B"]
+    assert "-0." not in rows["A"] and "1.5" not in rows["B"]
+    # the difference -0.5 with its interval inside [-1, +1]
+    assert "[-1.000, " in rows["A-B"]
