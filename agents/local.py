@@ -472,9 +472,10 @@ def make_local_model(
     ``local/<path>.gguf``: any GGUF file, served the same way with the context window from its
     metadata. The server logs into ``log_dir``, else next to the results it produces (the run
     directory)."""
-    from raleval.agents.openai_compat import OpenAICompatibleModel
+    from raleval.agents.openai_compat import OpenAICompatibleModel, check_model_options
     from raleval.registry import UnknownNameError
 
+    check_model_options(f"local/{name}", options, own=("n_ctx", "threads", "parallel", "log_dir"))
     weights = LOCAL_MODELS.get(name)
     source: LocalWeights | Path
     if weights is not None:

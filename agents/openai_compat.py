@@ -434,6 +434,31 @@ class OpenAICompatibleModel(ModelBase):
             await state.closer.aclose()
 
 
+def check_model_options(spec: str, options: Mapping[str, Any], own: tuple[str, ...] = ()) -> None:
+    """Refuse a ``-M`` option no model of ``spec``'s provider takes, before anything starts
+    (an embedded model's server, a connection): name the valid ones, and the ``-W`` flag when
+    the option is a workflow's (decoding such as ``temperature`` is set per workflow)."""
+    import inspect
+
+    from raleval.workflow import WorkflowConfig
+
+    fixed = {"self", "model", "base_url", "name"}
+    if own:  # the provider sets these itself (the embedded server's address and window)
+        fixed |= {"context_window", "max_concurrency", "tokenize_url"}
+    valid = [p for p in inspect.signature(OpenAICompatibleModel).parameters if p not in fixed]
+    valid = sorted({*valid, *own})
+    unknown = sorted(set(options) - set(valid))
+    if not unknown:
+        return
+    message = f"{spec} has no model option {', '.join(map(repr, unknown))} (-M); valid: "
+    message += ", ".join(valid)
+    workflow = [k for k in unknown if k in WorkflowConfig.model_fields]
+    if workflow:
+        flags = " ".join(f"-W {k}={options[k]}" for k in workflow)
+        message += f". {', '.join(workflow)}: a workflow option, set with {flags}"
+    raise ValueError(message)
+
+
 @register_model_provider("openai-compatible")
 def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> OpenAICompatibleModel:
     """``openai-compatible/<model>@<base_url>``: any server speaking chat completions."""
@@ -443,6 +468,7 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
             f"openai-compatible spec needs <model>@<base_url>, e.g. "
             f"openai-compatible/qwen@http://127.0.0.1:8000/v1 (got {name!r})"
         )
+    check_model_options(f"openai-compatible/{name}", options)
     return OpenAICompatibleModel(
         model, base_url=base_url, name=f"openai-compatible/{name}", **options
     )
@@ -451,6 +477,7 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
 @register_model_provider("openai")
 def make_openai(name: str, run_dir: Any = None, **options: Any) -> OpenAICompatibleModel:
     """``openai/<model>``: OpenAI's API; the key comes from OPENAI_API_KEY."""
+    check_model_options(f"openai/{name}", options)
     if not (options.get("api_key") or os.environ.get("OPENAI_API_KEY")):
         raise ValueError("openai/<model> needs the OPENAI_API_KEY environment variable")
     return OpenAICompatibleModel(

@@ -282,3 +282,26 @@ def test_replay_reproduces_a_recorded_run(tmp_path):
     assert [[s.observation for s in r.steps] for r in again] == [
         [s.observation for s in r.steps] for r in first
     ]
+
+
+def test_a_model_option_no_provider_takes_is_refused_before_anything_starts(monkeypatch):
+    """``-M temperature=0.7`` on the embedded model started its server, then failed with
+    "TypeError: OpenAICompatibleModel.__init__() got an unexpected keyword argument"; it is
+    refused first, naming the valid options and the -W flag of a workflow option."""
+    from raleval.agents import local
+
+    def no_server(*args, **kwargs):
+        raise AssertionError("started a server for a refused option")
+
+    monkeypatch.setattr(local, "ensure_server", no_server)
+    with pytest.raises(ValueError) as refused:
+        resolve_model("local/qwen2.5-0.5b", {"temperature": 0.7, "n_ctx": 4096})
+    message = str(refused.value)
+    assert "local/qwen2.5-0.5b has no model option 'temperature' (-M)" in message
+    assert "-W temperature=0.7" in message and "n_ctx" in message and "timeout_s" in message
+    # the provider's own fixed settings are not offered as options
+    assert "context_window" not in message and "base_url" not in message
+    with pytest.raises(ValueError, match=r"has no model option 'timeout'.*valid: .*timeout_s"):
+        resolve_model("openai-compatible/m@http://127.0.0.1:9/v1", {"timeout": 5})
+    model = resolve_model("openai-compatible/m@http://127.0.0.1:9/v1", {"timeout_s": 5})
+    assert model.name == "openai-compatible/m@http://127.0.0.1:9/v1"

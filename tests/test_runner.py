@@ -172,6 +172,25 @@ def test_changed_config_refuses_to_mix_into_old_run(tmp_path):
         )
 
 
+def test_a_start_that_failed_before_any_episode_does_not_block_the_corrected_command(tmp_path):
+    """A mistyped ``-M`` failed at model loading, after the run directory got its header and
+    tasks; the corrected command (other model options) was then refused as "holds a run with
+    config model_options=...". A directory with no episode is taken over, its left-overs set
+    aside; one with episodes is still refused."""
+    name = "scholar__react__scripted_oracle__scholar-ks"
+    with pytest.raises(ValueError, match="take only latency_s"):
+        run_config(tmp_path, limit=2, model_options={"nope": 1}, run_name=name)
+    run_dir = tmp_path / name
+    assert (run_dir / "header.json").exists() and not (run_dir / RESULTS).exists()
+    summary, results = run_config(tmp_path, limit=2, run_name=name)
+    assert summary.run_dir == run_dir and summary.ran == 2 and len(results) == 2
+    assert read_header(run_dir).config["model_options"] == {}
+    (aside,) = run_dir.glob("superseded-*")
+    assert json.loads((aside / "header.json").read_text())["config"]["model_options"] == {"nope": 1}
+    with pytest.raises(ConfigError, match="holds a run with config model_options"):
+        run_config(tmp_path, limit=2, model_options={"latency_s": 0.01}, run_name=name)
+
+
 def test_run_dir_is_self_contained(tmp_path):
     summary, _ = run_config(tmp_path, limit=3)
     header = json.loads((summary.run_dir / "header.json").read_text())

@@ -23,6 +23,7 @@ from raleval.config import ConfigError, RunConfig, redact
 from raleval.failures import failure_cause, failures_by_cause
 from raleval.records import RunHeader, Task
 from raleval.store import (
+    GZ,
     HEADER,
     RESULTS,
     TASKS,
@@ -174,6 +175,13 @@ def check_run_dir(config: RunConfig, set_aside_now: bool = True) -> None:
         problem = f"{run_dir} holds a run with config {config_difference(existing.config, now)}"
     else:
         return
+    if existing is not None and not _has_episodes(run_dir):
+        # a start that failed before its first episode (a mistyped -M, missing weights) left
+        # only its header and tasks: the corrected command takes the directory over; the
+        # left-overs go aside like any other, nothing is overwritten
+        if set_aside_now:
+            set_aside(run_dir)
+        return
     if config.force:
         if set_aside_now:
             set_aside(run_dir)
@@ -182,6 +190,14 @@ def check_run_dir(config: RunConfig, set_aside_now: bool = True) -> None:
         f"{problem}; give this run its own directory with --run-name NAME (or another "
         "--log-dir), or set the old run aside with --force"
     )
+
+
+def _has_episodes(run_dir: Path) -> bool:
+    """Whether any episode was ever written in ``run_dir`` (results, or a worker's shard)."""
+    results = run_dir / RESULTS
+    if results.exists() and results.stat().st_size > 0:
+        return True
+    return (run_dir / (RESULTS + GZ)).exists() or bool(shard_files(run_dir))
 
 
 def recorded_tasks(run_dir: Path) -> list[Task]:
