@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from raleval.analysis.scoring import aggregate, score_trajectory
 from raleval.answers import AnswerType, infer_answer_type
-from raleval.records import AgentSpec, Step, Task, Trajectory
+from raleval.records import AgentSpec, ErrorType, Step, Task, Trajectory
 from raleval.tasks.grading import (
     DEFAULT_GRAMMAR,
     PhraseGrammar,
@@ -360,7 +360,7 @@ def test_score_lists_changed_episodes_of_an_old_run(tmp_path):
     for tid, answer in (("t1", "alpha"), ("t2", "1991")):
         t = _traj(tid, answer, [Step(index=0, tool="searchPerson", observation="No match.")])
         t.scores = {"f1": 1.0, "em": 1.0}
-        t.error_type, t.error_cause = "AM", "AM:from_memory"
+        t.error_type, t.error_cause = ErrorType.AM, "AM:from_memory"
         old.append(t.model_dump_json(exclude={"stop_reason", "error_subcause"}))
     (run / RESULTS).write_text("\n".join(old) + "\n")
     out = subprocess.run(
@@ -381,7 +381,7 @@ def test_score_lists_changed_episodes_of_an_old_run(tmp_path):
 def test_score_lists_budget_stops_that_became_reasoning_errors(tmp_path):
     """A run labelled before issue 34: a wrong, ungrounded episode cut by the step budget was
     TE; re-scored it is RE with the budget in its cause, and `raleval score` lists it."""
-    from raleval.records import ErrorType, Termination
+    from raleval.records import Termination
     from raleval.store import RESULTS, TASKS
 
     task = {"id": "t1", "domain": "scholar", "level": "KS", "family": "1-3",
