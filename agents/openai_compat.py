@@ -23,6 +23,7 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import aiohttp
@@ -434,6 +435,36 @@ class OpenAICompatibleModel(ModelBase):
             await state.closer.aclose()
 
 
+# A window a server reports is believed between these bounds (a hostile or broken reply must
+# not make every prompt "too long", nor lift the workflows' budgets without limit).
+_WINDOW_BOUNDS = (256, 10_000_000)
+
+
+def served_context_window(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> int | None:
+    """The context window a self-hosted server reports at ``GET <base>/models`` for the model
+    it serves: vLLM's ``max_model_len``, llama.cpp's ``meta.n_ctx``. None when it reports none
+    (OpenAI, Ollama) or cannot be asked now (the run then meets the server's own errors)."""
+    try:
+        reply = httpx.get(
+            model.endpoint.rstrip("/") + "/models", headers=model._headers, timeout=timeout_s
+        )
+        reply.raise_for_status()
+        entries = reply.json().get("data")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    # the entry of the model asked for; a server of one model (llama.cpp) answers any name
+    chosen = [e for e in entries if e.get("id") == model.model] or entries[:1] * (len(entries) == 1)
+    for entry in chosen:
+        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        for value in (entry.get("max_model_len"), meta.get("n_ctx")):
+            if isinstance(value, int) and _WINDOW_BOUNDS[0] <= value <= _WINDOW_BOUNDS[1]:
+                return value
+    return None
+
+
 def check_model_options(spec: str, options: Mapping[str, Any], own: tuple[str, ...] = ()) -> None:
     """Refuse a ``-M`` option no model of ``spec``'s provider takes, before anything starts
     (an embedded model's server, a connection): name the valid ones, and the ``-W`` flag when
@@ -469,9 +500,16 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
             f"openai-compatible/qwen@http://127.0.0.1:8000/v1 (got {name!r})"
         )
     check_model_options(f"openai-compatible/{name}", options)
-    return OpenAICompatibleModel(
+    served = OpenAICompatibleModel(
         model, base_url=base_url, name=f"openai-compatible/{name}", **options
     )
+    if served.capabilities.context_window is None:  # -M context_window=N wins
+        # budgets fitted to the real window: with the 16k default, a 2,048-token llama.cpp
+        # server refused every first prompt of CRAG's 38 tools and episodes ran to the end
+        window = served_context_window(served)
+        if window is not None:
+            served.capabilities = replace(served.capabilities, context_window=window)
+    return served
 
 
 @register_model_provider("openai")

@@ -48,6 +48,8 @@ class StubServer:
         self.lock = threading.Lock()
         self.capacity, self.hold_s = 4, 0.02
         self.in_flight = self.peak = self.refused = 0
+        # what GET /v1/models answers (raw bytes); None: 404, as a server without the route
+        self.models: bytes | None = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,6 +66,12 @@ class StubServer:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models") and stub.models is not None:
+                    self._send(200, stub.models)
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import time
 
 import pytest
@@ -305,3 +306,31 @@ def test_a_model_option_no_provider_takes_is_refused_before_anything_starts(monk
         resolve_model("openai-compatible/m@http://127.0.0.1:9/v1", {"timeout": 5})
     model = resolve_model("openai-compatible/m@http://127.0.0.1:9/v1", {"timeout_s": 5})
     assert model.name == "openai-compatible/m@http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(
+    ("models", "window"),
+    [
+        ({"object": "list", "data": [{"id": "ok", "max_model_len": 4096}]}, 4096),  # vLLM
+        # llama.cpp: one model under its file's name, whatever name the client asks for
+        ({"data": [{"id": "/m/qwen.gguf", "meta": {"n_ctx": 2048, "n_ctx_train": 32768}}]}, 2048),
+        ({"data": [{"id": "a", "max_model_len": 4096}, {"id": "b", "max_model_len": 8192}]}, None),
+        ({"data": [{"id": "ok"}]}, None),  # Ollama, OpenAI: no window
+        ({"data": [{"id": "ok", "max_model_len": 10}]}, None),  # implausible
+        ({"data": [{"id": "ok", "max_model_len": "8192"}]}, None),
+        ({"data": "nope"}, None),
+        ("not json", None),
+        (None, None),  # no such route
+    ],
+)
+def test_a_self_hosted_servers_context_window_is_read_from_its_models_route(models, window):
+    """A llama.cpp server started with a 2,048-token window refused the first prompt of every
+    CRAG episode (38 tools) while raleval budgeted for its 16k default; the window a server
+    reports at GET /v1/models is the model's unless -M context_window says otherwise."""
+    with StubServer() as server:
+        if models is not None:
+            server.models = (models if isinstance(models, str) else json.dumps(models)).encode()
+        model = resolve_model(f"openai-compatible/ok@{server.base_url}")
+        assert model.capabilities.context_window == window
+        told = resolve_model(f"openai-compatible/ok@{server.base_url}", {"context_window": 1000})
+        assert told.capabilities.context_window == 1000
