@@ -440,10 +440,11 @@ class OpenAICompatibleModel(ModelBase):
 _WINDOW_BOUNDS = (256, 10_000_000)
 
 
-def served_context_window(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> int | None:
-    """The context window a self-hosted server reports at ``GET <base>/models`` for the model
-    it serves: vLLM's ``max_model_len``, llama.cpp's ``meta.n_ctx``. None when it reports none
-    (OpenAI, Ollama) or cannot be asked now (the run then meets the server's own errors)."""
+def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[str, Any]:
+    """What a self-hosted server reports at ``GET <base>/models`` about the model it serves:
+    ``{"context_window": N}`` from vLLM's ``max_model_len`` or llama.cpp's ``meta.n_ctx``, and
+    ``{"llamacpp": True}`` for llama.cpp (which tokenizes at ``POST /tokenize``). Empty when it
+    reports nothing (OpenAI, Ollama) or cannot be asked now (the run meets its errors later)."""
     try:
         reply = httpx.get(
             model.endpoint.rstrip("/") + "/models", headers=model._headers, timeout=timeout_s
@@ -451,18 +452,23 @@ def served_context_window(model: OpenAICompatibleModel, timeout_s: float = 5.0) 
         reply.raise_for_status()
         entries = reply.json().get("data")
     except (httpx.HTTPError, ValueError, AttributeError):
-        return None
+        return {}
     if not isinstance(entries, list):
-        return None
+        return {}
     entries = [e for e in entries if isinstance(e, dict)]
     # the entry of the model asked for; a server of one model (llama.cpp) answers any name
     chosen = [e for e in entries if e.get("id") == model.model] or entries[:1] * (len(entries) == 1)
-    for entry in chosen:
-        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
-        for value in (entry.get("max_model_len"), meta.get("n_ctx")):
-            if isinstance(value, int) and _WINDOW_BOUNDS[0] <= value <= _WINDOW_BOUNDS[1]:
-                return value
-    return None
+    if not chosen:
+        return {}
+    entry, found = chosen[0], {}
+    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    for value in (entry.get("max_model_len"), meta.get("n_ctx")):
+        if isinstance(value, int) and _WINDOW_BOUNDS[0] <= value <= _WINDOW_BOUNDS[1]:
+            found["context_window"] = value
+            break
+    if entry.get("owned_by") == "llamacpp":
+        found["llamacpp"] = True
+    return found
 
 
 def check_model_options(spec: str, options: Mapping[str, Any], own: tuple[str, ...] = ()) -> None:
@@ -503,12 +509,16 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
     served = OpenAICompatibleModel(
         model, base_url=base_url, name=f"openai-compatible/{name}", **options
     )
-    if served.capabilities.context_window is None:  # -M context_window=N wins
-        # budgets fitted to the real window: with the 16k default, a 2,048-token llama.cpp
-        # server refused every first prompt of CRAG's 38 tools and episodes ran to the end
-        window = served_context_window(served)
-        if window is not None:
+    if served.capabilities.context_window is None or served.tokenize_url is None:
+        # budgets fitted to the real window (-M context_window=N wins): with the 16k default,
+        # a 2,048-token llama.cpp server refused every first prompt of CRAG's 38 tools; and
+        # counted by its own tokenizer where it has one (the estimate undercounts JSON)
+        info = served_model(served)
+        if served.capabilities.context_window is None and "context_window" in info:
+            window = info["context_window"]
             served.capabilities = replace(served.capabilities, context_window=window)
+        if served.tokenize_url is None and info.get("llamacpp"):
+            served.tokenize_url = base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
     return served
 
 

@@ -76,6 +76,9 @@ class StubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 req = json.loads(self.rfile.read(length))
+                if self.path.rstrip("/").endswith("/tokenize"):  # llama.cpp's: a token a word
+                    self._send(200, json.dumps({"tokens": req["content"].split()}).encode())
+                    return
                 with stub.lock:
                     stub.requests.append(req)
                     n = stub.counts.get(req["model"], 0) + 1

@@ -313,7 +313,11 @@ def test_a_model_option_no_provider_takes_is_refused_before_anything_starts(monk
     [
         ({"object": "list", "data": [{"id": "ok", "max_model_len": 4096}]}, 4096),  # vLLM
         # llama.cpp: one model under its file's name, whatever name the client asks for
-        ({"data": [{"id": "/m/qwen.gguf", "meta": {"n_ctx": 2048, "n_ctx_train": 32768}}]}, 2048),
+        (
+            {"data": [{"id": "/m/q.gguf", "owned_by": "llamacpp", "meta": {"n_ctx": 2048}}]},
+            2048,
+        ),
+        ({"data": [{"id": "/m/qwen.gguf", "owned_by": "llamacpp"}]}, None),
         ({"data": [{"id": "a", "max_model_len": 4096}, {"id": "b", "max_model_len": 8192}]}, None),
         ({"data": [{"id": "ok"}]}, None),  # Ollama, OpenAI: no window
         ({"data": [{"id": "ok", "max_model_len": 10}]}, None),  # implausible
@@ -332,5 +336,10 @@ def test_a_self_hosted_servers_context_window_is_read_from_its_models_route(mode
             server.models = (models if isinstance(models, str) else json.dumps(models)).encode()
         model = resolve_model(f"openai-compatible/ok@{server.base_url}")
         assert model.capabilities.context_window == window
+        if "llamacpp" in str(models):  # its own tokenizer counts the budgets
+            assert model.tokenize_url == server.base_url.removesuffix("/v1") + "/tokenize"
+            assert model.count_tokens("one two three four five six seven") == 7
+        else:
+            assert model.tokenize_url is None
         told = resolve_model(f"openai-compatible/ok@{server.base_url}", {"context_window": 1000})
         assert told.capabilities.context_window == 1000
