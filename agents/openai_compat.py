@@ -443,7 +443,8 @@ _WINDOW_BOUNDS = (256, 10_000_000)
 def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[str, Any]:
     """What a self-hosted server reports at ``GET <base>/models`` about the model it serves:
     ``{"context_window": N}`` from vLLM's ``max_model_len`` or llama.cpp's ``meta.n_ctx``, and
-    ``{"llamacpp": True}`` for llama.cpp (which tokenizes at ``POST /tokenize``). Empty when it
+    ``{"llamacpp": True, "slots": K}`` for llama.cpp (which tokenizes at ``POST /tokenize``
+    and serves K requests at once, ``GET /props``). Empty when it
     reports nothing (OpenAI, Ollama) or cannot be asked now (the run meets its errors later)."""
     try:
         reply = httpx.get(
@@ -468,6 +469,16 @@ def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[s
             break
     if entry.get("owned_by") == "llamacpp":
         found["llamacpp"] = True
+        # its slots: more requests in flight than slots evict each other's prompt cache
+        root = model.endpoint.rstrip("/").removesuffix("/v1")
+        try:
+            props = httpx.get(root + "/props", headers=model._headers, timeout=timeout_s)
+            props.raise_for_status()
+            slots = props.json().get("total_slots")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            slots = None
+        if isinstance(slots, int) and 1 <= slots <= 1024:
+            found["slots"] = slots
     return found
 
 
@@ -509,16 +520,19 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
     served = OpenAICompatibleModel(
         model, base_url=base_url, name=f"openai-compatible/{name}", **options
     )
-    if served.capabilities.context_window is None or served.tokenize_url is None:
-        # budgets fitted to the real window (-M context_window=N wins): with the 16k default,
-        # a 2,048-token llama.cpp server refused every first prompt of CRAG's 38 tools; and
-        # counted by its own tokenizer where it has one (the estimate undercounts JSON)
-        info = served_model(served)
-        if served.capabilities.context_window is None and "context_window" in info:
-            window = info["context_window"]
-            served.capabilities = replace(served.capabilities, context_window=window)
-        if served.tokenize_url is None and info.get("llamacpp"):
-            served.tokenize_url = base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
+    # What the server says about itself, where -M did not say it: budgets fitted to the real
+    # window (with the 16k default a 2,048-token llama.cpp server refused every first prompt
+    # of CRAG's 38 tools), counted by its own tokenizer (the estimate undercounts JSON), and
+    # no more episodes in flight than it has slots (8 on 2 slots: 5 min 22 s for a run that
+    # takes 2 min 13 s at 2)
+    info = served_model(served)
+    caps = served.capabilities
+    if caps.context_window is None and "context_window" in info:
+        served.capabilities = caps = replace(caps, context_window=info["context_window"])
+    if caps.max_concurrency is None and "slots" in info:
+        served.capabilities = replace(caps, max_concurrency=info["slots"])
+    if served.tokenize_url is None and info.get("llamacpp"):
+        served.tokenize_url = base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
     return served
 
 

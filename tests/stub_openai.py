@@ -50,6 +50,7 @@ class StubServer:
         self.in_flight = self.peak = self.refused = 0
         # what GET /v1/models answers (raw bytes); None: 404, as a server without the route
         self.models: bytes | None = None
+        self.props: bytes | None = None  # GET /props (llama.cpp's), likewise
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -70,6 +71,8 @@ class StubServer:
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models") and stub.models is not None:
                     self._send(200, stub.models)
+                elif self.path == "/props" and stub.props is not None:  # llama.cpp's
+                    self._send(200, stub.props)
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}')
 
