@@ -222,6 +222,12 @@ class OpenAICompatibleModel(ModelBase):
         self._adaptive: Any = None  # --max-connections auto (raleval.concurrency)
         # a server on this machine: what measures its CPU per call (raleval.agents.local)
         self.cpu_meter: Any = None
+        # what a self-hosted server says it serves (set by the openai-compatible provider)
+        self.served: str | None = None
+
+    @property
+    def cache_identity(self) -> str:
+        return self.name if self.served is None else f"{self.name}#{self.served}"
 
     def use_adaptive_limit(self, limit: Any) -> bool:
         """Each request attempt takes a slot of ``limit`` and reports 429/503 to it."""
@@ -442,10 +448,11 @@ _WINDOW_BOUNDS = (256, 10_000_000)
 
 def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[str, Any]:
     """What a self-hosted server reports at ``GET <base>/models`` about the model it serves:
+    ``{"served": ...}`` (its model id and, for llama.cpp, its file's size and parameter count),
     ``{"context_window": N}`` from vLLM's ``max_model_len`` or llama.cpp's ``meta.n_ctx``, and
     ``{"llamacpp": True, "slots": K}`` for llama.cpp (which tokenizes at ``POST /tokenize``
-    and serves K requests at once, ``GET /props``). Empty when it
-    reports nothing (OpenAI, Ollama) or cannot be asked now (the run meets its errors later)."""
+    and serves K requests at once, ``GET /props``). Empty when it names no model it serves or
+    cannot be asked now (the run then meets the server's own errors)."""
     try:
         reply = httpx.get(
             model.endpoint.rstrip("/") + "/models", headers=model._headers, timeout=timeout_s
@@ -463,6 +470,10 @@ def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[s
         return {}
     entry, found = chosen[0], {}
     meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    # what it serves: its model id, and for llama.cpp what its file holds (a GGUF swapped in
+    # under the same path has another size or parameter count)
+    weights = {k: meta.get(k) for k in ("n_params", "size", "ftype") if k in meta}
+    found["served"] = json.dumps([entry.get("id"), weights], sort_keys=True, default=str)[:500]
     for value in (entry.get("max_model_len"), meta.get("n_ctx")):
         if isinstance(value, int) and _WINDOW_BOUNDS[0] <= value <= _WINDOW_BOUNDS[1]:
             found["context_window"] = value
@@ -533,6 +544,7 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
         served.capabilities = replace(caps, max_concurrency=info["slots"])
     if served.tokenize_url is None and info.get("llamacpp"):
         served.tokenize_url = base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
+    served.served = info.get("served")
     return served
 
 

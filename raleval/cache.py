@@ -140,7 +140,7 @@ class CachedModel(ModelWrapper):
         return clone
 
     async def generate(self, request: GenerateRequest) -> Generation:
-        key = request_key(self.name, request, self.epoch)
+        key = request_key(self.cache_identity, request, self.epoch)
         hit = self._cache.get(key)
         if hit is not None:
             self.hits += 1

@@ -153,6 +153,13 @@ class ModelBase:
         """Tokens of ``text``: the model's own tokenizer where it has one, else ~4 chars each."""
         return (len(text) + 3) // 4
 
+    @property
+    def cache_identity(self) -> str:
+        """What the response cache keys this model's replies by: its name, and where a
+        provider knows more (what a server says it serves), that too, so that another model
+        served later under the same name never gets this one's replies."""
+        return self.name
+
     def for_episode(self, task: Any, env: Any, workflow: Any) -> Model:
         """The model one episode talks to (scripted models bind to their task here)."""
         return self
@@ -193,6 +200,11 @@ class ModelWrapper(ModelBase):
 
     def count_tokens(self, text: str) -> int:
         return self._model.count_tokens(text)
+
+    @property
+    def cache_identity(self) -> str:
+        # a model written to the Model protocol alone has only its name
+        return str(getattr(self._model, "cache_identity", self._model.name))
 
     def for_episode(self, task: Any, env: Any, workflow: Any) -> Model:
         inner = self._model.for_episode(task, env, workflow)

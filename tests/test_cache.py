@@ -97,6 +97,36 @@ def test_repeated_run_costs_no_model_calls_and_matches(tmp_path, monkeypatch):
     assert res.exit_code == 0 and "removed" in res.output
 
 
+def test_another_model_served_under_the_same_name_is_not_answered_from_the_cache(
+    tmp_path, monkeypatch
+):
+    """An ``openai-compatible/NAME@URL`` model was cached by that name alone: a server
+    restarted with other weights at the same address got the first model's replies. The
+    server's own account of what it serves (its model id; for llama.cpp the file's size and
+    parameter count) is part of the key; the same server again still hits."""
+    import json
+
+    from .conftest import run_config
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+    def served(n_params):
+        entry = {"id": "/m/model.gguf", "owned_by": "llamacpp", "meta": {"n_params": n_params}}
+        return json.dumps({"data": [entry]}).encode()
+
+    with StubServer() as stub:
+        spec = f"openai-compatible/ok@{stub.base_url}"
+        stub.models = served(494_032_768)
+        run_config(tmp_path / "a", model=spec, limit=3)
+        n = stub.counts["ok"]
+        run_config(tmp_path / "b", model=spec, limit=3)
+        assert stub.counts["ok"] == n  # the same server: all from the cache
+        stub.models = served(1_543_714_304)  # other weights, same path, name and address
+        _, swapped = run_config(tmp_path / "c", model=spec, limit=3)
+        assert stub.counts["ok"] > n
+        assert not any(c.cache_hit for r in swapped for c in r.llm_calls)
+
+
 def test_each_epoch_has_its_own_cache_entries(tmp_path, monkeypatch):
     from .conftest import run_config
 
