@@ -472,10 +472,19 @@ def make_local_model(
     ``local/<path>.gguf``: any GGUF file, served the same way with the context window from its
     metadata. The server logs into ``log_dir``, else next to the results it produces (the run
     directory)."""
-    from raleval.agents.openai_compat import OpenAICompatibleModel, check_model_options
+    from raleval.agents.openai_compat import (
+        OpenAICompatibleModel,
+        check_model_options,
+        server_root,
+    )
     from raleval.registry import UnknownNameError
 
-    check_model_options(f"local/{name}", options, own=("n_ctx", "threads", "parallel", "log_dir"))
+    check_model_options(
+        f"local/{name}",
+        options,
+        own=("n_ctx", "threads", "parallel", "log_dir"),
+        sets=("context_window", "max_concurrency", "tokenize_url"),  # the server's, below
+    )
     weights = LOCAL_MODELS.get(name)
     source: LocalWeights | Path
     if weights is not None:
@@ -509,7 +518,7 @@ def make_local_model(
         # More episodes in flight than server slots would evict each other's prompt cache,
         # so every ReAct step would prefill the whole scratchpad again.
         max_concurrency=int(parallel),
-        tokenize_url=server.base_url.rstrip("/").removesuffix("/v1") + "/tokenize",
+        tokenize_url=server_root(server.base_url) + "/tokenize",
         **options,
     )
     model.endpoint = f"local/{name}"

@@ -441,6 +441,12 @@ class OpenAICompatibleModel(ModelBase):
             await state.closer.aclose()
 
 
+def server_root(base_url: str) -> str:
+    """A server's own address under its OpenAI routes (``.../v1``): where llama.cpp answers
+    ``/tokenize`` and ``/props``."""
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
 # A window a server reports is believed between these bounds (a hostile or broken reply must
 # not make every prompt "too long", nor lift the workflows' budgets without limit).
 _WINDOW_BOUNDS = (256, 10_000_000)
@@ -465,7 +471,9 @@ def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[s
         return {}
     entries = [e for e in entries if isinstance(e, dict)]
     # the entry of the model asked for; a server of one model (llama.cpp) answers any name
-    chosen = [e for e in entries if e.get("id") == model.model] or entries[:1] * (len(entries) == 1)
+    chosen = [e for e in entries if e.get("id") == model.model]
+    if not chosen and len(entries) == 1:
+        chosen = entries
     if not chosen:
         return {}
     entry, found = chosen[0], {}
@@ -481,9 +489,10 @@ def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[s
     if entry.get("owned_by") == "llamacpp":
         found["llamacpp"] = True
         # its slots: more requests in flight than slots evict each other's prompt cache
-        root = model.endpoint.rstrip("/").removesuffix("/v1")
         try:
-            props = httpx.get(root + "/props", headers=model._headers, timeout=timeout_s)
+            props = httpx.get(
+                server_root(model.endpoint) + "/props", headers=model._headers, timeout=timeout_s
+            )
             props.raise_for_status()
             slots = props.json().get("total_slots")
         except (httpx.HTTPError, ValueError, AttributeError):
@@ -493,17 +502,22 @@ def served_model(model: OpenAICompatibleModel, timeout_s: float = 5.0) -> dict[s
     return found
 
 
-def check_model_options(spec: str, options: Mapping[str, Any], own: tuple[str, ...] = ()) -> None:
+def check_model_options(
+    spec: str,
+    options: Mapping[str, Any],
+    own: tuple[str, ...] = (),
+    sets: tuple[str, ...] = (),
+) -> None:
     """Refuse a ``-M`` option no model of ``spec``'s provider takes, before anything starts
     (an embedded model's server, a connection): name the valid ones, and the ``-W`` flag when
-    the option is a workflow's (decoding such as ``temperature`` is set per workflow)."""
+    the option is a workflow's (decoding such as ``temperature`` is set per workflow). ``own``:
+    the provider's options beside :class:`OpenAICompatibleModel`'s; ``sets``: those of its
+    parameters the provider sets itself (besides the model, address and name)."""
     import inspect
 
     from raleval.workflow import WorkflowConfig
 
-    fixed = {"self", "model", "base_url", "name"}
-    if own:  # the provider sets these itself (the embedded server's address and window)
-        fixed |= {"context_window", "max_concurrency", "tokenize_url"}
+    fixed = {"self", "model", "base_url", "name", *sets}
     valid = [p for p in inspect.signature(OpenAICompatibleModel).parameters if p not in fixed]
     valid = sorted({*valid, *own})
     unknown = sorted(set(options) - set(valid))
@@ -543,7 +557,7 @@ def make_openai_compatible(name: str, run_dir: Any = None, **options: Any) -> Op
     if caps.max_concurrency is None and "slots" in info:
         served.capabilities = replace(caps, max_concurrency=info["slots"])
     if served.tokenize_url is None and info.get("llamacpp"):
-        served.tokenize_url = base_url.rstrip("/").removesuffix("/v1") + "/tokenize"
+        served.tokenize_url = server_root(base_url) + "/tokenize"
     served.served = info.get("served")
     return served
 

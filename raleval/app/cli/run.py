@@ -581,16 +581,16 @@ def _run_one(cfg: Any, display: str, deadline: float | None = None) -> tuple[boo
     if summary.ran == 0 and newer_than_every_input(report, [summary.run_dir]):
         # a resumed matrix re-drew every finished cell's report (~1 s a cell) for nothing
         console.print(f"report: {report} (kept: nothing in the run changed)", highlight=False)
-        return _print_failures(summary.failures, cfg), complete
-    try:
-        save_report([run], report)
-        console.print(f"report: {report}", highlight=False)
-    except Exception as exc:  # the results are safe on disk; a report can be made later
-        make_console(stderr=True).print(
-            f"[yellow]no report[/]: {escape(str(exc))}; run `raleval report "
-            f"{escape(str(summary.run_dir))}` to retry",
-            highlight=False,
-        )
+    else:
+        try:
+            save_report([run], report)
+            console.print(f"report: {report}", highlight=False)
+        except Exception as exc:  # the results are safe on disk; a report can be made later
+            make_console(stderr=True).print(
+                f"[yellow]no report[/]: {escape(str(exc))}; run `raleval report "
+                f"{escape(str(summary.run_dir))}` to retry",
+                highlight=False,
+            )
     return _print_failures(summary.failures, cfg), complete
 
 
