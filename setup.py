@@ -6,7 +6,7 @@
 
 from setuptools import find_packages, setup
 
-SUBPACKAGE_FOLDERS = ("envs", "workflows", "agents", "tasks", "analysis")
+SUBPACKAGE_FOLDERS = ("envs", "workflows", "agents", "grading", "tasks", "analysis")
 
 
 def _layout() -> tuple[list[str], dict[str, str]]:

@@ -26,7 +26,7 @@ A family passes when no baseline beats its chance level by more than a threshold
   restated as the answer (a correction's statement left as given), and every slot's most
   frequent value(s) in the training half; chance as for the classifiers. Every baseline's
   prediction on a long-form task is graded as episodes are (aligned by its key points:
-  ``raleval.tasks.grading``), not by equality with the reference text.
+  ``raleval.grading.rules``), not by equality with the reference text.
 - ``direct`` (given a model): accuracy of the ``direct`` workflow (no tools), supplied by the
   caller as per-task correctness; chance is the majority baseline's accuracy.
 
@@ -56,8 +56,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from raleval.families import run_solution
+from raleval.grading.rules import grade_task
 from raleval.records import Level, Task
-from raleval.tasks.grading import grade_task
 from raleval.text import contains_tokens, normalize_answer
 
 SUPERLATIVE = re.compile(

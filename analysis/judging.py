@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
+from raleval.grading.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
 
 SCORES = "scores.jsonl"
 RULE_VERDICTS = {1.0: ACCURATE, 0.0: MISSING, -1.0: HALLUCINATED}

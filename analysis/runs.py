@@ -292,8 +292,8 @@ def robustness_rates(run: Run) -> dict[str, dict[str, float]]:
 
     Every testbed also gets its mean ``progress`` (AgentBoard's progress rate) where stored.
     """
-    from raleval.tasks.interface import attack_succeeded
-    from raleval.tasks.metrics import f1_score, is_abstention, rejection_rate, says_invalid
+    from raleval.grading.metrics import f1_score, is_abstention, rejection_rate, says_invalid
+    from raleval.tasks.testbeds.interface import attack_succeeded
 
     groups: dict[str, list[tuple[Task, Trajectory]]] = defaultdict(list)
     for t in run.results:

@@ -1,7 +1,7 @@
 """Scores and error labels of a stored trajectory: pure, no model or tool call.
 
 One scoring path: :func:`score_trajectory` grades the answer once by the task's type
-(``raleval.tasks.grading``) and stores the verdict in ``traj.scores``; every table (overall,
+(``raleval.grading.rules``) and stores the verdict in ``traj.scores``; every table (overall,
 family, level, CRAG type/domain/popularity/dynamism) aggregates those stored numbers through
 :func:`aggregate`, so slices always add up to the overall score.
 """
@@ -17,8 +17,7 @@ from raleval.analysis.calls import call_scores
 from raleval.analysis.progress import progress_rate
 from raleval.analysis.taxonomy import classify_episode
 from raleval.answers import AnswerType
-from raleval.records import Task, Trajectory
-from raleval.tasks.grading import (
+from raleval.grading.rules import (
     CRAG_POINTS,
     DEFAULT_GRAMMAR,
     FREE_TEXT_THRESHOLD,
@@ -27,6 +26,7 @@ from raleval.tasks.grading import (
     gpt2_tokens,
     grade_task,
 )
+from raleval.records import Task, Trajectory
 
 # What a trajectory's scores hold after scoring (besides the task's own metric).
 SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")

@@ -2,7 +2,7 @@
 
 The label is a pure function (:func:`label`) of four facts about an episode:
 
-- correct: the answer is right under its type's rule (``raleval.tasks.grading``);
+- correct: the answer is right under its type's rule (``raleval.grading.rules``);
 - evidence: a gold alias (or the task's ``evidence``) appears, token-aligned, in an
   OBSERVATION a tool returned; the model's own thoughts and Finish line never count (R-Eval's
   code counted them). On a question with no answer to find (false premise, unanswerable)
@@ -214,8 +214,8 @@ def classify(
     """Label a trajectory graded as an entity answer (``raleval.analysis.scoring`` grades by
     the task's type). With ``threshold``, an answer counts as correct at that token F1 (R-Eval's
     code: :data:`REVAL_THRESHOLD`) instead of by an entity match."""
-    from raleval.tasks.grading import entity_match
-    from raleval.tasks.metrics import f1_score
+    from raleval.grading.metrics import f1_score
+    from raleval.grading.rules import entity_match
 
     if threshold is not None:
         correct = f1_score(trajectory.answer, golds) >= threshold

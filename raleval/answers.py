@@ -1,6 +1,6 @@
 """Answer types: what kind of value a task's gold answer is, and how to tell from old records.
 
-A task's answer type decides how an answer is graded (``raleval.tasks.grading``): a list is
+A task's answer type decides how an answer is graded (``raleval.grading.rules``): a list is
 scored as a set over its elements, a year or a count must be exact, an amount may be written
 with separators, currency and scale words. Generators and loaders set the type; a task file
 written before types existed gets it from :func:`infer_answer_type`, and the reader warns.

@@ -139,7 +139,7 @@ class Task(Record):
     evidence: list[str] | None = None
     metric: str = "f1"  # the family's primary metric (a registered metric name)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    # How the answer is graded (raleval.tasks.grading). Missing in files written before answer
+    # How the answer is graded (raleval.grading.rules). Missing in files written before answer
     # types: inferred from the gold, metric and question type, and the file reader warns.
     answer_type: AnswerType | None = None
     # For a list answer: one entry per gold element, each the element's aliases.

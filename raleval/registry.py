@@ -171,9 +171,12 @@ metrics: Registry[Any] = Registry(
     "metric",
     "raleval.metrics",
     {
-        **{m: "raleval.tasks.metrics" for m in ("f1", "em", "numeric", "set_f1", "fields", "crag")},
-        **{m: "raleval.tasks.grading" for m in ("relaxed", "relaxed_f1", "correct")},
-        **{m: "raleval.tasks.longform_metrics" for m in ("rouge_l", "bleu")},
+        **{
+            m: "raleval.grading.metrics"
+            for m in ("f1", "em", "numeric", "set_f1", "fields", "crag")
+        },
+        **{m: "raleval.grading.rules" for m in ("relaxed", "relaxed_f1", "correct")},
+        **{m: "raleval.grading.longform" for m in ("rouge_l", "bleu")},
     },
 )
 

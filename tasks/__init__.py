@@ -1,1 +1,3 @@
-"""Task records, catalogs, generators, loaders and answer metrics (``raleval.tasks``)."""
+"""Task machinery (``raleval.tasks``): the catalog, dataset loaders, sampling, sets, template
+expansion, demonstrations, gold-solution subgoals, and the robustness testbeds
+(``testbeds/``). How answers are graded lives in ``raleval.grading``."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("envs", "workflows", "agents", "tasks", "analysis")
+FOLDERS = ("envs", "workflows", "agents", "grading", "tasks", "analysis")
 
 
 def _installed_layout(dest: Path) -> Path:
@@ -51,6 +51,7 @@ def test_import_contracts_hold(tmp_path):
     ("module", "line"),
     [
         ("raleval/tasks/_probe.py", "from raleval.analysis import taxonomy\n"),
+        ("raleval/grading/_probe.py", "def f():\n    from raleval.tasks import catalog\n"),
         ("raleval/envs/wiki/_probe.py", "def f():\n    from raleval.envs.crag import world\n"),
         ("raleval/records_probe.py", "def f():\n    import raleval.app.runner\n"),
         ("raleval/agents/_probe.py", "from raleval.envs import scholar\n"),

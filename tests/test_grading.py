@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from raleval.analysis.scoring import aggregate, score_trajectory
 from raleval.answers import AnswerType, infer_answer_type
-from raleval.records import AgentSpec, ErrorType, Step, Task, Trajectory
-from raleval.tasks.grading import (
+from raleval.grading.rules import (
     DEFAULT_GRAMMAR,
     PhraseGrammar,
     answer_amount,
@@ -21,6 +20,7 @@ from raleval.tasks.grading import (
     grade,
     relaxed_f1,
 )
+from raleval.records import AgentSpec, ErrorType, Step, Task, Trajectory
 
 TEN = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 

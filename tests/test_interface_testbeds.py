@@ -10,8 +10,8 @@ from raleval import registry
 from raleval.analysis.runs import load_run, robustness_rates
 from raleval.records import OutcomeKind
 from raleval.tasks.catalog import load_tasks
-from raleval.tasks.interface import attack_succeeded, lookalike_name, plant
 from raleval.tasks.testbeds import Testbed, parse_spec, wrap_session
+from raleval.tasks.testbeds.interface import attack_succeeded, lookalike_name, plant
 
 from .conftest import run_config
 

@@ -13,11 +13,8 @@ from typer.testing import CliRunner
 from raleval import registry
 from raleval.answers import AnswerType
 from raleval.app.cli import app
-from raleval.model import Generation, ModelBase
-from raleval.records import Task
-from raleval.tasks.agreement import cohen_kappa
-from raleval.tasks.grading import grade
-from raleval.tasks.judge import (
+from raleval.grading.agreement import cohen_kappa
+from raleval.grading.judge import (
     ACCURATE,
     HALLUCINATED,
     MISSING,
@@ -27,7 +24,7 @@ from raleval.tasks.judge import (
     parse_three_way,
     resolve_judge,
 )
-from raleval.tasks.judge_validation import (
+from raleval.grading.judge_validation import (
     agreement,
     build_set,
     count_variants,
@@ -37,6 +34,9 @@ from raleval.tasks.judge_validation import (
     validate,
     year_variants,
 )
+from raleval.grading.rules import grade
+from raleval.model import Generation, ModelBase
+from raleval.records import Task
 from tests.conftest import run_config
 
 runner = CliRunner()

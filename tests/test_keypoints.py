@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from raleval.analysis.scoring import score_trajectory
+from raleval.grading.rules import LONG_FORM_COMPLETENESS, grade, grade_task
 from raleval.keypoints import judge_key_points, oracle_text, score_key_points
 from raleval.records import AgentSpec, KeyPoint, Step, Task, Trajectory
-from raleval.tasks.grading import LONG_FORM_COMPLETENESS, grade, grade_task
 
 POSITIONS = ["professor", "associate professor", "assistant professor", "researcher", "lecturer"]
 

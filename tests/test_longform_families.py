@@ -11,10 +11,10 @@ import pytest
 from raleval import registry
 from raleval.answers import AnswerType
 from raleval.families import run_solution
+from raleval.grading.rules import grade_task
 from raleval.keypoints import judge_key_points, oracle_text, score_key_points
 from raleval.longform import rejection, unstated
 from raleval.records import KeyPoint
-from raleval.tasks.grading import grade_task
 from raleval.text import contains_tokens, normalize_answer
 
 from .conftest import run_config

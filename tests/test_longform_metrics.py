@@ -20,17 +20,14 @@ from typer.testing import CliRunner
 from raleval import registry
 from raleval.app.cli import app
 from raleval.app.cli.questeval import QUESTEVAL_FILE
-from raleval.model import Generation, ModelBase, ModelError
-from raleval.records import AgentSpec, KeyPoint, Task, Termination, Trajectory
-from raleval.store import RESULTS, TASKS, ResultsFile, write_tasks
-from raleval.tasks.longform_metrics import (
+from raleval.grading.longform import (
     BertScoreUnavailable,
     ascii_fold,
     bert_score_f1,
     bleu,
     rouge_l,
 )
-from raleval.tasks.questeval import (
+from raleval.grading.questeval import (
     BLANK,
     QuestEvalReader,
     gives_an_answer,
@@ -41,6 +38,9 @@ from raleval.tasks.questeval import (
     questions_for,
     score_replies,
 )
+from raleval.model import Generation, ModelBase, ModelError
+from raleval.records import AgentSpec, KeyPoint, Task, Termination, Trajectory
+from raleval.store import RESULTS, TASKS, ResultsFile, write_tasks
 
 runner = CliRunner()
 

@@ -4,9 +4,8 @@ and the optional LLM judge (a fake model, counted, so caching is visible)."""
 import pytest
 
 from raleval import registry
-from raleval.model import Generation, ModelBase
-from raleval.tasks.judge import LLMJudge, parse_verdict
-from raleval.tasks.metrics import (
+from raleval.grading.judge import LLMJudge, parse_verdict
+from raleval.grading.metrics import (
     crag_score,
     crag_verdict,
     exact_match,
@@ -20,6 +19,7 @@ from raleval.tasks.metrics import (
     set_f1,
     set_precision_recall,
 )
+from raleval.model import Generation, ModelBase
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 import pytest
 
-from raleval.tasks.metrics import exact_match, f1_score, is_abstention, normalize_answer
+from raleval.grading.metrics import exact_match, f1_score, is_abstention, normalize_answer
 
 
 @pytest.mark.parametrize(

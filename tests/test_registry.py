@@ -12,8 +12,8 @@ def test_import_raleval_loads_no_plugin():
     code = textwrap.dedent("""
         import sys, raleval, raleval.registry, raleval.records
         heavy = [m for m in sys.modules if m.startswith(("raleval.envs", "raleval.workflows",
-                 "raleval.agents", "raleval.tasks", "raleval.analysis", "langgraph",
-                 "transformers", "openai"))]
+                 "raleval.agents", "raleval.tasks", "raleval.grading", "raleval.analysis",
+                 "langgraph", "transformers", "openai"))]
         print(heavy)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

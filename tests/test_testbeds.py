@@ -8,17 +8,15 @@ import pytest
 
 from raleval import registry
 from raleval.analysis.runs import load_run, robustness_rates
+from raleval.grading.metrics import crag_score, crag_verdict, rejection_rate
 from raleval.records import OutcomeKind
 from raleval.tasks.catalog import load_tasks
-from raleval.tasks.metrics import crag_score, crag_verdict, rejection_rate
-from raleval.tasks.testbeds import (
+from raleval.tasks.testbeds import Testbed, parse_spec, wrap_session
+from raleval.tasks.testbeds.world import (
     INVALID_ANSWER,
     REJECTION_ANSWER,
-    Testbed,
     add_noise,
     data_sentences,
-    parse_spec,
-    wrap_session,
 )
 from raleval.workflows.sandbox import check_isolation
 

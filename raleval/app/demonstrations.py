@@ -26,7 +26,7 @@ def demonstration_tasks(
     or none. A testbed's demonstrations show the ordinary world (its families' base tasks).
     """
     from raleval.tasks.catalog import stamp
-    from raleval.tasks.interface import translate_demonstrations
+    from raleval.tasks.testbeds.interface import translate_demonstrations
 
     if shots == 0:
         return {}

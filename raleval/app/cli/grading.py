@@ -222,7 +222,7 @@ def grade(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Grade one answer against a gold and explain the verdict (the rules episodes use)."""
-    from raleval.tasks.grading import grade_cli
+    from raleval.grading.rules import grade_cli
 
     try:
         print(grade_cli(gold, answer, answer_type, as_json))

@@ -36,9 +36,9 @@ def validate_cmd(
     from rich.table import Table
 
     from raleval.cache import default_cache_path
-    from raleval.tasks.agreement import cohen_kappa
-    from raleval.tasks.judge import resolve_judge
-    from raleval.tasks.judge_validation import build_set, counts, store_result, validate
+    from raleval.grading.agreement import cohen_kappa
+    from raleval.grading.judge import resolve_judge
+    from raleval.grading.judge_validation import build_set, counts, store_result, validate
 
     console = Console(stderr=as_json)
     try:
@@ -111,8 +111,8 @@ def judge_run_verdicts(run: Any, specs: list[str]) -> tuple[dict[str, Any], list
     names the judge: spec, prompt version and the kappa measured by ``judge validate``."""
     from raleval.analysis.judging import rule_verdict
     from raleval.cache import default_cache_path
-    from raleval.tasks.judge import judge_answer, resolve_judge
-    from raleval.tasks.judge_validation import measured
+    from raleval.grading.judge import judge_answer, resolve_judge
+    from raleval.grading.judge_validation import measured
 
     cache_path = default_cache_path()
     judge = resolve_judge(specs, cache_path=cache_path)
@@ -144,7 +144,7 @@ def judge_run_verdicts(run: Any, specs: list[str]) -> tuple[dict[str, Any], list
 
 def agreement_line(rows: list[dict | None]) -> str:
     """One line: how often the judge agreed with the rules on this run."""
-    from raleval.tasks.agreement import cohen_kappa
+    from raleval.grading.agreement import cohen_kappa
 
     pairs = [(r["rule_verdict"], r["verdict"]) for r in rows if r and r.get("rule_verdict")]
     if not pairs:

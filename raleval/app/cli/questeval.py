@@ -42,8 +42,8 @@ def questeval_rows(
     reader's call counts. ``check_reader``: the reader also reads each task's reference text,
     where every question has its answer (``reference_recall`` / ``reference_accuracy``: what
     the reader loses on its own, 1.0 for a reader that reads perfectly)."""
-    from raleval.tasks.longform_metrics import bert_score_f1, bleu, rouge_l
-    from raleval.tasks.questeval import PROMPT_VERSION, QuestEvalReader, quest_eval
+    from raleval.grading.longform import bert_score_f1, bleu, rouge_l
+    from raleval.grading.questeval import PROMPT_VERSION, QuestEvalReader, quest_eval
 
     episodes = _long_form(run)
     bert: list[float | None] = [None] * len(episodes)
@@ -160,8 +160,8 @@ def questeval_cmd(
     and optionally BERTScore; per-episode rows go to questeval.jsonl in the run directory."""
     from raleval.analysis.runs import load_run
     from raleval.app.console import make_console
+    from raleval.grading.longform import BertScoreUnavailable
     from raleval.store import write_atomic
-    from raleval.tasks.longform_metrics import BertScoreUnavailable
 
     try:
         run = load_run(run_dir)

@@ -2,12 +2,12 @@
 
 Never runs unless asked (``raleval score RUN --judge openai/gpt-4o-mini``, ``raleval judge
 validate``). A judge is named by a spec: ``scripted/rules`` applies raleval's own grading
-(:mod:`raleval.tasks.grading`) and calls no model; any other spec is a model, asked with the
+(:mod:`raleval.grading.rules`) and calls no model; any other spec is a model, asked with the
 prompt in ``prompts/judge_crag3.txt`` (:data:`PROMPT_VERSION`). Repeat a model spec to make a
 panel whose verdict is the majority, as CRAG averaged two graders.
 
 As in CRAG's evaluator, an abstention is *missing* whatever the judge would say: the phrase
-grammar (:class:`~raleval.tasks.grading.PhraseGrammar`) decides it before any judge is asked,
+grammar (:class:`~raleval.grading.rules.PhraseGrammar`) decides it before any judge is asked,
 and "invalid question" against a false-premise gold is decided the same way. Every model
 verdict goes through the response cache, so re-scoring or re-validating costs no new calls.
 """
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from raleval.answers import AnswerType
+from raleval.grading.agreement import ACCURATE, HALLUCINATED, MISSING, VERDICTS
+from raleval.grading.rules import DEFAULT_GRAMMAR, PhraseGrammar
+from raleval.grading.rules import grade as rule_grade
 from raleval.model import GenerateRequest, Message, ModelError
-from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, VERDICTS
-from raleval.tasks.grading import DEFAULT_GRAMMAR, PhraseGrammar
-from raleval.tasks.grading import grade as rule_grade
 
 RULES_SPEC = "scripted/rules"
 # Bump when the prompt file or the way a request is built changes: scores and validation
@@ -36,9 +36,9 @@ RULES_VERSION = "rules-v1"
 
 
 def judge_prompt() -> str:
-    """The system prompt model judges get (``tasks/prompts/judge_crag3.txt``)."""
+    """The system prompt model judges get (``grading/prompts/judge_crag3.txt``)."""
     return (
-        resources.files("raleval.tasks")
+        resources.files("raleval.grading")
         .joinpath("prompts", "judge_crag3.txt")
         .read_text(encoding="utf-8")
         .strip()
@@ -223,7 +223,7 @@ class LLMJudge:
         return sum(scores) / len(scores)
 
     def __call__(self, question: str, gold: str, prediction: str) -> bool:
-        """Synchronous form for :func:`raleval.tasks.metrics.crag_verdict`: majority says yes."""
+        """Synchronous form for :func:`raleval.grading.metrics.crag_verdict`: majority says yes."""
         return asyncio.run(self.agrees(question, gold, prediction)) >= 0.5
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """CRUD-RAG's text-overlap metrics for long-form answers: ROUGE-L, BLEU and BERTScore.
 
 CRUD-RAG (Lyu et al., 2025, section 3.6) scores a generated text against its reference with
-ROUGE-L, BLEU, BERTScore and RAGQuestEval (:mod:`raleval.tasks.questeval`). Here each is the
+ROUGE-L, BLEU, BERTScore and RAGQuestEval (:mod:`raleval.grading.questeval`). Here each is the
 maintained implementation, called with settings written down once, so a score is that
 library's score:
 
@@ -26,7 +26,7 @@ library's score:
   as text2vec's sentence-embedding cosine with ``text2vec-base-chinese``; raleval uses the
   BERTScore of Zhang et al., 2020, that the paper names.)
 
-A missing answer (``None``) scores 0, as in :mod:`raleval.tasks.metrics`.
+A missing answer (``None``) scores 0, as in :mod:`raleval.grading.metrics`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Robustness testbeds (RGB / CRAG) derived from any task family.
 
 A testbed turns verified tasks into variants and, where the world must change for one episode,
-records the change in ``task.metadata["testbed"]``; :func:`wrap_session` applies it to that
-episode's environment session, so every environment (local or remote) and every workflow gets
-the same treatment. Each variant is checked by executing its gold solution through the wrapped
-session; a task the transform cannot change cleanly is left out, never emitted broken.
+records the change in ``task.metadata["testbed"]``; the package's ``wrap_session`` applies
+it to that episode's environment session, so every environment (local or remote) and every
+workflow gets the same treatment. Each variant is checked by executing its gold solution
+through the wrapped session; a task the transform cannot change cleanly is left out, never
+emitted broken.
 
 - ``negative``: every record, field or sentence holding the answer (or the evidence) is
   withheld from tool results; the expected answer is an abstention ("I don't know").
@@ -17,7 +18,7 @@ session; a task the transform cannot change cleanly is left out, never emitted b
   answer, mixed in so they make up ``ratio`` of the results (0, 0.2, 0.4, 0.6, 0.8).
 
 Interface testbeds (``rename-tools``, ``bare-tools``, ``distractors=K``, ``inject``) change
-how the tools are presented rather than what they know: :mod:`raleval.tasks.interface`.
+how the tools are presented rather than what they know: :mod:`raleval.tasks.testbeds.interface`.
 
 Task sets name a testbed after ``@``: ``crag-kg@negative``, ``reval-12@noise=0.4``,
 ``scholar-...@distractors=3``.
@@ -25,89 +26,29 @@ Task sets name a testbed after ``@``: ``crag-kg@negative``, ``reval-12@noise=0.4
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from raleval.answers import AnswerType
 from raleval.environment import ToolResult, render_observation
 from raleval.families import SolutionMismatch, answer_of, run_solution
+from raleval.grading.metrics import split_items
 from raleval.records import OutcomeKind, Task, ToolCall
-from raleval.tasks.metrics import split_items
+from raleval.tasks.testbeds.lookalike import PROPER_NAME, data_text, lookalike, mention_pattern
 
-KINDS = ("negative", "false-premise", "counterfactual", "noise")
-INTERFACE = ("rename-tools", "bare-tools", "distractors", "inject")  # raleval.tasks.interface
-MAX_DISTRACTORS = 20
 NOISE_RATIOS = (0.0, 0.2, 0.4, 0.6, 0.8)
 REJECTION_ANSWER = "I don't know"
 INVALID_ANSWER = "invalid question"
 _SUFFIX = {"negative": "neg", "false-premise": "fp", "counterfactual": "cf", "noise": "noise"}
 
 
-@dataclass(frozen=True)
-class Testbed:
-    __test__ = False  # not a pytest class
-
-    kind: str
-    ratio: float = 0.0  # noise only
-    count: int = 0  # distractors only
-
-    @property
-    def label(self) -> str:
-        if self.kind == "distractors":
-            return f"distractors={self.count}"
-        return f"noise={self.ratio:g}" if self.kind == "noise" else self.kind
-
-
-def parse_spec(spec: str) -> tuple[str, Testbed | None]:
-    """``"crag-kg@noise=0.4"`` -> ``("crag-kg", Testbed("noise", 0.4))``."""
-    if "@" not in spec:
-        return spec, None
-    base, _, name = spec.rpartition("@")
-    kind, _, value = name.partition("=")
-    if kind not in KINDS + INTERFACE:
-        known = ", ".join(KINDS + INTERFACE)
-        raise ValueError(f"unknown testbed {kind!r} in {spec!r}; choose one of {known}")
-    if kind == "distractors":
-        if not value.isdigit() or not 1 <= int(value) <= MAX_DISTRACTORS:
-            raise ValueError(
-                f"distractors needs a count from 1 to {MAX_DISTRACTORS}, e.g. "
-                f"{base}@distractors=3 (got {name!r})"
-            )
-        return base, Testbed("distractors", count=int(value))
-    if kind != "noise":
-        if value:
-            raise ValueError(f"testbed {kind!r} takes no value (got {name!r})")
-        return base, Testbed(kind)
-    try:
-        ratio = float(value)
-    except ValueError:
-        raise ValueError(f"noise needs a ratio, e.g. {base}@noise=0.4 (got {name!r})") from None
-    if not 0.0 <= ratio <= 0.8:
-        raise ValueError(f"noise ratio must be between 0 and 0.8 (got {ratio})")
-    return base, Testbed("noise", ratio)
-
-
 # --- matching answer strings inside tool results ------------------------------------------
-
-
-def mention_pattern(values: list[str]) -> re.Pattern[str] | None:
-    values = sorted({v for v in values if v and v.strip()}, key=len, reverse=True)
-    if not values:
-        return None
-    alternatives = "|".join(re.escape(v) for v in values)
-    return re.compile(rf"(?<![\w]){alternatives}(?![\w])", re.IGNORECASE)
 
 
 def _mentions(pattern: re.Pattern[str] | None, text: str) -> bool:
     return pattern is not None and pattern.search(text) is not None
-
-
-def data_text(data: Any) -> str:
-    return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -162,102 +103,6 @@ def swap(data: Any, old: str, new: str) -> Any:
         return x
 
     return one(data)
-
-
-# --- look-alike records (noise) -------------------------------------------------------------
-
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-PROPER_NAME = re.compile(r"\b[A-Z][a-z]{2,}\b")
-
-
-def _jitter_number(text: str, rng: random.Random) -> str:
-    def one(m: re.Match[str]) -> str:
-        token = m.group(0)
-        if "." in token:
-            places = len(token.split(".")[1])
-            return f"{float(token) * rng.uniform(0.5, 1.5):.{places}f}"
-        value = int(token)
-        if 1900 <= value <= 2100 and len(token) == 4:  # a year stays a plausible year
-            return str(value + rng.choice([-4, -3, -2, -1, 1, 2, 3, 4]))
-        changed = max(0, round(value * rng.uniform(0.5, 1.5)))
-        return str(changed if changed != value else value + 1).zfill(len(token))
-
-    return _NUMBER.sub(one, text)
-
-
-def _respell(word: str, rng: random.Random, words: list[str]) -> str:
-    """A look-alike of a proper word: its first part joined to the end of another proper word
-    of the result (``Noubaisard`` + ``Pyhon`` -> ``Noubhon``), or one vowel changed."""
-    donors = [w for w in words if w != word and len(w) >= 4]
-    if donors and len(word) >= 4 and rng.random() < 0.5:
-        donor = rng.choice(donors)
-        out = word[: len(word) // 2] + donor[len(donor) // 2 :]
-        if out != word:
-            return out
-    vowels = [i for i, c in enumerate(word) if c in "aeiou" and i > 0]
-    if not vowels:
-        return word + rng.choice(["a", "o", "is"])
-    i = rng.choice(vowels)
-    return word[:i] + rng.choice([v for v in "aeiou" if v != word[i]]) + word[i + 1 :]
-
-
-def _respell_text(text: str, rng: random.Random, words: list[str], subject: bool) -> str:
-    """``text`` with its numbers shifted and, if ``subject``, its first proper name respelled."""
-    out = _jitter_number(text, rng)
-    match = PROPER_NAME.search(out) if subject else None
-    if match:
-        out = out[: match.start()] + _respell(match.group(0), rng, words) + out[match.end() :]
-    return out
-
-
-def _answerless(
-    text: str, protect: re.Pattern[str] | None, rng: random.Random, words: list[str]
-) -> str:
-    """``text`` with every protected value in it respelled (a look-alike, not the answer)."""
-    if protect is None:
-        return text
-    for _ in range(3):
-        m = protect.search(text)
-        if m is None:
-            break
-        said = m.group(0)
-        proper = PROPER_NAME.findall(said)
-        other = said.replace(proper[-1], _respell(proper[-1], rng, words)) if proper else None
-        text = text[: m.start()] + (other or _jitter_number(said, rng)) + text[m.end() :]
-    return text
-
-
-def lookalike(value: Any, rng: random.Random, words: list[str],
-              protect: re.Pattern[str] | None = None, subject: bool = True) -> Any:  # fmt: skip
-    """A record of the same shape about another entity: its name (the first capitalised string
-    field, or the text's first proper name) respelled, numbers and ids shifted, and any
-    protected value (a gold answer) respelled so the record holds no answer."""
-    if isinstance(value, str):
-        out = _respell_text(value, rng, words, subject) if subject else value
-        if " " not in value and any(c.isdigit() for c in value):  # an id: shift its digits
-            out = _jitter_number(value, rng)
-        return _answerless(out, protect, rng, words)
-    if isinstance(value, dict):
-        out, named = {}, not subject  # a nested record keeps its names
-        for key, item in value.items():
-            is_name = not named and isinstance(item, str) and item[:1].isupper()
-            named = named or is_name
-            if isinstance(item, str):
-                out[key] = lookalike(item, rng, words, protect, subject=is_name)
-            elif isinstance(item, (dict, list)):
-                out[key] = lookalike(item, rng, words, protect, subject=False)
-            else:
-                out[key] = lookalike(item, rng, words, protect)
-        return out
-    if isinstance(value, list):
-        return [lookalike(v, rng, words, protect, subject) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(_jitter_number(str(value), rng)) if value >= 0 else value
-    if isinstance(value, float):
-        return round(value * rng.uniform(0.5, 1.5), 4)
-    return value
 
 
 def add_noise(
@@ -359,20 +204,6 @@ class TestbedSession:
 _NOT_FOUND = "Could not find"  # the wiki's not-found observation: nothing to add noise to
 
 
-def wrap_session(session: Any, task: Task, env: Any = None) -> Any:
-    """The session an episode of ``task`` talks to: wrapped when the task is a testbed
-    variant whose world or tool interface differs from the base one. ``env`` (the
-    environment the session came from) gives distractor tools sessions of their own."""
-    spec = task.metadata.get("testbed")
-    if not spec or spec.get("kind") == "false-premise":
-        return session
-    if spec.get("kind") in INTERFACE:
-        from raleval.tasks.interface import InterfaceSession
-
-        return InterfaceSession(session, task, env)
-    return TestbedSession(session, task)
-
-
 # --- deriving variants ----------------------------------------------------------------------
 
 
@@ -426,7 +257,7 @@ def negative(
             "answer_expr": None,
         },
     )
-    results = _run_solution(wrap_session(env.session(variant), variant), task.solution or [])
+    results = _run_solution(TestbedSession(env.session(variant), variant), task.solution or [])
     if results is None or any(_mentions(pattern, r.observation) for r in results):
         return None
     return variant
@@ -464,7 +295,7 @@ def counterfactual(
             "original_answers": task.answers,
         },
     )
-    results = _run_solution(wrap_session(env.session(variant), variant), task.solution or [])
+    results = _run_solution(TestbedSession(env.session(variant), variant), task.solution or [])
     if results is None:
         return None
     text = " ".join(r.observation for r in results)
@@ -670,7 +501,7 @@ def noise(
         },
     )  # fmt: skip
     variant.id = f"{task.id}@noise{ratio:g}"
-    results = _run_solution(wrap_session(env.session(variant), variant), task.solution)
+    results = _run_solution(TestbedSession(env.session(variant), variant), task.solution)
     if results is None:
         return None
     expr = task.metadata.get("answer_expr")
@@ -689,20 +520,18 @@ _DERIVE: dict[str, Callable[..., Task | None]] = {
 }
 
 
-def derive(tasks: list[Task], env: Any, testbed: Testbed, seed: int) -> list[Task]:
-    """The testbed's verified variants of ``tasks`` (tasks it cannot transform are left out)."""
-    if testbed.kind in INTERFACE:
-        from raleval.tasks.interface import derive_interface
-
-        made = (derive_interface(env, t, testbed.kind, seed, testbed.count) for t in tasks)
-        return [v for v in made if v is not None]
+def derive_world(
+    tasks: list[Task], env: Any, kind: str, seed: int, *, ratio: float = 0.0, label: str
+) -> list[Task]:
+    """The world testbed's verified variants of ``tasks`` (tasks it cannot transform are left
+    out); ``label`` seeds each variant's draws."""
     # the base solutions' results, run once: negative and counterfactual start from them
-    needs_results = testbed.kind in ("negative", "counterfactual")
+    needs_results = kind in ("negative", "counterfactual")
     observed = {t.id: _observed(env, t) for t in tasks} if needs_results else {}
     pools: dict[str, list[str]] = {}
     for t in tasks:
         pools.setdefault(_kind(t), []).append(t.answers[0])
-        if testbed.kind == "counterfactual" and (results := observed[t.id]):
+        if kind == "counterfactual" and (results := observed[t.id]):
             place = _result_place(t, results, t.answers[0])
             pools.setdefault(f"place:{place}", []).append(t.answers[0])
         key = _subject_key(t)
@@ -712,9 +541,9 @@ def derive(tasks: list[Task], env: Any, testbed: Testbed, seed: int) -> list[Tas
             )
     out = []
     for t in tasks:
-        rng = random.Random(f"{seed}:{testbed.label}:{t.id}")
-        extra = {"ratio": testbed.ratio} if testbed.kind == "noise" else {}
-        variant = _DERIVE[testbed.kind](env, t, observed.get(t.id), pools, rng, **extra)
+        rng = random.Random(f"{seed}:{label}:{t.id}")
+        extra = {"ratio": ratio} if kind == "noise" else {}
+        variant = _DERIVE[kind](env, t, observed.get(t.id), pools, rng, **extra)
         if variant is not None:
             out.append(variant)
     return out

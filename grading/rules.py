@@ -59,15 +59,15 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import AnswerType, infer_answer_type, list_elements
-from raleval.keypoints import score_key_points
-from raleval.registry import register_metric
-from raleval.tasks.metrics import (
+from raleval.grading.metrics import (
     exact_match,
     f1_score,
     field_accuracy,
     normalize_answer,
     parse_date,
 )
+from raleval.keypoints import score_key_points
+from raleval.registry import register_metric
 
 NUMBER_REL_TOL = 0.005
 FREE_TEXT_THRESHOLD = 0.5
@@ -707,7 +707,7 @@ def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool
         raise ValueError(
             "a long-form answer is graded by its task's key points, which a gold string does "
             "not carry: grade it through its task (raleval score RUN, or "
-            "raleval.tasks.grading.grade_task)"
+            "raleval.grading.rules.grade_task)"
         )
     elements = None
     if kind is AnswerType.list:

@@ -71,7 +71,7 @@ RELAXED_THRESHOLD = 0.05
 
 def relaxed_match(prediction: str | None, golds: Sequence[str]) -> float:
     """1.0 when token F1 reaches 0.05, the threshold at which R-Eval's error-analysis code calls
-    an answer accurate. Not R-Eval's relaxed F1: that is ``raleval.tasks.grading.relaxed_f1``
+    an answer accurate. Not R-Eval's relaxed F1: that is ``raleval.grading.rules.relaxed_f1``
     (registered as ``relaxed`` and ``relaxed_f1``)."""
     return float(f1_score(prediction, golds) >= RELAXED_THRESHOLD)
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel, create_model
 from raleval.environment import ToolResult, ToolSpec, render_observation
 from raleval.families import SolutionMismatch, answer_of, run_solution
 from raleval.records import OutcomeKind, Task, ToolCall
+from raleval.tasks.testbeds.lookalike import PROPER_NAME, data_text, lookalike, mention_pattern
 from raleval.text import normalize_answer
 
 INTERFACE_KINDS = ("rename-tools", "bare-tools", "distractors", "inject")
@@ -224,8 +225,6 @@ class InterfaceSession:
         return self._side
 
     def _lookalike(self, name: str, twin: str, result: ToolResult) -> ToolResult:
-        from raleval.tasks.testbeds import PROPER_NAME, data_text, lookalike, mention_pattern
-
         if result.kind is not OutcomeKind.ok:
             return self._presented(result, twin, name)
         data = result.data if result.data is not None else result.observation

@@ -34,10 +34,10 @@ is read from the reference:
   ___" when the text gives no year): that is a failure to answer, not a wrong answer.
 - **quest recall**: answered questions / questions.
 - **quest F1**: CRUD-RAG's avg F1: mean over answered questions of SQuAD token F1 between the
-  reply and the key point's value (best over its aliases, :func:`raleval.tasks.metrics.f1_score`;
+  reply and the key point's value (best over its aliases, :func:`raleval.grading.metrics.f1_score`;
   CRUD-RAG cuts Chinese with jieba and does not normalise); 0 when none is answered.
 - **quest accuracy**: the typed analogue: the share of answered questions whose reply
-  :func:`raleval.tasks.grading.grade` calls correct against the value by the key point's kind
+  :func:`raleval.grading.rules.grade` calls correct against the value by the key point's kind
   (number: a whole number as a count, exactly, as the key-point rules read it, any other
   within grading's 0.5%; year: exact; entity: the value or an alias and nothing else; member:
   the member named, as list recall, since a list's other members fill the same blank
@@ -57,9 +57,9 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import AnswerType
+from raleval.grading.metrics import f1_score
+from raleval.grading.rules import DEFAULT_GRAMMAR, answer_amount, grade, parse_count, parse_year
 from raleval.model import GenerateRequest, Message, ModelError
-from raleval.tasks.grading import DEFAULT_GRAMMAR, answer_amount, grade, parse_count, parse_year
-from raleval.tasks.metrics import f1_score
 
 # Bump when the prompt file, the question templates or the request change: stored results
 # name it, so scores read with different questions are never mixed.
@@ -81,9 +81,9 @@ _NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.
 
 @lru_cache(maxsize=1)
 def reader_prompt() -> str:
-    """The system prompt the reader model gets (``tasks/prompts/questeval_answer.txt``)."""
+    """The system prompt the reader model gets (``grading/prompts/questeval_answer.txt``)."""
     return (
-        resources.files("raleval.tasks")
+        resources.files("raleval.grading")
         .joinpath("prompts", "questeval_answer.txt")
         .read_text(encoding="utf-8")
         .strip()

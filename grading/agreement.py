@@ -1,5 +1,5 @@
 """The three CRAG verdicts and agreement between two raters of them (no model, no I/O), shared
-by the judges (``raleval.tasks.judge``) and the report (``raleval.analysis.judging``)."""
+by the judges (``raleval.grading.judge``) and the report (``raleval.analysis.judging``)."""
 
 from __future__ import annotations
 

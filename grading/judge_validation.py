@@ -35,11 +35,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from raleval.answers import AnswerType
+from raleval.grading.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
+from raleval.grading.judge import Judge, judge_answer
+from raleval.grading.metrics import normalize_answer
+from raleval.grading.rules import DEFAULT_GRAMMAR, NUMBER_WORDS
 from raleval.records import Task
-from raleval.tasks.agreement import ACCURATE, HALLUCINATED, MISSING, cohen_kappa
-from raleval.tasks.grading import DEFAULT_GRAMMAR, NUMBER_WORDS
-from raleval.tasks.judge import Judge, judge_answer
-from raleval.tasks.metrics import normalize_answer
 
 BUILTIN_ENVS = ("scholar", "crag", "wiki")
 SET_VERSION = "judge-set-v1"
@@ -644,7 +644,7 @@ def measure(
 
 
 def decided_by_rule(item: ValidationItem) -> bool:
-    """Whether :func:`~raleval.tasks.judge.judge_answer` settles ``item`` without a judge."""
+    """Whether :func:`~raleval.grading.judge.judge_answer` settles ``item`` without a judge."""
     if DEFAULT_GRAMMAR.abstains(item.answer):
         return True
     return item.answer_type == AnswerType.invalid_premise.value and DEFAULT_GRAMMAR.claims_invalid(
