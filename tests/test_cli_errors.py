@@ -128,3 +128,35 @@ def test_unexpected_errors_are_one_line_unless_debug(tmp_path, debug):
     else:
         assert "Traceback" not in proc.stderr
         assert len(lines(proc.stderr)) <= 2 and "--debug" in proc.stderr
+
+
+@pytest.mark.parametrize("spec", ["local/qwen2.5-1.5b", "local/no-such-file.gguf"])
+def test_a_model_that_cannot_load_exits_2_and_leaves_no_run_directory(tmp_path, spec, monkeypatch):
+    """Issue 50: missing weights of a known local model exited 1 where every other bad model
+    spec exits 2, and a failed start left its run directory (header, tasks, a stale lock)."""
+    from raleval.agents import local
+
+    monkeypatch.setattr(local, "_module_dir", lambda module: None)  # no weight package here
+    monkeypatch.chdir(tmp_path)
+    log_dir = tmp_path / "runs"
+    res = runner.invoke(
+        app, ["run", "--model", spec, "-E", "size=tiny", "--tasks", "scholar-ks", "--limit",
+              "2", "--display", "none", "--log-dir", str(log_dir)],
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert lines(res.output)[-1].startswith(f"error: {spec}")
+    assert "Traceback" not in res.output
+    assert not log_dir.exists()
+
+
+def test_rich_progress_becomes_plain_lines_when_stderr_is_not_a_terminal(tmp_path):
+    """Issue 50: `--display rich` with output redirected logged nothing until the run ended."""
+    res = subprocess.run(
+        [sys.executable, "-m", "raleval", "run", "--model", "scripted/oracle", "-E", "size=tiny",
+         "--tasks", "scholar-ks", "--limit", "2", "--display", "rich", "--log-dir",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "2 episodes to run" in res.stderr
+    assert "[1/2]" in res.stderr and "[2/2]" in res.stderr

@@ -56,13 +56,33 @@ def test_csv_export(run_dir, tmp_path):
     assert (tmp_path / "e.steps.csv").is_file()
 
 
-def test_csv_export_without_out_writes_csv_files(run_dir, tmp_path, monkeypatch):
-    # issue 38: --format csv used to write CSV into episodes.parquet
+def test_csv_export_without_out_writes_csv_files_beside_the_run(run_dir, tmp_path, monkeypatch):
+    # issue 38: --format csv used to write CSV into episodes.parquet; issue 50: it wrote into
+    # the current directory and a second export overwrote the first without a word
     monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv"])
+    before = set(run_dir.parent.iterdir())
+    for _ in range(2):
+        res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv"])
+        assert res.exit_code == 0, res.output
+    assert list(tmp_path.iterdir()) == []  # nothing in the current directory
+    name = run_dir.name
+    new = sorted(p.name for p in set(run_dir.parent.iterdir()) - before)
+    assert new == sorted([f"{name}.episodes.csv", f"{name}.episodes.steps.csv",
+                          f"{name}.episodes-2.csv", f"{name}.episodes-2.steps.csv"])  # fmt: skip
+    assert len(pd.read_csv(run_dir.parent / f"{name}.episodes.csv")) == 6
+
+
+def test_an_existing_out_is_replaced_only_with_force(run_dir, tmp_path):
+    out = tmp_path / "mine.csv"
+    out.write_text("keep me")
+    res = CliRunner().invoke(app, ["export", str(run_dir), "--format", "csv", "--out", str(out)])
+    assert res.exit_code == 2 and "--force" in res.output
+    assert out.read_text() == "keep me"
+    res = CliRunner().invoke(
+        app, ["export", str(run_dir), "--format", "csv", "--out", str(out), "--force"]
+    )
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.csv", "episodes.steps.csv"]
-    assert len(pd.read_csv(tmp_path / "episodes.csv")) == 6
+    assert len(pd.read_csv(out)) == 6
 
 
 def test_load_runs_without_pandas_names_the_extra(run_dir, monkeypatch):

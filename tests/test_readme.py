@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from .conftest import REPO
 
 
@@ -88,5 +90,40 @@ def test_readme_tour_runs_as_written(tmp_path):
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "0 episodes run, 20 already done" in res.stdout  # the repeated run resumed
-    assert (work / "tour-report.html").is_file() and (work / "episodes.csv").is_file()
+    assert (work / "tour-report.html").is_file() and (work / "runs.episodes.csv").is_file()
+    assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_readme_tour_runs_after_exactly_the_readme_set_up(tmp_path):
+    """Issue 50: the tour failed at `export` and `load_runs` for a user who installed only what
+    the README says (`[local]` had no pandas). Here a new virtualenv gets exactly the README's
+    set-up commands (the venv and the main job's install; its model run is left out: the tour
+    needs no model, and the embedded model has tests of its own), then the tour runs in it."""
+    import os
+    import subprocess
+
+    setup, main_job = _blocks()[0].strip(), _blocks()[1].strip()
+    install = main_job.split(" && raleval run", 1)[0]
+    assert setup == "python3 -m venv .venv && . .venv/bin/activate"
+    assert install == 'pip install -e ".[local]"'
+    venv = tmp_path / "venv"  # the README's .venv, kept out of this checkout's own .venv
+    work = tmp_path / "work"
+    work.mkdir()
+    script = "\n".join([
+        "set -euo pipefail",
+        f"cd {REPO}",
+        setup.replace(".venv", str(venv)),
+        install + " --quiet",
+        f"cd {work}",
+        _tour(),
+    ])  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["RALEVAL_CACHE_DIR"] = str(tmp_path / "cache")
+    res = subprocess.run(
+        ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=1500
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert (work / "runs.episodes.csv").is_file()
     assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model

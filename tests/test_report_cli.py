@@ -38,11 +38,17 @@ def test_report_of_several_runs_is_a_new_file(tmp_path, monkeypatch):
     monkeypatch.chdir(work)
     res = runner.invoke(app, ["report", *map(str, dirs)])
     assert res.exit_code == 0, res.output
-    first = work / f"report-{dirs[0].name}-and-1-more.html"
+    beside = dirs[0].parent  # beside the runs, not in the current directory (issue 50)
+    first = beside / f"report-{dirs[0].name}-and-1-more.html"
     assert res.output.strip() == f"report: {first}"
     res = runner.invoke(app, ["report", *map(str, dirs)])  # never overwrites: a new name
-    assert res.output.strip() == f"report: {work / f'report-{dirs[0].name}-and-1-more-2.html'}"
+    assert res.output.strip() == f"report: {beside / f'report-{dirs[0].name}-and-1-more-2.html'}"
+    assert list(work.iterdir()) == []
     assert [digest(d / "report.html") for d in dirs] == before
+    res = runner.invoke(app, ["report", str(dirs[0]), "--out", str(first)])
+    assert res.exit_code == 2 and "--force" in res.output
+    res = runner.invoke(app, ["report", str(dirs[0]), "--out", str(first), "--force"])
+    assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["report", str(dirs[0]), "--out", str(dirs[1] / "x.html")])
     assert res.exit_code == 2 and "inside the run" in res.output
     assert not (dirs[1] / "x.html").exists()

@@ -176,11 +176,17 @@ def test_a_start_that_failed_before_any_episode_does_not_block_the_corrected_com
     """A mistyped ``-M`` failed at model loading, after the run directory got its header and
     tasks; the corrected command (other model options) was then refused as "holds a run with
     config model_options=...". A directory with no episode is taken over, its left-overs set
-    aside; one with episodes is still refused."""
+    aside; one with episodes is still refused. A directory the failed start made itself is
+    removed again (issue 50: failed starts left directories with a stale lock behind)."""
     name = "scholar__react__scripted_oracle__scholar-ks"
+    fresh = tmp_path / "fresh"
+    with pytest.raises(ValueError, match="take only latency_s"):
+        run_config(fresh, limit=2, model_options={"nope": 1}, run_name=name)
+    assert not fresh.exists()  # neither the run directory nor the log directory it made
+    run_dir = tmp_path / name
+    run_dir.mkdir()  # a directory that was there before: its left-overs stay, set aside later
     with pytest.raises(ValueError, match="take only latency_s"):
         run_config(tmp_path, limit=2, model_options={"nope": 1}, run_name=name)
-    run_dir = tmp_path / name
     assert (run_dir / "header.json").exists() and not (run_dir / RESULTS).exists()
     summary, results = run_config(tmp_path, limit=2, run_name=name)
     assert summary.run_dir == run_dir and summary.ran == 2 and len(results) == 2

@@ -542,9 +542,9 @@ def save_report(runs: list[Run], path: Path, threshold: float = DEFAULT_THRESHOL
 
 
 def default_report_path(run_dirs: list[Path], folder: Path | None = None) -> Path:
-    """``report-<run>[-and-N-more].html`` in ``folder`` (the current directory), numbered so
-    that an existing file is never overwritten."""
-    folder = folder or Path.cwd()
+    """``report-<run>[-and-N-more].html`` in ``folder`` (default: beside the first run, in the
+    folder that holds it), numbered so that an existing file is never overwritten."""
+    folder = folder or Path(run_dirs[0]).resolve().parent
     stem = "report-" + Path(run_dirs[0]).resolve().name
     if len(run_dirs) > 1:
         stem += f"-and-{len(run_dirs) - 1}-more"
@@ -560,11 +560,13 @@ def write_report(
     out: Path | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     png_dir: Path | None = None,
+    replace: bool = False,
 ) -> Path:
-    """Write the report for ``run_dirs`` to ``out`` (default: a new file in the current
-    directory, :func:`default_report_path`). Never into a run directory: a run's own
-    ``report.html`` is written by ``raleval run`` and left alone here. With ``png_dir``, its
-    figures also go there as PNG files (:func:`save_figures`)."""
+    """Write the report for ``run_dirs`` to ``out`` (default: a new file beside the first run,
+    :func:`default_report_path`). Never into a run directory: a run's own ``report.html`` is
+    written by ``raleval run`` and left alone here. An existing ``out`` is replaced only with
+    ``replace``. With ``png_dir``, its figures also go there as PNG files
+    (:func:`save_figures`)."""
     from raleval.analysis.runs import find_runs
 
     run_dirs = find_runs(run_dirs)  # a log directory stands for every run below it
@@ -573,6 +575,8 @@ def write_report(
         raise ValueError(
             f"--out {out} is inside the run {target.parent}; reports of runs go outside any run"
         )
+    if out is not None and target.exists() and not replace:
+        raise FileExistsError(f"{out} exists; pass --force to replace it")
     runs = [load_run(p) for p in run_dirs]
     path = save_report(runs, target, threshold)
     if png_dir is not None:

@@ -88,13 +88,21 @@ class _Rich(_Progress):
         self._bar.update(self._id, advance=1, f1=f"{running_f1:.3f}", rate=f"{rate:.2f} ep/s")
 
 
+def shown_as(display: str) -> str:
+    """The display actually drawn: ``rich`` becomes plain lines when stderr is not a terminal
+    (redirected to a file or a pipe, a CI log), where a live bar writes nothing readable."""
+    if display == "rich" and not sys.stderr.isatty():
+        return "plain"
+    return display
+
+
 class Phases:
     """Says what a run is doing before its first episode (loading a model, building a world,
     generating tasks), so no phase that can take seconds is silent: a spinner in rich mode, a
     line when the phase starts and one with its duration in plain mode, nothing in none."""
 
     def __init__(self, display: str, title: str) -> None:
-        self.display, self.title = display, title
+        self.display, self.title = shown_as(display), title
 
     def note(self, text: str) -> None:
         """One line about the run's preparation (nothing in ``--display none``)."""
@@ -126,6 +134,7 @@ class Phases:
 
 
 def make_progress(display: str, total: int, title: str) -> _Progress:
+    display = shown_as(display)
     if display == "rich":
         return _Rich(total, title)
     if display == "plain":

@@ -49,8 +49,9 @@ class RunDirLock:
     Taken before anything else is written into the directory; a second holder is refused at
     once with the first one's pid. The kernel releases it when the holding process exits, is
     killed or crashes, so a SIGKILLed run's directory can be resumed immediately. A directory
-    this lock created and nothing else wrote into is removed again on release, so a refused
-    run leaves nothing behind.
+    this lock created and that got no episode (only the header and the task list, written
+    before the model loads) is removed again on release, so a refused run or a failed start (a
+    bad model spec, a missing key or weights file) leaves nothing behind.
     """
 
     def __init__(self, run_dir: Path) -> None:
@@ -102,9 +103,11 @@ class RunDirLock:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
-        if self._made and [p.name for p in self.run_dir.iterdir()] == [LOCK]:
-            with contextlib.suppress(OSError):  # refused before writing: leave nothing
-                (self.run_dir / LOCK).unlink()
+        names = {p.name for p in self.run_dir.iterdir()} if self._made else set()
+        if names and names <= {LOCK, HEADER, TASKS}:
+            with contextlib.suppress(OSError):  # refused or failed before any episode
+                for name in [*sorted(names - {LOCK}), LOCK]:
+                    (self.run_dir / name).unlink()
                 for folder in self._made:  # the log directory too, if this made it
                     folder.rmdir()
         os.close(fd)  # closing the descriptor releases the lock

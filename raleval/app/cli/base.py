@@ -75,6 +75,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
         RecordFileError,
         ValueError,
         FileNotFoundError,
+        FileExistsError,
         ModelError,
     )
 

@@ -22,10 +22,11 @@ def report(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="output file (default: report-<first run>[-and-N-more].html in the current "
-            "directory; never inside a run)"
+            help="output file (default: report-<first run>[-and-N-more].html beside the first "
+            "run, numbered rather than overwritten; never inside a run)"
         ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace an existing --out file")] = False,
     threshold: Annotated[
         float,
         typer.Option(envvar="RALEVAL_THRESHOLD", help="F1 at or above which an answer matches"),
@@ -44,7 +45,7 @@ def report(
 
     try:
         cells = [c for p in run_dirs for c in cells_under(p)]
-        path = write_report(cells, out, threshold, png_dir=png)
+        path = write_report(cells, out, threshold, png_dir=png, replace=force)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(f"report: {path}")
@@ -172,16 +173,18 @@ def export(
     out: Annotated[
         Path | None,
         typer.Option(
-            help="output file; steps go beside it (episodes.steps.parquet)",
-            show_default="episodes.parquet, episodes.csv or run.eval",
+            help="output file; steps go beside it (<name>.steps.<format>)",
+            show_default="<run or log dir>.episodes.parquet|.csv or <run>.eval beside it, "
+            "numbered rather than overwritten",
         ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="replace an existing --out file")] = False,
 ) -> None:
     """Export a run: episodes (and steps) as Parquet or CSV, or an Inspect AI eval log."""
     from raleval.analysis.export import MissingExtraError, export_run
 
     try:
-        written = export_run(run_dir, fmt, out)
+        written = export_run(run_dir, fmt, out, replace=force)
     except (*user_errors(), MissingExtraError) as exc:
         fail(str(exc))
     for path in written:

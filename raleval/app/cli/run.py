@@ -275,7 +275,8 @@ def run(
         str,
         typer.Option(
             envvar="RALEVAL_DISPLAY",
-            help="progress display: rich, plain or none",
+            help="progress display: rich (plain lines when stderr is not a terminal), plain "
+            "or none",
             rich_help_panel=OUTPUT,
             **_OPT,
         ),
@@ -504,7 +505,7 @@ def _matrix_report(configs: list[Any]) -> None:
         typer.echo(f"matrix report: {path} (kept: no cell changed since it was written)")
         return
     try:
-        path = write_report(dirs, path)
+        path = write_report(dirs, path, replace=True)  # the matrix's own report, redrawn
         typer.echo(f"matrix report: {path}")
     except Exception as exc:  # the results are safe; `raleval report` can retry
         make_console(stderr=True).print(f"[yellow]no matrix report[/]: {escape(str(exc))}")
