@@ -254,3 +254,26 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
         "runs only)"
     )
     return Group(runs, pairs)
+
+
+def verdict_lines(cmp: Comparison, letters: Sequence[str]) -> list[str]:
+    """One line per pair saying what the test allows one to conclude: which run is better
+    (Holm-adjusted p below alpha), or that no difference was detected and how large one could
+    have gone unseen (the MDD)."""
+    out = []
+    for p in cmp.pairs:
+        a, b = letters[p.a], letters[p.b]
+        if p.p_holm == p.p_holm and p.p_holm < cmp.alpha:
+            better, worse = (a, b) if p.diff.estimate > 0 else (b, a)
+            held = _p(p.p_holm) if p.p_holm < 1e-4 else f"{_p(p.p_holm)} < {cmp.alpha:g}"
+            out.append(
+                f"verdict {a}-{b}: {better} scores higher than {worse} ({a} - {b} = "
+                f"{p.diff.estimate:+.3f}, Holm p {held})"
+            )
+            continue
+        unseen = "" if p.mdd != p.mdd else f"; a true difference under {p.mdd:.3f} could go unseen"
+        out.append(
+            f"verdict {a}-{b}: no difference detected ({a} - {b} = {p.diff.estimate:+.3f}, Holm p "
+            f"{_p(p.p_holm)} >= {cmp.alpha:g}{unseen})"
+        )
+    return out

@@ -58,6 +58,22 @@ class Run:
             return f"{a.workflow}/{a.model}"
         return self.path.name
 
+    @property
+    def environment(self) -> str:
+        """The environment the run's episodes talked to (its header's ``env``)."""
+        config = self.header.config if self.header else {}
+        return str(config.get("env") or "-")
+
+    @property
+    def task_set(self) -> str:
+        """The run's task set as ``--tasks`` named it: a set or family name, or a task file's
+        stem (``studies/data/crag-dev.jsonl`` -> ``crag-dev``)."""
+        config = self.header.config if self.header else {}
+        base, at, testbed = str(config.get("tasks") or "-").partition("@")
+        if "/" in base or base.endswith((".jsonl", ".json")):
+            base = Path(base).stem
+        return base + at + testbed
+
 
 def verdict_changes(
     before: list[tuple[object, str | None, float | None]], after: list[Trajectory]

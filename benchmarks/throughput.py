@@ -18,6 +18,12 @@ Other work on the machine (the load average, recorded per level) takes from thos
     pip install -e ".[bench]"; python benchmarks/throughput.py [--levels 64,256,1024]
     python benchmarks/throughput.py --levels 256 --backend local        # one process
     python benchmarks/throughput.py --levels 256 --backend ray --workers 4
+    python benchmarks/throughput.py --levels 256 --baseline fe9507e --repeat 3
+
+``--baseline REV`` measures a commit and this working tree back to back on this machine
+(alternating, ``--repeat`` times each, the same benchmark script for both, each tree imported
+from a copy laid out as the package installs it) and prints the ratio of the medians of CPU per
+episode and of throughput; a CPU regression of more than 10% is said in the output.
 """
 
 from __future__ import annotations
@@ -243,6 +249,84 @@ def run_at(
     }
 
 
+REGRESSION = 1.10  # CPU per episode above the baseline's by more than this is reported
+
+
+def _package_layout(tree: Path, dest: Path) -> Path:
+    """``tree`` (a checkout) copied as the package installs it (``raleval/`` plus the folders
+    setup.py maps to ``raleval.<folder>``), for PYTHONPATH: it is imported ahead of the
+    editable install."""
+    import re
+    import shutil
+
+    folders = re.search(r"SUBPACKAGE_FOLDERS = \(([^)]*)\)", (tree / "setup.py").read_text())
+    assert folders, f"no SUBPACKAGE_FOLDERS in {tree / 'setup.py'}"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(tree / "raleval", dest / "raleval", ignore=ignore)
+    for folder in re.findall(r'"([^"]+)"', folders.group(1)):
+        shutil.copytree(tree / folder, dest / "raleval" / folder, ignore=ignore)
+    return dest
+
+
+def against_baseline(args: argparse.Namespace, passthrough: list[str]) -> None:
+    """Run this benchmark on ``args.baseline`` and on the working tree, alternating."""
+    repo = Path(__file__).resolve().parent.parent
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", args.baseline], cwd=repo, capture_output=True,
+        text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        base_tree = Path(tmp) / "baseline-tree"
+        base_tree.mkdir()
+        archive = subprocess.run(["git", "archive", rev], cwd=repo, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(base_tree)], input=archive.stdout, check=True)
+        layouts = {
+            f"baseline {rev}": _package_layout(base_tree, Path(tmp) / "baseline"),
+            "working tree": _package_layout(repo, Path(tmp) / "working"),
+        }
+        runs: dict[str, list[dict]] = {name: [] for name in layouts}
+        for i in range(args.repeat):
+            for name, layout in layouts.items():
+                out = Path(tmp) / f"{name.split()[0]}-{i}.json"
+                env = {**os.environ, "PYTHONPATH": str(layout)}
+                subprocess.run(
+                    [sys.executable, __file__, *passthrough, "--out", str(out)], env=env,
+                    check=True, stdout=subprocess.DEVNULL,
+                )  # fmt: skip
+                row = json.loads(out.read_text())["levels"][-1]
+                runs[name].append(row)
+                print(
+                    f"{name} (run {i + 1}): CPU per episode "
+                    f"{row['client_cpu_ms_per_episode']:.2f} ms, ratio to ideal "
+                    f"{row['ratio_to_ideal']:.2f}, load {row['load_average'][0]:.1f}",
+                    flush=True,
+                )
+
+    def median(name: str, key: str) -> float:
+        values = sorted(r[key] for r in runs[name])
+        return values[len(values) // 2]
+
+    base, work = layouts  # names
+    cpu = median(work, "client_cpu_ms_per_episode") / median(base, "client_cpu_ms_per_episode")
+    speed = median(work, "ratio_to_ideal") / median(base, "ratio_to_ideal")
+    print(
+        f"working tree / {base}: CPU per episode x{cpu:.3f} (medians of {args.repeat}: "
+        f"{median(work, 'client_cpu_ms_per_episode'):.2f} vs "
+        f"{median(base, 'client_cpu_ms_per_episode'):.2f} ms), throughput x{speed:.3f}"
+    )
+    if cpu > REGRESSION:
+        print(f"REGRESSION: CPU per episode {100 * (cpu - 1):.0f}% above {base}")
+    payload = {
+        "baseline": rev,
+        "repeat": args.repeat,
+        "cpu_ratio": cpu,
+        "throughput_ratio": speed,
+        "regression": cpu > REGRESSION,
+        "runs": runs,
+    }
+    print(f"wrote {write_json('throughput-baseline', payload, args.out)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=0.2)
@@ -263,10 +347,22 @@ def main() -> None:
         "level's episodes in flight are spread over them",
     )
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also measure this commit, back to back with the working tree, and print the ratio",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each with --baseline")
     parser.add_argument("--serve", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(int(args.serve[0]), float(args.serve[1]))
+        return
+    if args.baseline:
+        keep = ["--latency", str(args.latency), "--levels", args.levels, "--waves",
+                str(args.waves), "--backend", args.backend, "--workers",
+                str(args.workers)]  # fmt: skip
+        against_baseline(args, keep)
         return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -196,3 +196,12 @@ def test_a_model_named_by_a_long_path_gets_a_short_run_directory_name():
     other = RunConfig(model="local//elsewhere/SmolLM2-135M-Instruct.Q4_1.gguf").slug()
     assert "local_SmolLM2-135M-Instruct.Q4_1.gguf-" in slug and "deep" not in slug
     assert slug != other  # same file name, other file: its own run directory
+
+
+def test_list_metrics_names_a_metric_of_two_names_once():
+    """Issue 50: `relaxed` and `relaxed_f1` were listed twice with one text."""
+    res = CliRunner().invoke(app, ["list", "metrics"], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    heads = [line.split("  ")[0] for line in res.output.splitlines() if line[:1].strip()]
+    assert "relaxed, relaxed_f1" in heads
+    assert len(heads) == len(set(heads))

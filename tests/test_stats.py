@@ -249,6 +249,11 @@ def test_compare_three_runs_prints_every_pair_holm_mdd_and_flip_rate(tmp_path):
     # flips: 1 of 9 tasks changes verdict across epochs in the flaky run, none elsewhere
     assert rows["C"][-1] == "11.1%" and rows["A"][-1] == "0.0%"
     assert rows["A"][-3] == "2"  # epochs
+    # issue 50: compare ends with what may be concluded, one verdict line per pair
+    verdicts = [line for line in out.splitlines() if line.startswith("verdict ")]
+    assert [v.split(":")[0] for v in verdicts] == ["verdict A-B", "verdict A-C", "verdict B-C"]
+    assert verdicts[0].startswith("verdict A-B: A scores higher than B (A - B = +1.000")
+    assert "no difference detected" in verdicts[1] and "could go unseen" in verdicts[1]
 
     # a log directory stands for the runs below it; one run is not a comparison
     res = runner.invoke(app, ["compare", str(tmp_path)], env={"COLUMNS": "100"})

@@ -1,16 +1,18 @@
 """A self-contained static HTML report over one or more run directories.
 
-Tables (R-Eval's per-task table with averages and ranks, per-system F1 and costs with bootstrap
-intervals, error types, CRAG slices when tasks carry the tags), figures (radar per workflow,
-F1 by domain x level, error mix, time and cost versus F1 with their Pareto fronts) and a
-trajectory viewer (filter by system, task, error type; open any episode to read every step and
-why it got its label). Everything is inlined: the file opens without a network.
+Tables (R-Eval's per-task table with averages and ranks; per-run F1 and costs with their
+intervals, each run named by its system, environment and task set; R-Eval labels; CRAG slices
+when tasks carry the tags), figures (radar per workflow, F1 by domain x level, error mix, time
+and cost versus F1 with their Pareto fronts) and a trajectory viewer (filter by system, task,
+error type; open any episode to read every step and why it got its label). Sections fold.
+Everything is inlined: the file opens without a network.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -74,6 +76,20 @@ def script_json(value: Any) -> str:
     data = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     data = _UNWRITABLE.sub("\ufffd", data)
     return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group()], data)
+
+
+def cell_name(run: Run) -> str:
+    """A run as a reader tells it apart from the others: system, environment and task set."""
+    return f"{run.system} ({run.environment}, {run.task_set})"
+
+
+def section(title: str, body: str, *, open_: bool = True) -> str:
+    """A report section that a reader can fold (``title`` is trusted markup-free text)."""
+    state = " open" if open_ else ""
+    return (
+        f'<details class="section"{state}><summary><h2>{html.escape(title)}</h2></summary>'
+        f"{body}</details>"
+    )
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -167,7 +183,7 @@ def diagnosis_section(runs: list[Run]) -> str:
     diagnoses = [d for run in runs for d in read_diagnoses(run.path)]
     if not diagnoses:
         return ""
-    parts = ["<h2>Why episodes failed (counterfactual replay)</h2>"]
+    parts = []
     for title, header, rows in cause_tables(diagnoses):
         parts.append(f"<h3>{html.escape(title)}</h3>" + _table(header, rows))
     calls, hits = replay_calls(diagnoses)
@@ -175,7 +191,7 @@ def diagnosis_section(runs: list[Run]) -> str:
         f'<p class="muted">{len(diagnoses)} episodes diagnosed; the replays made {calls} '
         f"model calls, {hits} of them answered by the response cache.</p>"
     )
-    return "".join(parts)
+    return section("Why episodes failed (counterfactual replay)", "".join(parts))
 
 
 def _run_prompts(run: Run) -> dict[str, Any]:
@@ -205,8 +221,8 @@ def prompts_section(runs: list[Run]) -> str:
                     f"<details><summary>demonstration ({_text(family)})</summary>"
                     f"<pre>{_text(text)}</pre></details>"
                 )
-        parts.append(f"<h3>{_text(run.system)}</h3>" + "".join(body))
-    return "<h2>Prompts and demonstrations</h2>" + "".join(parts) if parts else ""
+        parts.append(f"<h3>{_text(cell_name(run))}</h3>" + "".join(body))
+    return section("Prompts and demonstrations", "".join(parts), open_=False) if parts else ""
 
 
 MAX_PROMPT = 30_000
@@ -267,13 +283,18 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         for system, fams in intervals.items()
         for family, ci in fams.items()
     ]
-    reval_html += _table(["system", "task family", "F1 [95% interval]"], ci_rows)
+    reval_html = section("Per-task F1 (x100), averages and ranks", reval_html) + section(
+        "Per-task F1 intervals", _table(["system", "task family", "F1 [95% interval]"], ci_rows),
+        open_=False,
+    )  # fmt: skip
 
     summaries = [summarize_system(r) for r in runs]
     _, front, _, cost_front = time_and_cost(summaries)
+    cells = [(r.environment, r.task_set) for r in runs]
     sys_rows = [
         [
             s.system,
+            *cell,
             s.n,
             str(s.f1),
             str(s.em),
@@ -288,14 +309,16 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "-" if s.compute_s is None else f"{s.compute_s:.3f}",
             "yes" if s.system in cost_front else "",
         ]
-        for s in summaries
+        for s, cell in zip(summaries, cells, strict=True)
     ]
     systems_html = _table(
         [
             "system",
+            "environment",
+            "task set",
             "episodes",
             "F1",
-            "EM",
+            "exact match",
             "s/query (wall)",
             "model s",
             "tool s",
@@ -312,12 +335,17 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     err_rows = [
         [
             s.system,
+            *cell,
             *(s.labels.get(lb, 0) for lb in LABELS),
             ", ".join(f"{c} ({n})" for c, n in s.causes.most_common(4)),
         ]
-        for s in summaries
+        for s, cell in zip(summaries, cells, strict=True)
     ]
-    errors_html = _table(["system", *LABELS, "most frequent causes"], err_rows)
+    errors_html = _table(
+        ["system", "environment", "task set", *(f"label {lb}" for lb in LABELS),
+         "most frequent causes"],
+        err_rows,
+    )  # fmt: skip
 
     crag_parts = []
     for run in runs:
@@ -337,11 +365,11 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         ]
         if rows:
             crag_parts.append(
-                f"<h3>{_text(run.system)}</h3>"
+                f"<h3>{_text(cell_name(run))}</h3>"
                 + _table(["slice", "n", "accuracy", "hallucination", "missing", "score"], rows)
             )
     crag_html = (
-        ("<h2>CRAG-style slices (accurate / missing / hallucinated)</h2>" + "".join(crag_parts))
+        section("CRAG-style slices (accurate / missing / hallucinated)", "".join(crag_parts))
         if crag_parts
         else ""
     )
@@ -362,18 +390,19 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             rows.append(["untouched set", int(untouched["n"]), shown])
         if rows:
             bed_parts.append(
-                f"<h3>{_text(run.system)}</h3>" + _table(["testbed", "n", "rates"], rows)
+                f"<h3>{_text(cell_name(run))}</h3>" + _table(["testbed", "n", "rates"], rows)
             )
-    crag_html += "<h2>Robustness testbeds</h2>" + "".join(bed_parts) if bed_parts else ""
+    crag_html += section("Robustness testbeds", "".join(bed_parts)) if bed_parts else ""
     progress = progress_rows(runs)
     if any(row[-1] != "-" for row in progress):
-        crag_html += "<h2>Progress rate (AgentBoard: share of gold subgoals reached)</h2>" + _table(
-            ["system / set", "family", "level", "n", "F1", "progress"], progress
+        crag_html += section(
+            "Progress rate (AgentBoard: share of gold subgoals reached)",
+            _table(["system / set", "family", "level", "n", "F1", "progress"], progress),
         )
 
     long_form = long_form_rows(runs)
     if long_form:
-        crag_html += "<h2>Long-form answers (RAGEval key points; CRUD-RAG overlap)</h2>" + _table(
+        crag_html += section("Long-form answers (RAGEval key points; CRUD-RAG overlap)", _table(
             [
                 "system",
                 "family",
@@ -387,7 +416,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
                 "BLEU",
             ],
             long_form,
-        )
+        ))  # fmt: skip
     crag_html += diagnosis_section(runs)
     crag_html += judge_section(runs)
     crag_html += prompts_section(runs)
@@ -421,13 +450,17 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         .read_text(encoding="utf-8")
     )
     n_eps = len(episodes)
+    paths = [str(r.path) for r in runs]
+    common = os.path.commonpath(paths) if paths else ""
     fields = {
         "title": "raleval report",
         "subtitle": _text(
-            f"{len(runs)} run(s), {n_eps} episodes; match threshold F1 >= {threshold}; "
-            f"generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from: "
-            + ", ".join(str(r.path) for r in runs)
-        ),
+            f"{len(runs)} run(s) under {common}, {n_eps} episodes; match threshold F1 >= "
+            f"{threshold}; generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+        )
+        + "<details><summary>run directories</summary><ul>"
+        + "".join(f"<li>{_text(p)}</li>" for p in paths)
+        + "</ul></details>",
         "reval_table": reval_html,
         "systems_table": systems_html,
         "errors_table": errors_html,

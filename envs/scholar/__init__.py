@@ -41,7 +41,7 @@ class ScholarEnv(Environment):
 
 @register_env("scholar", default_tasks="scholar")
 def make_scholar_env(size: str = "small", seed: int = 0, path: str | None = None) -> ScholarEnv:
-    """AMiner-like scholar world: ``-E size=tiny|small|large``, ``-E seed=N``, or
+    """AMiner-like scholar world: ``-E size=tiny|small|medium|large``, ``-E seed=N``, or
     ``-E path=world.sqlite`` for a world imported from an OAG/AMiner dump."""
     store = ScholarStore(Path(path)) if path else load_world(size, int(seed))
     env = ScholarEnv(store)

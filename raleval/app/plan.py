@@ -140,6 +140,7 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
     header = new_header(config, tasks, decoding, prompts)
     if selection:
         header.task_selection = selection
+    if selection and selection["kept"] < selection["pool"]:
         phase_note(
             phase,
             f"kept {selection['kept']} of {selection['pool']} tasks: the others' answers do not "

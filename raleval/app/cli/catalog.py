@@ -88,7 +88,13 @@ def list_plugins(
     if kind not in kinds:
         fail(f"unknown kind {kind!r}; choose one of {', '.join(kinds)}")
     entries: list[tuple[str, str]] = []
+    seen: dict[int, int] = {}  # one entry per object: a metric registered under two names
     for name, obj in kinds[kind].load_all().items():
+        if not isinstance(obj, Exception) and id(obj) in seen:
+            other, desc = entries[seen[id(obj)]]
+            entries[seen[id(obj)]] = (f"{other}, {name}", desc)
+            continue
+        seen[id(obj)] = len(entries)
         if isinstance(obj, Exception):
             desc = f"failed to load: {obj}"
         elif kind == "tasks":

@@ -143,7 +143,7 @@ def compare(
     """Every pair of runs on their shared tasks: clustered paired t test on F1 (tasks of one
     template are one cluster; with epochs a task's mean is the unit), Holm-corrected p-values,
     the minimum detectable difference, and each run's between-epoch flip rate."""
-    from raleval.analysis.compare import compare_runs, render_comparison, run_units
+    from raleval.analysis.compare import compare_runs, render_comparison, run_units, verdict_lines
     from raleval.analysis.runs import find_runs, load_run
     from raleval.app.console import make_console
 
@@ -162,6 +162,8 @@ def compare(
     for letter, u in zip(letters, units, strict=True):
         c.print(f"{letter} = {u.system} ({u.label})", highlight=False, markup=False)
     c.print(render_comparison(result, letters))
+    for line in verdict_lines(result, letters):
+        c.print(line, highlight=False, markup=False)
 
 
 @app.command()
