@@ -343,3 +343,42 @@ def test_time_and_cost_intervals_never_go_below_zero():
     points, _, cost_points, _ = time_and_cost([few])
     assert points["dfsdt/m"] == (144.0, 0.0, 391.0, 0.0)
     assert cost_points["dfsdt/m"] == (0.002, 0.0, 0.005, 0.0)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_study_report_names_each_rows_environment_and_task_set(tmp_path):
+    """Issue 50: the study's report named rows by workflow/model only, so
+    react/local/qwen2.5-0.5b stood five times (8, 40, 15, 10 and 45 episodes) with nothing to
+    tell the cells apart. Read in a real browser: every run row names its environment and task
+    set, no two rows are the same cell, and the run paths are folded away."""
+    from selenium.webdriver.common.by import By
+
+    from raleval.app.study import cells_under
+
+    from .conftest import REPO
+
+    study = REPO / "studies" / "local-models"
+    path = write_report(list(cells_under(study)), tmp_path / "study.html")
+    driver = chromium_driver(tmp_path)
+    try:
+        driver.get(path.as_uri())
+        section = driver.find_element(
+            By.XPATH, "//details[.//h2[starts-with(normalize-space(), 'Runs:')]]"
+        )
+        header = [th.text for th in section.find_elements(By.CSS_SELECTOR, "th")]
+        assert header[:4] == ["system", "environment", "task set", "episodes"]
+        rows = [
+            [td.text for td in tr.find_elements(By.TAG_NAME, "td")][:3]
+            for tr in section.find_elements(By.CSS_SELECTOR, "tr")[1:]
+        ]
+        assert len(rows) == len(list(study.iterdir())) - sum(
+            not p.is_dir() for p in study.iterdir()
+        )
+        assert all(env not in ("", "-") and tasks not in ("", "-") for _, env, tasks in rows)
+        assert len({tuple(r) for r in rows}) == len(rows)
+        assert {"crag-pages", "wiki", "scholar"} <= {env for _, env, _ in rows}
+        subtitle = driver.find_element(By.CSS_SELECTOR, "body > div.muted")
+        assert len(subtitle.text.splitlines()) <= 2  # one line and the folded list's summary
+    finally:
+        driver.quit()
