@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import REPO
 
-FOLDERS = ("envs", "workflows", "agents", "tasks", "analysis")
+FOLDERS = ("envs", "workflows", "agents", "grading", "tasks", "analysis")
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,10 @@ def test_wheel_contains_every_package_and_no_top_level_folders(wheel):
     assert not tops & set(FOLDERS), "sub-packages must not install as top-level modules"
     assert "raleval/envs/scholar/prompts/react.txt" in names
     assert "raleval/workflows/prompts/react/default.txt" in names
+    assert "raleval/grading/prompts/judge_crag3.txt" in names
+    assert {"raleval/analysis/report/template.html", "raleval/analysis/report/episode.js"} <= set(
+        names
+    )
 
 
 def test_cli_runs_from_fresh_venv_with_the_wheel(wheel, tmp_path):

@@ -78,6 +78,11 @@ def script_json(value: Any) -> str:
     return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group()], data)
 
 
+def report_asset(name: str) -> str:
+    """A file of the report's own (the page template, its scripts), as text."""
+    return resources.files("raleval.analysis").joinpath("report", name).read_text("utf-8")
+
+
 def cell_name(run: Run) -> str:
     """A run as a reader tells it apart from the others: system, environment and task set."""
     return f"{run.system} ({run.environment}, {run.task_set})"
@@ -444,11 +449,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "ids": stored.get("demonstrations") or {},
         }
     data = script_json({"episodes": episodes, "prompts": prompts})
-    template = (
-        resources.files("raleval.analysis")
-        .joinpath("report", "template.html")
-        .read_text(encoding="utf-8")
-    )
+    template = report_asset("template.html")
     n_eps = len(episodes)
     paths = [str(r.path) for r in runs]
     common = os.path.commonpath(paths) if paths else ""
@@ -467,6 +468,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         "crag_section": crag_html,
         "plots": "".join(f'<div data-figure="{kind}">{f}</div>' for kind, f in figures),
         "data": data,
+        "episode_js": report_asset("episode.js"),
     }
     # Plain markers, not string.Template: the page's JavaScript is full of ${...}. One pass
     # over the template, so a marker inside a field's text (a run path, a question) stays text.
