@@ -44,6 +44,9 @@ from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, evidence_found
 from raleval.records import Trajectory
 
 MAX_OBSERVATION = 2000
+# Above this many episodes the page holds its tables and figures and sends the reader to
+# `raleval view` for the trajectories (about 7 KB an episode: 100,000 would make 0.7 GB).
+MAX_EMBEDDED_EPISODES = 10_000
 MAX_TEXT = 20_000  # questions, answers, thoughts, arguments: a page must stay openable
 
 # Text that cannot be written as UTF-8 (lone surrogates, as a JSON "\\ud800" loads) or that an
@@ -434,10 +437,24 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         ]
 
     judged = {id(run): load_judged(run.path) for run in runs}
+    n_all = sum(len(r.results) for r in runs)
+    embedded = n_all <= MAX_EMBEDDED_EPISODES
     episodes = [
         episode_view(i, run, t, threshold, judged[id(run)])
         for i, (run, t) in enumerate((r, t) for r in runs for t in r.results)
+        if embedded
     ]
+    paths = [str(r.path) for r in runs]
+    trajectories_note = (
+        ""
+        if embedded
+        else '<p class="muted">'
+        + _text(
+            f"{n_all} episodes: more than this page embeds ({MAX_EMBEDDED_EPISODES}). Read "
+            f"them, filtered, paired and side by side, with: raleval view {' '.join(paths)}"
+        )
+        + "</p>"
+    )
     # each run's system prompt and demonstrations once, not once per episode: the viewer
     # shows the ones of the opened episode's run and family
     prompts = {}
@@ -450,8 +467,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         }
     data = script_json({"episodes": episodes, "prompts": prompts})
     template = report_asset("template.html")
-    n_eps = len(episodes)
-    paths = [str(r.path) for r in runs]
+    n_eps = n_all
     common = os.path.commonpath(paths) if paths else ""
     fields = {
         "title": "raleval report",
@@ -469,6 +485,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         "plots": "".join(f'<div data-figure="{kind}">{f}</div>' for kind, f in figures),
         "data": data,
         "episode_js": report_asset("episode.js"),
+        "trajectories_note": trajectories_note,
     }
     # Plain markers, not string.Template: the page's JavaScript is full of ${...}. One pass
     # over the template, so a marker inside a field's text (a run path, a question) stays text.

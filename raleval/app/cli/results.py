@@ -164,6 +164,12 @@ def compare(
     c.print(render_comparison(result, letters))
     for line in verdict_lines(result, letters):
         c.print(line, highlight=False, markup=False)
+    paths = " ".join(str(u.label) for u in units)
+    c.print(
+        f"transcripts side by side, right-against-wrong tasks first: raleval view {paths}",
+        highlight=False,
+        markup=False,
+    )
 
 
 @app.command()
@@ -191,3 +197,51 @@ def export(
         fail(str(exc))
     for path in written:
         typer.echo(f"wrote {path}")
+
+
+@app.command()
+def view(
+    run_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="run directories, or log or study directories holding runs"),
+    ] = None,
+    host: Annotated[
+        str, typer.Option(help="address to serve on (this machine only by default)")
+    ] = ("127.0.0.1"),
+    port: Annotated[int, typer.Option(help="port (0: any free one)")] = 8765,
+    task: Annotated[
+        str | None,
+        typer.Option(help="also print the address of this task's transcripts side by side"),
+    ] = None,
+    epoch: Annotated[int, typer.Option(help="the epoch of --task")] = 0,
+) -> None:
+    """Serve a local web viewer of runs: every episode listed and filtered (run, family, level,
+    label, cause, copied demonstration), each read only when opened, pairs of runs and two or
+    more runs' transcripts of one task side by side. Reads lazily: opens 100,000 episodes in
+    seconds. Stop it with Ctrl-C."""
+    import asyncio
+    from urllib.parse import urlencode
+
+    from raleval.analysis.runs import find_runs
+    from raleval.app.viewer import serve_viewer
+
+    try:
+        found = find_runs(run_dirs or [Path("runs")])
+    except user_errors() as exc:
+        fail(str(exc))
+
+    def ready(url: str) -> None:
+        typer.echo(f"raleval view: {len(found)} run(s) at {url} (Ctrl-C stops it)")
+        for i, path in enumerate(found):
+            typer.echo(f"  run {i}: {path}")
+        if task is not None and len(found) > 1:
+            query = urlencode({"runs": ",".join(map(str, range(len(found)))), "task": task,
+                               "epoch": epoch})  # fmt: skip
+            typer.echo(f"side by side: {url}?{query}")
+
+    try:
+        asyncio.run(serve_viewer(found, host, port, ready))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        fail(f"cannot serve on {host}:{port}: {exc.strerror or exc}")
