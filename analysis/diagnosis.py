@@ -29,7 +29,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from raleval.analysis.calls import FINISH_TOOLS, call_key, departure_point, gold_paths
+from raleval.analysis.calls import (
+    FINISH_TOOLS,
+    call_key,
+    departure_point,
+    gold_paths,
+    needs_order,
+    next_on_path,
+)
 from raleval.analysis.taxonomy import invalid_steps
 from raleval.records import OutcomeKind, Step, Task, ToolCall, Trajectory
 from raleval.store import read_stored_bytes, stored_file
@@ -160,38 +167,45 @@ def _calls(steps: Sequence[Step]) -> list[tuple[int, tuple[str, Any]]]:
     ]
 
 
-def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
-    """The gold call that comes next after ``steps``: on the first gold path still followed,
-    its next call; when the steps left every path, the next call of the path they went
-    furthest along (the first path when none)."""
+def _next_calls(
+    steps: Sequence[Step], task: Task
+) -> tuple[int | None, list[tuple[int, ToolCall]], list[tuple[int, tuple[str, Any]]]]:
+    """Where ``steps`` first left every gold path (None: they never did), the next gold call
+    of each path still followed there (paths the steps went furthest along first, then the
+    task's own order), and the steps' calls."""
     paths = gold_paths(task)
-    if not paths:
-        return None
-    _index, alive = departure_point(_calls(steps), paths)
-    pending = {p: pos for p, pos in alive.items() if pos < len(paths[p])}
-    if not pending:
-        return None
-    p = min(pending, key=lambda k: (-pending[k], k))
-    return paths[p][pending[p]]
+    made = _calls(steps)
+    index, alive = departure_point(made, paths, task.question)
+    pending = []
+    for p, done in alive.items():
+        j = next_on_path(done, needs_order(task.question, paths[p]))
+        if j is not None:
+            pending.append((-sum(done), p, paths[p][j]))
+    return index, [(p, call) for _n, p, call in sorted(pending, key=lambda x: x[:2])], made
+
+
+def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
+    """The gold call that comes next after ``steps``: on the gold path still followed that
+    they went furthest along, its next call (independent calls in any order, as
+    :func:`raleval.analysis.calls.departure_point` follows them); when the steps left every
+    path, the next call of the path they were on then (the first path when none)."""
+    _index, pending, _made = _next_calls(steps, task)
+    return pending[0][1] if pending else None
 
 
 def gold_retrieval_prefix(traj: Trajectory, task: Task) -> tuple[list[Step] | None, str]:
     """The agent's steps before it first left every gold path, then the gold call it should
     have made there. An agent that never left a path but stopped before its end gets the next
     gold call where it stopped. ``(None, why)`` when there is nothing to put in place."""
-    paths = gold_paths(task)
-    if not paths:
+    if not gold_paths(task):
         return None, "the task has no gold solution"
-    made = _calls(traj.steps)
-    index, alive = departure_point(made, paths)
-    pending = {p: pos for p, pos in alive.items() if pos < len(paths[p])}
+    index, pending, made = _next_calls(traj.steps, task)
     if not pending:
         return None, "the agent had made every call of a gold path"
     if index is None:  # it stopped on the path: the next gold call where it stopped
         index = (made[-1][0] + 1) if made else 0
-    p = min(pending, key=lambda k: (-pending[k], k))
     before = [given(s) for s in traj.steps if s.index < index and _kept(s)]
-    return [*before, gold_step(paths[p][pending[p]])], ""
+    return [*before, gold_step(pending[0][1])], ""
 
 
 def evidence_prefix(task: Task) -> tuple[list[Step] | None, str]:
@@ -242,14 +256,19 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
 def intended_call(
     step: Step, earlier: Sequence[Step], task: Task, tools: Sequence[Any]
 ) -> ToolCall | None:
-    """The valid call a misuse ``step`` evidently meant: for a tool that exists, the gold
-    call of that tool whose argument values the model could see (in the question or an
-    earlier observation), else the same call with misspelled argument names mended; for an
-    unknown tool, an unparseable action or a call nothing mends, the next gold call."""
+    """The valid call a misuse ``step`` evidently meant: for a tool that exists, the same call
+    with misspelled argument names mended and the model's own values kept (a wrong value stays
+    wrong: what the call then returns is a retrieval matter, not the interface's); else the
+    gold call of that tool whose argument values the model could see (in the question or an
+    earlier observation); for an unknown tool, an unparseable action or a call nothing mends,
+    the next gold call."""
     nxt = next_gold_call(earlier, task)
     spec = next((t for t in tools if t.name == step.tool), None)
     if spec is None or step.kind is OutcomeKind.parse_error:
         return nxt
+    mended = _repaired(step, spec)
+    if mended is not None:
+        return mended
     seen = _norm(" ".join([task.question, *(s.observation or "" for s in earlier)]))
     made = {c for _, c in _calls(earlier)}
     same_tool = [c for path in gold_paths(task) for c in path if c.tool == spec.name]
@@ -258,7 +277,7 @@ def intended_call(
     for call in same_tool:
         if call_key(call.tool, call.arguments) not in made and _visible(call, seen):
             return call
-    return _repaired(step, spec) or nxt
+    return nxt
 
 
 def clean_interface_prefix(
