@@ -37,8 +37,8 @@ from raleval.analysis.calls import (
     needs_order,
     next_on_path,
 )
-from raleval.analysis.taxonomy import invalid_steps
-from raleval.records import OutcomeKind, Step, Task, ToolCall, Trajectory
+from raleval.analysis.taxonomy import invalid_steps, stop_reason
+from raleval.records import OutcomeKind, Step, StopReason, Task, ToolCall, Trajectory
 from raleval.store import read_stored_bytes, stored_file
 
 DIAGNOSIS = "diagnosis.jsonl"
@@ -52,9 +52,13 @@ class Cause(str, Enum):
     grounding = "grounding"  # fixed only by evidence in hand
     beyond_reach = "beyond_reach"  # no intervention fixes it
     not_needed = "not_needed"  # the episode's answer was correct
-    # the episode, or a replay that would decide its cause, was stopped by the wall clock: a
-    # harness limit (a slower or busier machine trips it sooner), so no cause can be told
+    # the episode, or a replay that would decide its cause, was stopped by the harness before
+    # the model answered (the wall clock, the context, a budget the prefix spent): a harness
+    # limit, so no cause can be told
     harness_limit = "harness_limit"
+    # replays of the same prefix disagree: no intervention's success rate beat its control's,
+    # yet some replay answered right (sampling noise, or a failure that does not reproduce)
+    unstable = "unstable"
 
 
 # Tried in this order; an episode's cause is the first that fixes it. Clean interface comes
@@ -73,10 +77,14 @@ class _Record(BaseModel):
 
 
 class Replay(_Record):
-    """One counterfactual episode: the intervention, its round (clean interface replaces one
-    misuse step per round), how many steps it was given, and the episode as recorded."""
+    """One counterfactual episode: the intervention (or, with ``control``, the unchanged
+    prefix it is compared with), its round (clean interface replaces one misuse step per
+    round), its sample (at temperature > 0 each prefix is replayed ``samples`` times), how many
+    steps it was given, and the episode as recorded."""
 
     intervention: str
+    control: bool = False
+    sample: int = 0
     round: int = 0
     prefix_steps: int
     correct: bool
@@ -90,13 +98,20 @@ class Outcome(_Record):
     fixed: bool = False
     why: str | None = None
     rounds: int = 0
-    undecided: bool = False  # its last replay was stopped by the wall clock, not answered
+    undecided: bool = False  # a replay was stopped by the harness before the model answered
+    # the success rates compared: the intervention's replays (its last round) and those of
+    # the unchanged prefix (the control), each over ``samples`` replays, and the one-sided
+    # p-value of the first beating the second (Fisher's exact test; docs/diagnosis.md)
+    samples: int = 0
+    rate: float | None = None
+    control_rate: float | None = None
+    p_value: float | None = None
 
 
 class Diagnosis(_Record):
     """One line of ``diagnosis.jsonl``: an episode of the run, its cause and the replays."""
 
-    schema_version: int = 1
+    schema_version: int = 2  # 2: controls, samples and the unstable cause
     task_id: str
     epoch: int = 0
     system: str  # workflow/model of the run
@@ -116,8 +131,9 @@ class Diagnosis(_Record):
 def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False) -> Cause:
     """The cause: ``not_needed`` for a correct episode; ``harness_limit`` when the episode
     was ``stopped`` by the wall clock or an intervention tried before the first that fixed it
-    was; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it, else
-    ``beyond_reach``."""
+    was undecided; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it
+    (its success rate beat its control's); else ``unstable`` when some replay, an
+    intervention's or a control's, answered right; else ``beyond_reach``."""
     if correct:
         return Cause.not_needed
     if stopped:
@@ -130,7 +146,96 @@ def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False)
             return cause
         if outcome.undecided:
             return Cause.harness_limit
+    if any((o.rate or 0) > 0 or (o.control_rate or 0) > 0 for o in outcomes.values()):
+        return Cause.unstable
     return Cause.beyond_reach
+
+
+# Stops of the harness rather than of the agent: a replay ended by one before the model
+# answered says nothing of what the intervention did.
+HARNESS_STOPS = frozenset(
+    {StopReason.time_budget, StopReason.context_overflow, StopReason.token_budget}
+)
+
+
+def harness_stopped(replay: Trajectory) -> bool:
+    """Whether the harness stopped ``replay`` before the model answered: the wall clock or
+    the context (a configured token budget or the model's window), or the model never got a
+    turn (the prefix spent a budget)."""
+    if replay.answer is not None:
+        return False
+    stop = replay.stop_reason or stop_reason(replay)
+    return stop in HARNESS_STOPS or not replay.llm_calls
+
+
+def given_part(replay: Trajectory) -> Trajectory:
+    """``replay`` with only the steps it was given (its prefix)."""
+    n = int(replay.extra.get("prefix_steps", 0) or 0)
+    return replay.model_copy(update={"steps": replay.steps[:n]})
+
+
+# -- the estimator ----------------------------------------------------------------------------
+
+ALPHA = 0.05  # one-sided level at which an intervention's rate must beat its control's
+
+
+def fisher_one_sided(a: int, n: int, c: int, m: int) -> float:
+    """P-value of "rate a/n is higher than rate c/m" by Fisher's exact test: the chance, with
+    the a + c successes shared at random among the n + m replays, that the first n get at
+    least ``a`` of them (hypergeometric upper tail; Fisher 1935, Agresti, Categorical Data
+    Analysis, 3rd ed., sec. 3.5)."""
+    from math import comb
+
+    total, k = n + m, a + c
+    denominator = comb(total, k)
+    return sum(comb(n, x) * comb(m, k - x) for x in range(a, min(n, k) + 1)) / denominator
+
+
+def beats(a: int, n: int, c: int, m: int, deterministic: bool = False) -> tuple[bool, float]:
+    """Whether an intervention's ``a`` successes in ``n`` replays beat its control's ``c`` in
+    ``m``, and the p-value. ``deterministic`` (temperature 0, one replay each): the
+    intervention answered right and the control, the unchanged prefix, did not. Else the
+    one-sided Fisher test at :data:`ALPHA`: at 3 replays each only 3/3 against 0/3 beats (p =
+    1/20), so an intervention that does nothing gives a cause at most (1/2)^6 = 1/64 of the
+    time whatever the model's success chance (``benchmarks/diagnosis_estimator.py``)."""
+    if n == 0 or m == 0:
+        return False, 1.0
+    p = fisher_one_sided(a, n, c, m)
+    if deterministic:
+        return a == n and c == 0, p
+    return p <= ALPHA, p
+
+
+def simulate_causes(
+    p_control: float,
+    p_intervention: float,
+    samples: int = 3,
+    episodes: int = 30,
+    interventions: int = 2,
+    studies: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """A simulation of the estimator, :func:`beats` as ``diagnose`` applies it: each episode
+    has ``interventions`` interventions tried in order, each replayed ``samples`` times at
+    success chance ``p_intervention`` against a control at ``p_control``; the first that beats
+    its control names the cause. Returns the mean share of episodes per study given a cause
+    (the false-cause rate when the two chances are equal, the power otherwise) and the share
+    of studies in which at least 90% of the episodes got none."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    shape = (studies, episodes, interventions)
+    a = rng.binomial(samples, p_intervention, shape)
+    c = rng.binomial(samples, p_control, shape)
+    table = np.array(
+        [[beats(i, samples, j, samples)[0] for j in range(samples + 1)] for i in range(samples + 1)]
+    )
+    caused = table[a, c].any(axis=2)
+    share = caused.mean(axis=1)
+    return {
+        "cause_rate": float(share.mean()),
+        "studies_90pct_without_cause": float((share <= 0.1).mean()),
+    }
 
 
 # -- prefixes ---------------------------------------------------------------------------------
@@ -206,6 +311,26 @@ def gold_retrieval_prefix(traj: Trajectory, task: Task) -> tuple[list[Step] | No
         index = (made[-1][0] + 1) if made else 0
     before = [given(s) for s in traj.steps if s.index < index and _kept(s)]
     return [*before, gold_step(pending[0][1])], ""
+
+
+def fit_steps(prefix: list[Step], room: int) -> list[Step]:
+    """``prefix`` cut to at most ``room`` steps, so that a replay starts with the model still
+    within its step budget. A step that repeats an earlier one (the same call with the same
+    observation, a looping agent's retries) goes first, as it shows the model nothing new;
+    then the agent's oldest steps. The last step (the intervention's) is always kept."""
+    out = list(prefix)
+    seen: set[tuple[Any, ...]] = set()
+    repeats = []
+    for i, step in enumerate(out[:-1]):
+        key = (*call_key(step.tool, step.arguments), step.observation)
+        if key in seen and step.observation is not None:
+            repeats.append(i)
+        seen.add(key)
+    drop = set(repeats[: max(0, len(out) - room)])
+    out = [s for i, s in enumerate(out) if i not in drop]
+    while len(out) > max(room, 1):
+        out.pop(0)
+    return out
 
 
 def evidence_prefix(task: Task) -> tuple[list[Step] | None, str]:
