@@ -42,7 +42,7 @@ from raleval.app.plan import build_env
 from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, latest_attempts
 from raleval.model import Capabilities, ModelBase
-from raleval.records import AgentSpec, Step, StopReason, Task, Trajectory
+from raleval.records import AgentSpec, Step, StopReason, Task, Termination, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
 MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
@@ -189,6 +189,14 @@ def evidence_cut(replay: Trajectory, task: Task) -> bool:
                for s in given.steps)  # fmt: skip
 
 
+def _context_full(replays: list[Replay]) -> bool:
+    """Every replay ended at the context limit before the model was asked anything."""
+    return all(
+        r.trajectory.termination is Termination.context_limit and not r.trajectory.llm_calls
+        for r in replays
+    )
+
+
 def _prefix_key(prefix: list[Step]) -> str:
     return json.dumps([s.model_dump(mode="json", exclude={"index"}) for s in prefix])
 
@@ -248,10 +256,15 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
         if prefix is None:
             break
         prefix = ep.fit(prefix)
-        if control_prefix is None:  # the prefix unchanged: without the step put in place
-            control_prefix = [] if name == "evidence_in_hand" else prefix[:-1]
         rounds += 1
         last = await ep.run(name, prefix, rounds)
+        # the context full before the model spoke: the agent's oldest steps go, while any
+        # are left (evidence in hand has none: that is the evidence, and undecided if cut)
+        while name != "evidence_in_hand" and len(prefix) > 1 and _context_full(last):
+            prefix = prefix[1:]
+            last = await ep.run(name, prefix, rounds)
+        if control_prefix is None:  # the prefix unchanged: without the step put in place
+            control_prefix = [] if name == "evidence_in_hand" else prefix[:-1]
         stop = any(harness_stopped(r.trajectory) for r in last)
         if last[0].correct or name != "clean_interface" or rounds >= MAX_ROUNDS or stop:
             break
