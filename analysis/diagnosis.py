@@ -315,9 +315,13 @@ def gold_retrieval_prefix(traj: Trajectory, task: Task) -> tuple[list[Step] | No
 
 def fit_steps(prefix: list[Step], room: int) -> list[Step]:
     """``prefix`` cut to at most ``room`` steps, so that a replay starts with the model still
-    within its step budget. A step that repeats an earlier one (the same call with the same
-    observation, a looping agent's retries) goes first, as it shows the model nothing new;
-    then the agent's oldest steps. The last step (the intervention's) is always kept."""
+    within its step budget. Every step that repeats an earlier one (the same call with the same
+    observation, a looping agent's retries) goes first, as it shows the model nothing new and
+    the model may need more than one turn after the intervention; then the agent's oldest
+    steps. The last step (the intervention's) is always kept; a prefix within ``room`` is
+    given unchanged."""
+    if len(prefix) <= room:
+        return list(prefix)
     out = list(prefix)
     seen: set[tuple[Any, ...]] = set()
     repeats = []
@@ -326,7 +330,7 @@ def fit_steps(prefix: list[Step], room: int) -> list[Step]:
         if key in seen and step.observation is not None:
             repeats.append(i)
         seen.add(key)
-    drop = set(repeats[: max(0, len(out) - room)])
+    drop = set(repeats)
     out = [s for i, s in enumerate(out) if i not in drop]
     while len(out) > max(room, 1):
         out.pop(0)

@@ -252,8 +252,9 @@ def test_a_looping_agent_is_a_retrieval_failure(tmp_path: Path, workflow: str) -
     assert {d.cause for d in failed} == {Cause.retrieval}
     for d in failed:
         fixed = [r for r in d.replays if r.intervention == "gold_retrieval" and not r.control]
-        # the 11-step prefix (10 loops and the gold call) was cut to leave the model a turn
-        assert all(r.prefix_steps <= 9 and r.trajectory.llm_calls for r in fixed)
+        # the 11-step prefix (10 loops and the gold call) was cut to leave the model turns:
+        # its repeats went, its first call and the gold call stayed
+        assert all(r.prefix_steps == 2 and r.trajectory.llm_calls for r in fixed)
         assert d.outcomes["gold_retrieval"].control_rate == 0.0
 
 
@@ -418,3 +419,45 @@ def test_a_replayed_gold_call_is_sized_as_the_live_call_was(context: int) -> Non
         if live.llm_calls[k:]:  # the live model had a turn after the calls: so has the replay
             assert replay.llm_calls
     assert cut >= 2  # the budget was tight enough to cut observations
+
+
+class SmallLooper(Looper):
+    """A looper whose own window is small ("w1600": 1,600 tokens): replaying with it a run of
+    a model with a larger window, the recorded observations fill its context."""
+
+    prefix = "smalllooper"
+
+    def __init__(self, variant: str = "", task: Any = None, env: Any = None, wf: Any = None):
+        super().__init__(variant, task, env, wf)
+        self.capabilities = Capabilities(cacheable=False, context_window=int(variant[1:]))
+
+
+registry.register_model_provider("smalllooper")(lambda name, run_dir=None, **_: SmallLooper(name))
+
+
+def test_a_prefix_that_fills_the_context_is_cut_until_the_model_gets_a_turn(
+    tmp_path: Path,
+) -> None:
+    """``diagnose --model`` with a smaller window than the run's: the agent's recorded steps
+    fill the context before the model is asked; the oldest go until it is asked, and what
+    the context still stops is harness_limit, never a cause."""
+    run_dir = _run(tmp_path, "looper/big", "crag", "crag-kg", per_family=3)
+    diagnose_sync(run_dir, model="smalllooper/w1600")
+    failed = _failed(run_dir)
+    assert len(failed) >= 8
+    assert Cause.beyond_reach not in {d.cause for d in failed}
+    cut = 0
+    for d in failed:
+        for name in d.outcomes:
+            runs = [r for r in d.replays if r.intervention == name and not r.control]
+            full = [r for r in runs if not r.trajectory.llm_calls]
+            if not full or name == "evidence_in_hand":
+                continue
+            cut += 1
+            # one step fewer each time, until the model was asked or one step was left
+            sizes = [r.prefix_steps for r in runs]
+            assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
+            assert runs[-1].trajectory.llm_calls or runs[-1].prefix_steps == 1
+            if d.outcomes[name].undecided:
+                assert d.cause is Cause.harness_limit
+    assert cut >= 1
