@@ -11,9 +11,16 @@ the first one that makes its answer correct names the cause:
   place, with its real observation;
 - ``evidence_in_hand``: the gold solution's calls are the episode's first steps.
 
-This module builds the prefixes (lists of :class:`Step`) from stored records, holds the
-:class:`Diagnosis` record written to ``diagnosis.jsonl`` and the tables read from it. Pure: it
-never calls a model or a tool; the replays are ordinary episodes run by the app.
+Each intervention is compared with a control, the same prefix without the intervention's
+step: it fixes the episode only when its success rate beats the control's (:func:`beats`; at
+temperature > 0 over several samples each), and an episode no intervention fixes though some
+replay answered right is ``unstable``. A replay the harness stops before the model answers
+decides nothing (``harness_limit``).
+
+This module builds the prefixes (lists of :class:`Step`) from stored records, cuts them to
+the step budget, holds the estimator and its simulation, the :class:`Diagnosis` record written
+to ``diagnosis.jsonl`` and the tables read from it. Pure: it never calls a model or a tool;
+the replays are ordinary episodes run by the app.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ failed (docs/diagnosis.md).
 A replay is a run: each counterfactual episode goes through the runner's own episode function
 (:func:`raleval.app.episodes.run_scored`) with a prefix of steps, on the run's environment,
 workflow, prompts, demonstrations and decoding (from its ``header.json``), with the model
-behind the same response cache, and is scored by the same scorer. The prefixes come from
+behind the same response cache, and is scored by the same scorer. The prefixes, the rule
+that compares an intervention with its control and the causes come from
 :mod:`raleval.analysis.diagnosis`. Results are appended to ``diagnosis.jsonl`` beside
 ``results.jsonl``, one line per episode; a second ``diagnose`` resumes where it stopped.
 """
