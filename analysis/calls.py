@@ -11,7 +11,8 @@ A call matches a gold call when the tool is the same and the arguments are equal
 normalised (case, surrounding and repeated whitespace, numbers by value, no null arguments).
 Matching is order-aware where the solution needs order: a gold call with an argument the
 question does not contain (a person_id found by an earlier call) only counts once every gold
-call before it has been matched. A task may list other valid paths in
+call before it has been matched, and independent calls (a comparison's two look-ups) match
+in any order, for the departure point too (:func:`available`). A task may list other valid paths in
 ``metadata["alt_solutions"]``; an episode is scored against the path that suits it best.
 Pure: reads records only.
 """
@@ -88,6 +89,19 @@ def needs_order(question: str, path: Sequence[ToolCall]) -> list[bool]:
     return out
 
 
+def ready(done: Sequence[bool], ordered: Sequence[bool], j: int) -> bool:
+    """Whether gold step ``j`` may count given which steps are ``done``: an independent step
+    (its values are in the question) at any time, a dependent one only once every step before
+    it is done. The one definition of order that call matching, the departure point (and so
+    diagnosis) and the progress rate share."""
+    return not ordered[j] or all(done[:j])
+
+
+def available(done: Sequence[bool], ordered: Sequence[bool], j: int) -> bool:
+    """Whether gold step ``j`` is still to be made and :func:`ready`."""
+    return not done[j] and ready(done, ordered, j)
+
+
 def match_path(
     calls: Sequence[tuple[str, Any]], path: Sequence[ToolCall], ordered: Sequence[bool]
 ) -> int:
@@ -95,35 +109,48 @@ def match_path(
     agent's order, a dependent gold call only after every gold call before it."""
     keys = [call_key(c.tool, c.arguments) for c in path]
     matched = [False] * len(keys)
-    n = 0
     for call in calls:
-        for j, key in enumerate(keys):
-            if matched[j] or key != call:
-                continue
-            if ordered[j] and not all(matched[:j]):
-                continue
+        j = _matching(call, keys, matched, ordered)
+        if j is not None:
             matched[j] = True
-            n += 1
-            break
-    return n
+    return sum(matched)
+
+
+def _matching(
+    call: tuple[str, Any], keys: Sequence[Any], done: Sequence[bool], ordered: Sequence[bool]
+) -> int | None:
+    return next(
+        (j for j, key in enumerate(keys) if key == call and available(done, ordered, j)), None
+    )
+
+
+def next_on_path(done: Sequence[bool], ordered: Sequence[bool]) -> int | None:
+    """The gold step an agent on a path would make next: the first one not done that
+    :func:`available` allows (None when every step is done)."""
+    return next((j for j in range(len(done)) if available(done, ordered, j)), None)
 
 
 def departure_point(
-    calls: Sequence[tuple[int, tuple[str, Any]]], paths: Sequence[Sequence[ToolCall]]
-) -> tuple[int | None, dict[int, int]]:
-    """Where the agent first leaves every gold path (a path is followed call by call;
-    repeating the call just made stays on it): the step index of that call, or None when
-    every call continues some path; and each path still followed just before it (or at the
-    end) with how many of its calls had been made."""
+    calls: Sequence[tuple[int, tuple[str, Any]]],
+    paths: Sequence[Sequence[ToolCall]],
+    question: str = "",
+) -> tuple[int | None, dict[int, tuple[bool, ...]]]:
+    """Where the agent first leaves every gold path: the step index of the first call that
+    continues none, or None when every call continues some path; and each path still followed
+    just before it (or at the end) with which of its steps had been made. A call continues a
+    path when it makes one of its steps :func:`available` allows (independent steps, such as a
+    comparison's two look-ups, in any order), or repeats a step already made (a retry)."""
     keys = [[call_key(c.tool, c.arguments) for c in p] for p in paths]
-    alive = {i: 0 for i in range(len(keys))}  # path -> calls of it made so far
+    order = [needs_order(question, p) for p in paths]
+    alive = {i: (False,) * len(keys[i]) for i in range(len(keys))}  # path -> steps made
     for index, call in calls:
-        nxt = {}
-        for p, pos in alive.items():
-            if pos < len(keys[p]) and keys[p][pos] == call:
-                nxt[p] = pos + 1
-            elif pos > 0 and keys[p][pos - 1] == call:  # a retry of the same call
-                nxt[p] = pos
+        nxt: dict[int, tuple[bool, ...]] = {}
+        for p, done in alive.items():
+            j = _matching(call, keys[p], done, order[p])
+            if j is not None:
+                nxt[p] = tuple(True if i == j else d for i, d in enumerate(done))
+            elif any(d and k == call for d, k in zip(done, keys[p], strict=True)):
+                nxt[p] = done  # a retry of a step already made
         if not nxt:
             return index, alive
         alive = nxt
@@ -131,11 +158,13 @@ def departure_point(
 
 
 def first_departure(
-    calls: Sequence[tuple[int, tuple[str, Any]]], paths: Sequence[Sequence[ToolCall]]
+    calls: Sequence[tuple[int, tuple[str, Any]]],
+    paths: Sequence[Sequence[ToolCall]],
+    question: str = "",
 ) -> int | None:
-    """The step index of the first call that continues no gold path (a path is followed call
-    by call; repeating the call just made stays on it), or None."""
-    return departure_point(calls, paths)[0]
+    """The step index of the first call that continues no gold path (:func:`departure_point`),
+    or None."""
+    return departure_point(calls, paths, question)[0]
 
 
 def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:
@@ -160,7 +189,7 @@ def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:
         "call_f1": best[2],
         "evidence_retrieved": float(evidence_found(traj, task.answers, task.evidence)),
     }
-    departure = first_departure(made, paths)
+    departure = first_departure(made, paths, task.question)
     scores["on_gold_path"] = float(departure is None)
     if departure is not None:
         scores["first_departure"] = float(departure)

@@ -11,9 +11,16 @@ the first one that makes its answer correct names the cause:
   place, with its real observation;
 - ``evidence_in_hand``: the gold solution's calls are the episode's first steps.
 
-This module builds the prefixes (lists of :class:`Step`) from stored records, holds the
-:class:`Diagnosis` record written to ``diagnosis.jsonl`` and the tables read from it. Pure: it
-never calls a model or a tool; the replays are ordinary episodes run by the app.
+Each intervention is compared with a control, the same prefix without the intervention's
+step: it fixes the episode only when its success rate beats the control's (:func:`beats`; at
+temperature > 0 over several samples each), and an episode no intervention fixes though some
+replay answered right is ``unstable``. A replay the harness stops before the model answers
+decides nothing (``harness_limit``).
+
+This module builds the prefixes (lists of :class:`Step`) from stored records, cuts them to
+the step budget, holds the estimator and its simulation, the :class:`Diagnosis` record written
+to ``diagnosis.jsonl`` and the tables read from it. Pure: it never calls a model or a tool;
+the replays are ordinary episodes run by the app.
 """
 
 from __future__ import annotations
@@ -29,9 +36,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from raleval.analysis.calls import FINISH_TOOLS, call_key, departure_point, gold_paths
-from raleval.analysis.taxonomy import invalid_steps
-from raleval.records import OutcomeKind, Step, Task, ToolCall, Trajectory
+from raleval.analysis.calls import (
+    FINISH_TOOLS,
+    call_key,
+    departure_point,
+    gold_paths,
+    needs_order,
+    next_on_path,
+)
+from raleval.analysis.taxonomy import invalid_steps, stop_reason
+from raleval.records import OutcomeKind, Step, StopReason, Task, ToolCall, Trajectory
 from raleval.store import read_stored_bytes, stored_file
 
 DIAGNOSIS = "diagnosis.jsonl"
@@ -45,9 +59,13 @@ class Cause(str, Enum):
     grounding = "grounding"  # fixed only by evidence in hand
     beyond_reach = "beyond_reach"  # no intervention fixes it
     not_needed = "not_needed"  # the episode's answer was correct
-    # the episode, or a replay that would decide its cause, was stopped by the wall clock: a
-    # harness limit (a slower or busier machine trips it sooner), so no cause can be told
+    # the episode, or a replay that would decide its cause, was stopped by the harness before
+    # the model answered (the wall clock, the context, a budget the prefix spent): a harness
+    # limit, so no cause can be told
     harness_limit = "harness_limit"
+    # replays of the same prefix disagree: no intervention's success rate beat its control's,
+    # yet some replay answered right (sampling noise, or a failure that does not reproduce)
+    unstable = "unstable"
 
 
 # Tried in this order; an episode's cause is the first that fixes it. Clean interface comes
@@ -66,10 +84,14 @@ class _Record(BaseModel):
 
 
 class Replay(_Record):
-    """One counterfactual episode: the intervention, its round (clean interface replaces one
-    misuse step per round), how many steps it was given, and the episode as recorded."""
+    """One counterfactual episode: the intervention (or, with ``control``, the unchanged
+    prefix it is compared with), its round (clean interface replaces one misuse step per
+    round), its sample (at temperature > 0 each prefix is replayed ``samples`` times), how many
+    steps it was given, and the episode as recorded."""
 
     intervention: str
+    control: bool = False
+    sample: int = 0
     round: int = 0
     prefix_steps: int
     correct: bool
@@ -83,13 +105,20 @@ class Outcome(_Record):
     fixed: bool = False
     why: str | None = None
     rounds: int = 0
-    undecided: bool = False  # its last replay was stopped by the wall clock, not answered
+    undecided: bool = False  # a replay was stopped by the harness before the model answered
+    # the success rates compared: the intervention's replays (its last round) and those of
+    # the unchanged prefix (the control), each over ``samples`` replays, and the one-sided
+    # p-value of the first beating the second (Fisher's exact test; docs/diagnosis.md)
+    samples: int = 0
+    rate: float | None = None
+    control_rate: float | None = None
+    p_value: float | None = None
 
 
 class Diagnosis(_Record):
     """One line of ``diagnosis.jsonl``: an episode of the run, its cause and the replays."""
 
-    schema_version: int = 1
+    schema_version: int = 2  # 2: controls, samples and the unstable cause
     task_id: str
     epoch: int = 0
     system: str  # workflow/model of the run
@@ -109,8 +138,9 @@ class Diagnosis(_Record):
 def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False) -> Cause:
     """The cause: ``not_needed`` for a correct episode; ``harness_limit`` when the episode
     was ``stopped`` by the wall clock or an intervention tried before the first that fixed it
-    was; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it, else
-    ``beyond_reach``."""
+    was undecided; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it
+    (its success rate beat its control's); else ``unstable`` when some replay, an
+    intervention's or a control's, answered right; else ``beyond_reach``."""
     if correct:
         return Cause.not_needed
     if stopped:
@@ -123,7 +153,96 @@ def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False)
             return cause
         if outcome.undecided:
             return Cause.harness_limit
+    if any((o.rate or 0) > 0 or (o.control_rate or 0) > 0 for o in outcomes.values()):
+        return Cause.unstable
     return Cause.beyond_reach
+
+
+# Stops of the harness rather than of the agent: a replay ended by one before the model
+# answered says nothing of what the intervention did.
+HARNESS_STOPS = frozenset(
+    {StopReason.time_budget, StopReason.context_overflow, StopReason.token_budget}
+)
+
+
+def harness_stopped(replay: Trajectory) -> bool:
+    """Whether the harness stopped ``replay`` before the model answered: the wall clock or
+    the context (a configured token budget or the model's window), or the model never got a
+    turn (the prefix spent a budget)."""
+    if replay.answer is not None:
+        return False
+    stop = replay.stop_reason or stop_reason(replay)
+    return stop in HARNESS_STOPS or not replay.llm_calls
+
+
+def given_part(replay: Trajectory) -> Trajectory:
+    """``replay`` with only the steps it was given (its prefix)."""
+    n = int(replay.extra.get("prefix_steps", 0) or 0)
+    return replay.model_copy(update={"steps": replay.steps[:n]})
+
+
+# -- the estimator ----------------------------------------------------------------------------
+
+ALPHA = 0.05  # one-sided level at which an intervention's rate must beat its control's
+
+
+def fisher_one_sided(a: int, n: int, c: int, m: int) -> float:
+    """P-value of "rate a/n is higher than rate c/m" by Fisher's exact test: the chance, with
+    the a + c successes shared at random among the n + m replays, that the first n get at
+    least ``a`` of them (hypergeometric upper tail; Fisher 1935, Agresti, Categorical Data
+    Analysis, 3rd ed., sec. 3.5)."""
+    from math import comb
+
+    total, k = n + m, a + c
+    denominator = comb(total, k)
+    return sum(comb(n, x) * comb(m, k - x) for x in range(a, min(n, k) + 1)) / denominator
+
+
+def beats(a: int, n: int, c: int, m: int, deterministic: bool = False) -> tuple[bool, float]:
+    """Whether an intervention's ``a`` successes in ``n`` replays beat its control's ``c`` in
+    ``m``, and the p-value. ``deterministic`` (temperature 0, one replay each): the
+    intervention answered right and the control, the unchanged prefix, did not. Else the
+    one-sided Fisher test at :data:`ALPHA`: at 3 replays each only 3/3 against 0/3 beats (p =
+    1/20), so an intervention that does nothing gives a cause at most (1/2)^6 = 1/64 of the
+    time whatever the model's success chance (``benchmarks/diagnosis_estimator.py``)."""
+    if n == 0 or m == 0:
+        return False, 1.0
+    p = fisher_one_sided(a, n, c, m)
+    if deterministic:
+        return a == n and c == 0, p
+    return p <= ALPHA, p
+
+
+def simulate_causes(
+    p_control: float,
+    p_intervention: float,
+    samples: int = 3,
+    episodes: int = 30,
+    interventions: int = 2,
+    studies: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """A simulation of the estimator, :func:`beats` as ``diagnose`` applies it: each episode
+    has ``interventions`` interventions tried in order, each replayed ``samples`` times at
+    success chance ``p_intervention`` against a control at ``p_control``; the first that beats
+    its control names the cause. Returns the mean share of episodes per study given a cause
+    (the false-cause rate when the two chances are equal, the power otherwise) and the share
+    of studies in which at least 90% of the episodes got none."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    shape = (studies, episodes, interventions)
+    a = rng.binomial(samples, p_intervention, shape)
+    c = rng.binomial(samples, p_control, shape)
+    table = np.array(
+        [[beats(i, samples, j, samples)[0] for j in range(samples + 1)] for i in range(samples + 1)]
+    )
+    caused = table[a, c].any(axis=2)
+    share = caused.mean(axis=1)
+    return {
+        "cause_rate": float(share.mean()),
+        "studies_90pct_without_cause": float((share <= 0.1).mean()),
+    }
 
 
 # -- prefixes ---------------------------------------------------------------------------------
@@ -160,38 +279,69 @@ def _calls(steps: Sequence[Step]) -> list[tuple[int, tuple[str, Any]]]:
     ]
 
 
-def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
-    """The gold call that comes next after ``steps``: on the first gold path still followed,
-    its next call; when the steps left every path, the next call of the path they went
-    furthest along (the first path when none)."""
+def _next_calls(
+    steps: Sequence[Step], task: Task
+) -> tuple[int | None, list[tuple[int, ToolCall]], list[tuple[int, tuple[str, Any]]]]:
+    """Where ``steps`` first left every gold path (None: they never did), the next gold call
+    of each path still followed there (paths the steps went furthest along first, then the
+    task's own order), and the steps' calls."""
     paths = gold_paths(task)
-    if not paths:
-        return None
-    _index, alive = departure_point(_calls(steps), paths)
-    pending = {p: pos for p, pos in alive.items() if pos < len(paths[p])}
-    if not pending:
-        return None
-    p = min(pending, key=lambda k: (-pending[k], k))
-    return paths[p][pending[p]]
+    made = _calls(steps)
+    index, alive = departure_point(made, paths, task.question)
+    pending = []
+    for p, done in alive.items():
+        j = next_on_path(done, needs_order(task.question, paths[p]))
+        if j is not None:
+            pending.append((-sum(done), p, paths[p][j]))
+    return index, [(p, call) for _n, p, call in sorted(pending, key=lambda x: x[:2])], made
+
+
+def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
+    """The gold call that comes next after ``steps``: on the gold path still followed that
+    they went furthest along, its next call (independent calls in any order, as
+    :func:`raleval.analysis.calls.departure_point` follows them); when the steps left every
+    path, the next call of the path they were on then (the first path when none)."""
+    _index, pending, _made = _next_calls(steps, task)
+    return pending[0][1] if pending else None
 
 
 def gold_retrieval_prefix(traj: Trajectory, task: Task) -> tuple[list[Step] | None, str]:
     """The agent's steps before it first left every gold path, then the gold call it should
     have made there. An agent that never left a path but stopped before its end gets the next
     gold call where it stopped. ``(None, why)`` when there is nothing to put in place."""
-    paths = gold_paths(task)
-    if not paths:
+    if not gold_paths(task):
         return None, "the task has no gold solution"
-    made = _calls(traj.steps)
-    index, alive = departure_point(made, paths)
-    pending = {p: pos for p, pos in alive.items() if pos < len(paths[p])}
+    index, pending, made = _next_calls(traj.steps, task)
     if not pending:
         return None, "the agent had made every call of a gold path"
     if index is None:  # it stopped on the path: the next gold call where it stopped
         index = (made[-1][0] + 1) if made else 0
-    p = min(pending, key=lambda k: (-pending[k], k))
     before = [given(s) for s in traj.steps if s.index < index and _kept(s)]
-    return [*before, gold_step(paths[p][pending[p]])], ""
+    return [*before, gold_step(pending[0][1])], ""
+
+
+def fit_steps(prefix: list[Step], room: int) -> list[Step]:
+    """``prefix`` cut to at most ``room`` steps, so that a replay starts with the model still
+    within its step budget. Every step that repeats an earlier one (the same call with the same
+    observation, a looping agent's retries) goes first, as it shows the model nothing new and
+    the model may need more than one turn after the intervention; then the agent's oldest
+    steps. The last step (the intervention's) is always kept; a prefix within ``room`` is
+    given unchanged."""
+    if len(prefix) <= room:
+        return list(prefix)
+    out = list(prefix)
+    seen: set[tuple[Any, ...]] = set()
+    repeats = []
+    for i, step in enumerate(out[:-1]):
+        key = (*call_key(step.tool, step.arguments), step.observation)
+        if key in seen and step.observation is not None:
+            repeats.append(i)
+        seen.add(key)
+    drop = set(repeats)
+    out = [s for i, s in enumerate(out) if i not in drop]
+    while len(out) > max(room, 1):
+        out.pop(0)
+    return out
 
 
 def evidence_prefix(task: Task) -> tuple[list[Step] | None, str]:
@@ -242,14 +392,19 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
 def intended_call(
     step: Step, earlier: Sequence[Step], task: Task, tools: Sequence[Any]
 ) -> ToolCall | None:
-    """The valid call a misuse ``step`` evidently meant: for a tool that exists, the gold
-    call of that tool whose argument values the model could see (in the question or an
-    earlier observation), else the same call with misspelled argument names mended; for an
-    unknown tool, an unparseable action or a call nothing mends, the next gold call."""
+    """The valid call a misuse ``step`` evidently meant: for a tool that exists, the same call
+    with misspelled argument names mended and the model's own values kept (a wrong value stays
+    wrong: what the call then returns is a retrieval matter, not the interface's); else the
+    gold call of that tool whose argument values the model could see (in the question or an
+    earlier observation); for an unknown tool, an unparseable action or a call nothing mends,
+    the next gold call."""
     nxt = next_gold_call(earlier, task)
     spec = next((t for t in tools if t.name == step.tool), None)
     if spec is None or step.kind is OutcomeKind.parse_error:
         return nxt
+    mended = _repaired(step, spec)
+    if mended is not None:
+        return mended
     seen = _norm(" ".join([task.question, *(s.observation or "" for s in earlier)]))
     made = {c for _, c in _calls(earlier)}
     same_tool = [c for path in gold_paths(task) for c in path if c.tool == spec.name]
@@ -258,7 +413,7 @@ def intended_call(
     for call in same_tool:
         if call_key(call.tool, call.arguments) not in made and _visible(call, seen):
             return call
-    return _repaired(step, spec) or nxt
+    return nxt
 
 
 def clean_interface_prefix(

@@ -8,7 +8,8 @@ subgoal is reached when every one of its key values appears in an observation th
 (token-aligned, after answer normalisation), or when the agent made that very gold call and
 it succeeded. Solutions whose steps are independent (comparisons, sets) are credited in any
 order; a step that depends on earlier ones (an argument found by an earlier call, as
-``analysis/calls.py`` decides) counts only once every step before it is reached. Because
+``analysis/calls.py`` decides) counts only once every step before it is reached: the same
+rule (``calls.ready``) that call matching and the departure point apply. Because
 observations only accumulate, the final share is AgentBoard's maximum over turns.
 
 Pure: reads records only.
@@ -16,7 +17,7 @@ Pure: reads records only.
 
 from __future__ import annotations
 
-from raleval.analysis.calls import FINISH_TOOLS, call_key, needs_order
+from raleval.analysis.calls import FINISH_TOOLS, call_key, needs_order, ready
 from raleval.records import OutcomeKind, Task, Trajectory
 from raleval.text import contains_tokens, normalize_answer
 
@@ -40,9 +41,7 @@ def reached_subgoals(traj: Trajectory, task: Task) -> list[bool] | None:
         wanted = [w for w in wanted if w]
         shown = bool(wanted) and all(any(contains_tokens(o, w) for o in seen) for w in wanted)
         hit = shown or call_key(call.tool, call.arguments) in made
-        if ordered[i] and not all(reached[:i]):
-            hit = False
-        reached.append(hit)
+        reached.append(hit and ready(reached, ordered, i))
     return reached
 
 

@@ -114,7 +114,17 @@ def test_independent_calls_match_in_any_order():
     )
     scores = call_scores(traj, _task(solution=both))
     assert (scores["call_precision"], scores["call_recall"]) == (1.0, 1.0)
-    assert scores["first_departure"] == 0.0  # recall is order-free; the path is not
+    # the departure point is order-free where matching is: the second look-up first stays on
+    # the path (it was off the path at step 0 when only recall was order-free, issue 46)
+    assert scores["on_gold_path"] == 1.0 and "first_departure" not in scores
+    # ... and a wrong call after it is where the agent left
+    traj = _traj(
+        [
+            ("searchPerson", {"organization": "Grikrart Institute"}),
+            ("getPersonPubs", {"person_id": "p7"}),
+        ]
+    )
+    assert call_scores(traj, _task(solution=both))["first_departure"] == 1.0
 
 
 def test_an_alternative_path_is_scored_when_it_fits_better():

@@ -76,7 +76,7 @@ def test_each_defect_gets_its_cause_on_every_failed_episode(
     for d in failed:
         for r in d.replays:
             assert r.trajectory.task_id == d.task_id
-            assert r.trajectory.extra["prefix_steps"] == r.prefix_steps
+            assert r.trajectory.extra.get("prefix_steps", 0) == r.prefix_steps
             assert "correct" in r.trajectory.scores
             assert r.correct == bool(r.trajectory.scores["correct"])
 
@@ -221,7 +221,10 @@ def test_diagnose_resumes_and_tables_cross_the_labels(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["table", str(run_dir), "--diagnosis", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "# R-Eval label by cause" in result.output
-    header = "system,label,n,interface,retrieval,grounding,beyond_reach,not_needed,harness_limit"
+    header = (
+        "system,label,n,interface,retrieval,grounding,beyond_reach,not_needed,harness_limit,"
+        "unstable"
+    )
     assert header in result.output
     from raleval.analysis.report import build_report
     from raleval.analysis.runs import load_run

@@ -183,11 +183,8 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             rec.finish(Termination.finished)
             return {}
         result = await ep_env.call(parsed.tool, parsed.arguments)
-        pad = f"{scratchpad}\nThought {n}: {thought}\nAction {n}: {parsed.raw}\nObservation {n}: "
-        # the room leaves the next step's label too: an observation that filled the context
-        # to the last token ended the episode at the next "Thought" (a context_limit stop)
-        room = observation_room(ep_model, cfg, context_limit, head + pad + f"\nThought {n + 1}:")
-        observation = fit_observation(ep_model, one_line(result.observation), room)
+        pad = scratchpad + step_head(n, thought, parsed.raw)
+        observation = observation_in(ep_model, head + pad, n, result.observation)
         rec.add_step(
             result,
             thought=thought,
@@ -198,6 +195,15 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         )
         return {"scratchpad": pad + observation, "n": n + 1, "parse_errors": 0}
 
+    def observation_in(ep_model: Model, prompt: str, n: int, text: str) -> str:
+        """Step ``n``'s observation as the scratchpad shows it after ``prompt`` (which ends in
+        the step's own ``Observation n:`` label), cut to the room the context leaves. The room
+        leaves the next step's label too: an observation that filled the context to the last
+        token ended the episode at the next "Thought" (a context_limit stop). A live step and a
+        replay's given step are both sized here (docs/diagnosis.md)."""
+        room = observation_room(ep_model, cfg, context_limit, prompt + f"\nThought {n + 1}:")
+        return fit_observation(ep_model, one_line(text), room)
+
     def step_text(n: int, step: Step, tools_env: Environment) -> str:
         """A recorded step as the scratchpad shows it (as ``act`` wrote it)."""
         if step.kind is OutcomeKind.parse_error or step.tool is None:
@@ -207,10 +213,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             spec = tools_env.tool(step.tool)
             args = step.arguments or {}
             action = step.raw_action or (spec.react_call(args) if spec else f"{step.tool}({args})")
-        return (
-            f"\nThought {n}: {step.thought or ''}\nAction {n}: {action}"
-            f"\nObservation {n}: {step.observation or ''}"
-        )
+        return step_head(n, step.thought or "", action) + (step.observation or "")
 
     async def start_from(
         prefix: list[Step], config: RunnableConfig, rec: EpisodeRecord, head: str
@@ -218,21 +221,25 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         """The state after the given steps, each recorded and in the scratchpad."""
         ep_env, ep_model = episode_env(config, env), episode_model(config, model)
         pad = ""
-
-        def fit(text: str) -> str:
-            room = observation_room(ep_model, cfg, context_limit, head + pad)
-            return fit_observation(ep_model, one_line(text), room)
-
         errors = 0
         for given in prefix:
+            if given.raw_action is None and given.tool is not None:
+                spec = ep_env.tool(given.tool)
+                if spec is not None:  # the action line as the model would have written it
+                    given = given.model_copy(
+                        update={"raw_action": spec.react_call(given.arguments or {})}
+                    )
+            n = len(rec.steps) + 1
+            # sized as ``act`` sizes a live step: after the step's own thought and action
+            head_n = head + pad + step_head(n, given.thought or "", given.raw_action or "")
+
+            def fit(text: str, prompt: str = head_n, n: int = n) -> str:
+                return observation_in(ep_model, prompt, n, text)
+
             recorded = await given_steps(rec, ep_env, [given], fit)
             if not recorded:
                 break
             got = recorded[0]
-            if got.raw_action is None and got.tool is not None:
-                spec = ep_env.tool(got.tool)
-                if spec is not None:
-                    got.raw_action = spec.react_call(got.arguments or {})
             pad += step_text(len(rec.steps), got, ep_env)
             errors = errors + 1 if got.kind is OutcomeKind.parse_error else 0
         rec.extra["prefix_steps"] = len(rec.steps)
@@ -260,6 +267,11 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
     graph.add_node("step", step, destinations=("step", END))
     graph.add_edge(START, "step")
     return graph.compile()
+
+
+def step_head(n: int, thought: str, action: str) -> str:
+    """Step ``n``'s lines in the scratchpad up to its observation."""
+    return f"\nThought {n}: {thought}\nAction {n}: {action}\nObservation {n}: "
 
 
 def render_react_example(example: SolvedExample, env: Environment) -> str:

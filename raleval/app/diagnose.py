@@ -4,7 +4,8 @@ failed (docs/diagnosis.md).
 A replay is a run: each counterfactual episode goes through the runner's own episode function
 (:func:`raleval.app.episodes.run_scored`) with a prefix of steps, on the run's environment,
 workflow, prompts, demonstrations and decoding (from its ``header.json``), with the model
-behind the same response cache, and is scored by the same scorer. The prefixes come from
+behind the same response cache, and is scored by the same scorer. The prefixes, the rule
+that compares an intervention with its control and the causes come from
 :mod:`raleval.analysis.diagnosis`. Results are appended to ``diagnosis.jsonl`` beside
 ``results.jsonl``, one line per episode; a second ``diagnose`` resumes where it stopped.
 """
@@ -12,6 +13,7 @@ behind the same response cache, and is scored by the same scorer. The prefixes c
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,22 +26,28 @@ from raleval.analysis.diagnosis import (
     Diagnosis,
     Outcome,
     Replay,
+    beats,
     cause_of,
     clean_interface_prefix,
     diagnosis_json,
     evidence_prefix,
+    fit_steps,
+    given_part,
     gold_retrieval_prefix,
+    harness_stopped,
     read_diagnoses,
 )
+from raleval.analysis.taxonomy import evidence_found
 from raleval.app.episodes import episode_graph, episode_slots, episode_stack, run_scored
 from raleval.app.plan import build_env
 from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, latest_attempts
 from raleval.model import Capabilities, ModelBase
-from raleval.records import AgentSpec, Step, StopReason, Task, Trajectory
+from raleval.records import AgentSpec, Step, StopReason, Task, Termination, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
 MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
+SAMPLES = 3  # replays of each prefix at temperature > 0 (``--samples``)
 
 
 @dataclass
@@ -55,17 +63,43 @@ class DiagnoseSummary:
 @dataclass
 class _Replayer:
     """What every replay of a run shares: the run's model stack, environment, workflow and
-    compiled graph."""
+    compiled graph, and how many times each prefix is replayed."""
 
     model: Any
     env: Any
     workflow: Any
     graph: Any
     agent: AgentSpec
+    samples: int = 1  # replays per prefix: 1 at temperature 0
 
-    async def replay(self, task: Task, epoch: int, prefix: list[Step]) -> Trajectory:
+    @property
+    def deterministic(self) -> bool:
+        return self.workflow.config.temperature == 0
+
+    @property
+    def room(self) -> int | None:
+        """The most steps a prefix may have and leave the model a turn (``max_steps`` counts
+        ReAct's rounds and function calling's turns alike: a given step takes one)."""
+        max_steps = getattr(self.workflow.config, "max_steps", None)
+        return None if max_steps is None else max_steps - 1
+
+    async def replay(self, task: Task, epoch: int, prefix: list[Step], sample: int) -> Trajectory:
+        """One replay from ``prefix``. At temperature 0 it is keyed in the response cache as
+        the run's own episode was (an unchanged prefix asks what the episode asked); at
+        temperature > 0 each sample has a key of its own, never the run's (whose sample is the
+        failure being explained), and the same key on every diagnose of the run."""
+        key: Any = epoch if self.deterministic else f"{epoch}:replay-{sample}"
         return await run_scored(
-            task, self.model, self.env, self.workflow, self.agent, epoch, 0, self.graph, prefix
+            task,
+            self.model,
+            self.env,
+            self.workflow,
+            self.agent,
+            epoch,
+            0,
+            self.graph,
+            prefix or None,
+            cache_epoch=key,
         )
 
 
@@ -140,6 +174,125 @@ def _calls_of(replays: list[Replay]) -> tuple[int, int]:
     return len(calls), sum(1 for c in calls if c.cache_hit)
 
 
+def evidence_cut(replay: Trajectory, task: Task) -> bool:
+    """Whether the evidence a replay was given is out of the model's view: its given steps
+    do not show the answer (or every value it rests on), and a given observation was cut to
+    fit the context (a long page's tail, a price series' older entries), so the evidence may
+    be what was cut."""
+    from raleval.workflows.common import SERIES_MARKER, TRUNCATION_MARKER
+
+    given = given_part(replay)
+    if evidence_found(given, task.answers, task.evidence):
+        return False
+    page_cut = TRUNCATION_MARKER.split("{")[0]
+    series_cut = f'"{SERIES_MARKER}": '
+    return any(page_cut in (s.observation or "") or series_cut in (s.observation or "")
+               for s in given.steps)  # fmt: skip
+
+
+def _context_full(replays: list[Replay]) -> bool:
+    """Every replay ended at the context limit before the model was asked anything."""
+    return all(
+        r.trajectory.termination is Termination.context_limit and not r.trajectory.llm_calls
+        for r in replays
+    )
+
+
+def _prefix_key(prefix: list[Step]) -> str:
+    return json.dumps([s.model_dump(mode="json", exclude={"index"}) for s in prefix])
+
+
+class _Episode:
+    """The replays of one episode: each prefix replayed ``samples`` times, a control prefix
+    (the unchanged one an intervention is compared with) only once however many share it."""
+
+    def __init__(self, traj: Trajectory, task: Task, replayer: _Replayer) -> None:
+        self.traj, self.task, self.replayer = traj, task, replayer
+        self.replays: list[Replay] = []
+        self._controls: dict[str, list[Replay]] = {}
+
+    async def run(self, name: str, prefix: list[Step], round_: int = 0) -> list[Replay]:
+        out = []
+        for sample in range(self.replayer.samples):
+            traj = await self.replayer.replay(self.task, self.traj.epoch, prefix, sample)
+            out.append(
+                Replay(
+                    intervention=name,
+                    sample=sample,
+                    round=round_,
+                    prefix_steps=len(prefix),
+                    correct=bool(traj.scores.get("correct")),
+                    trajectory=traj,
+                )
+            )
+        self.replays += out
+        return out
+
+    async def control(self, name: str, prefix: list[Step]) -> list[Replay]:
+        key = _prefix_key(prefix)
+        if key not in self._controls:
+            runs = await self.run(name, prefix)
+            for r in runs:
+                r.control = True
+            self._controls[key] = runs
+        return self._controls[key]
+
+    def fit(self, prefix: list[Step]) -> list[Step]:
+        room = self.replayer.room
+        return prefix if room is None else fit_steps(prefix, room)
+
+
+async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
+    """Replay the episode under intervention ``name`` and its control; the outcome."""
+    traj, task = ep.traj, ep.task
+    rounds, current, last, control_prefix = 0, traj, [], None
+    why = ""
+    while True:
+        if name == "clean_interface":
+            prefix, why = clean_interface_prefix(current, task, tools)
+        elif name == "gold_retrieval":
+            prefix, why = gold_retrieval_prefix(traj, task)
+        else:
+            prefix, why = evidence_prefix(task)
+        if prefix is None:
+            break
+        prefix = ep.fit(prefix)
+        rounds += 1
+        last = await ep.run(name, prefix, rounds)
+        # the context full before the model spoke: the agent's oldest steps go, while any
+        # are left (evidence in hand has none: that is the evidence, and undecided if cut)
+        while name != "evidence_in_hand" and len(prefix) > 1 and _context_full(last):
+            prefix = prefix[1:]
+            last = await ep.run(name, prefix, rounds)
+        if control_prefix is None:  # the prefix unchanged: without the step put in place
+            control_prefix = [] if name == "evidence_in_hand" else prefix[:-1]
+        stop = any(harness_stopped(r.trajectory) for r in last)
+        if last[0].correct or name != "clean_interface" or rounds >= MAX_ROUNDS or stop:
+            break
+        current = last[0].trajectory
+    if not last:
+        return Outcome(applied=False, why=why)
+    assert control_prefix is not None
+    controls = await ep.control(name, control_prefix)
+    a, c = sum(r.correct for r in last), sum(r.correct for r in controls)
+    fixed, p = beats(a, len(last), c, len(controls), ep.replayer.deterministic)
+    undecided = any(harness_stopped(r.trajectory) for r in [*last, *controls])
+    why = "a replay was stopped by the harness before the model answered" if undecided else ""
+    if name == "evidence_in_hand" and any(evidence_cut(r.trajectory, task) for r in last):
+        undecided, why = True, "the evidence was cut to fit the context: out of the model's view"
+    return Outcome(
+        applied=True,
+        fixed=fixed and not undecided,
+        why=why or None,
+        rounds=rounds,
+        undecided=undecided,
+        samples=len(last),
+        rate=a / len(last),
+        control_rate=c / len(controls),
+        p_value=p,
+    )
+
+
 async def diagnose_episode(
     traj: Trajectory,
     task: Task,
@@ -148,53 +301,21 @@ async def diagnose_episode(
     model: str,
     replay_stopped: bool = False,
 ) -> Diagnosis:
-    """Replay one episode under the interventions, in order, until one fixes it. One the
-    wall clock stopped is replayed only with ``replay_stopped`` (a longer clock)."""
+    """Replay one episode under the interventions, in order, each against its control, until
+    one fixes it. One the wall clock stopped is replayed only with ``replay_stopped`` (a
+    longer clock)."""
     correct = bool(traj.scores.get("correct"))
     # stopped by the wall clock: a replay under the same clock would measure the machine's
     # load, not the agent
     stopped = not correct and _stopped(traj) and not replay_stopped
     outcomes: dict[str, Outcome] = {}
-    replays: list[Replay] = []
+    ep = _Episode(traj, task, replayer)
     tools = await episode_tools(replayer.env, task) if not (correct or stopped) else []
     for name in INTERVENTIONS if not (correct or stopped) else ():
         if any(o.fixed or o.undecided for o in outcomes.values()):
             break
-        rounds, current = 0, traj
-        while True:
-            if name == "clean_interface":
-                prefix, why = clean_interface_prefix(current, task, tools)
-            elif name == "gold_retrieval":
-                prefix, why = gold_retrieval_prefix(traj, task)
-            else:
-                prefix, why = evidence_prefix(task)
-            if prefix is None:
-                break
-            rounds += 1
-            current = await replayer.replay(task, traj.epoch, prefix)
-            ok = bool(current.scores.get("correct"))
-            replays.append(
-                Replay(
-                    intervention=name,
-                    round=rounds,
-                    prefix_steps=len(prefix),
-                    correct=ok,
-                    trajectory=current,
-                )
-            )
-            if ok or name != "clean_interface" or rounds >= MAX_ROUNDS or _stopped(current):
-                break
-        done = [r for r in replays if r.intervention == name]
-        fixed = bool(done) and done[-1].correct
-        undecided = bool(done) and not fixed and _stopped(done[-1].trajectory)
-        outcomes[name] = Outcome(
-            applied=bool(done),
-            fixed=fixed,
-            why=None if done else why,
-            rounds=rounds,
-            undecided=undecided,
-        )
-    n_calls, hits = _calls_of(replays)
+        outcomes[name] = await _intervene(ep, name, tools)
+    n_calls, hits = _calls_of(ep.replays)
     return Diagnosis(
         task_id=traj.task_id,
         epoch=traj.epoch,
@@ -206,7 +327,7 @@ async def diagnose_episode(
         correct=correct,
         cause=cause_of(correct, outcomes, stopped),
         outcomes=outcomes,
-        replays=replays,
+        replays=ep.replays,
         llm_calls=n_calls,
         cache_hits=hits,
         created_at=datetime.now(timezone.utc),
@@ -230,11 +351,15 @@ async def diagnose(
     limit: int | None = None,
     progress: Any = None,
     time_limit_s: float | None = None,
+    samples: int = SAMPLES,
 ) -> DiagnoseSummary:
     """Diagnose the episodes of ``run_dir`` not yet in its ``diagnosis.jsonl`` (the first
     ``limit`` of them in results order); ``progress(diagnosis)`` is called after each.
     ``time_limit_s`` gives replays another wall-clock budget than the run's, and replays the
-    episodes the run's clock stopped too."""
+    episodes the run's clock stopped too. ``samples``: replays of each prefix at temperature
+    > 0 (one at temperature 0)."""
+    if samples < 1:
+        raise ConfigError(f"samples must be at least 1, not {samples}")
     run_dir = Path(run_dir)
     if not (run_dir / RESULTS).exists():
         raise ConfigError(f"{run_dir} has no {RESULTS}: is it a run directory?")
@@ -265,7 +390,8 @@ async def diagnose(
     env = build_env(config.env, config.env_options)
     stack, env, _faults, cache = episode_stack(config, base, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
-    replayer = _Replayer(stack, env, workflow, episode_graph(workflow, stack, env), agent)
+    k = 1 if workflow.config.temperature == 0 else samples
+    replayer = _Replayer(stack, env, workflow, episode_graph(workflow, stack, env), agent, k)
     system = f"{results[0].agent.workflow}/{results[0].agent.model}"
     queue: asyncio.Queue[Trajectory] = asyncio.Queue()
     for traj in todo:
@@ -301,10 +427,11 @@ def diagnose_sync(
     limit: int | None = None,
     progress: Any = None,
     time_limit_s: float | None = None,
+    samples: int = SAMPLES,
 ) -> DiagnoseSummary:
     """Blocking :func:`diagnose`, holding the run directory's lock: a run resuming into it,
     or a second diagnose, waits its turn (is refused, naming this one's pid)."""
     from raleval.app.rundir import RunDirLock
 
     with RunDirLock(run_dir):
-        return asyncio.run(diagnose(run_dir, model, limit, progress, time_limit_s))
+        return asyncio.run(diagnose(run_dir, model, limit, progress, time_limit_s, samples))

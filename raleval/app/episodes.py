@@ -116,12 +116,15 @@ async def run_episode(
     epoch: int = 0,
     graph: Any = None,
     prefix: list[Step] | None = None,
+    cache_epoch: Any = None,
 ) -> Trajectory:
     """Run one episode; never raises: harness failures are recorded as ``harness_error``.
 
     ``graph`` is the workflow compiled once for the run; without it one is compiled here.
     ``prefix``: steps the episode starts from (a counterfactual replay, docs/diagnosis.md); a
     step without an observation is a call the workflow makes first, with its real observation.
+    ``cache_epoch``: what the response cache keys the episode's requests by, when not its
+    ``epoch`` (a replay's own sample).
     """
     from raleval.tasks.testbeds import wrap_session
     from raleval.workflows.common import EpisodeRecord
@@ -130,8 +133,9 @@ async def run_episode(
     rec = EpisodeRecord()
     session: Any = None
     try:
-        if epoch:
-            model = model.with_epoch(epoch)
+        key = epoch if cache_epoch is None else cache_epoch
+        if key:
+            model = model.with_epoch(key)
         session = wrap_session(env.session(task), task, env)
         episode_model = model.for_episode(task, session, workflow)
         if graph is None:
@@ -195,13 +199,22 @@ async def run_scored(
     attempt: int,
     graph: Any,
     prefix: list[Step] | None = None,
+    cache_epoch: Any = None,
 ) -> Trajectory:
     """:func:`run_episode`, scored, with its infrastructure failure cause and its attempt
     number: the trajectory every backend writes."""
     from raleval.analysis.scoring import score_trajectory
 
     traj = await run_episode(
-        task, model, env, workflow, agent, epoch=epoch, graph=graph, prefix=prefix
+        task,
+        model,
+        env,
+        workflow,
+        agent,
+        epoch=epoch,
+        graph=graph,
+        prefix=prefix,
+        cache_epoch=cache_epoch,
     )
     score_trajectory(traj, task)
     traj.failure = failure_cause(traj)

@@ -60,6 +60,15 @@ def diagnose(
             min=1,
         ),
     ] = None,
+    samples: Annotated[
+        int,
+        typer.Option(
+            help="at temperature > 0, replays of each intervention and of its control (the "
+            "unchanged prefix); a cause needs the intervention's success rate to beat the "
+            "control's (docs/diagnosis.md). At temperature 0 each is replayed once",
+            min=1,
+        ),
+    ] = 3,
     fresh: Annotated[
         bool,
         typer.Option(
@@ -85,7 +94,7 @@ def diagnose(
             aside = set_aside(run_dir)
             if aside is not None:
                 typer.echo(f"set aside: {aside}")
-        summary = diagnose_sync(run_dir, model, limit, show, time_limit)
+        summary = diagnose_sync(run_dir, model, limit, show, time_limit, samples)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(
