@@ -169,6 +169,10 @@ def test_a_reader_of_its_view_is_never_beyond_reach(tmp_path: Path, env: str) ->
     assert sum(d.llm_calls for d in again) == sum(d.cache_hits for d in again) > 0
     assert "0 sent to the model" in result.output
     assert [d.cause for d in again] == [d.cause for d in read_diagnoses(run_dir)]
+    # issue 50: each episode says when its replays start, not only when they end
+    total = len(again)
+    starts = [line for line in result.output.splitlines() if line.endswith(": replaying ...")]
+    assert len(starts) == total and starts[0].startswith(f"[1/{total}] ")
 
 
 # -- the replay is a run ----------------------------------------------------------------------

@@ -352,9 +352,11 @@ async def diagnose(
     progress: Any = None,
     time_limit_s: float | None = None,
     samples: int = SAMPLES,
+    starting: Any = None,
 ) -> DiagnoseSummary:
     """Diagnose the episodes of ``run_dir`` not yet in its ``diagnosis.jsonl`` (the first
-    ``limit`` of them in results order); ``progress(diagnosis)`` is called after each.
+    ``limit`` of them in results order); ``starting(trajectory, n, total)`` is called as each
+    one's replays begin (the n-th of ``total``) and ``progress(diagnosis)`` after each.
     ``time_limit_s`` gives replays another wall-clock budget than the run's, and replays the
     episodes the run's clock stopped too. ``samples``: replays of each prefix at temperature
     > 0 (one at temperature 0)."""
@@ -397,10 +399,16 @@ async def diagnose(
     for traj in todo:
         queue.put_nowait(traj)
 
+    begun = 0
+
     async def worker() -> None:
+        nonlocal begun
         while not queue.empty():
             traj = queue.get_nowait()
             task = tasks[traj.task_id]
+            begun += 1
+            if starting is not None:
+                starting(traj, begun, len(todo))
             d = await diagnose_episode(traj, task, replayer, system, config.model, replay_stopped)
             out.append_lines([diagnosis_json(d)])  # one whole line per episode, fsynced
             summary.diagnosed += 1
@@ -428,10 +436,13 @@ def diagnose_sync(
     progress: Any = None,
     time_limit_s: float | None = None,
     samples: int = SAMPLES,
+    starting: Any = None,
 ) -> DiagnoseSummary:
     """Blocking :func:`diagnose`, holding the run directory's lock: a run resuming into it,
     or a second diagnose, waits its turn (is refused, naming this one's pid)."""
     from raleval.app.rundir import RunDirLock
 
     with RunDirLock(run_dir):
-        return asyncio.run(diagnose(run_dir, model, limit, progress, time_limit_s, samples))
+        return asyncio.run(
+            diagnose(run_dir, model, limit, progress, time_limit_s, samples, starting)
+        )

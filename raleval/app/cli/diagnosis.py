@@ -80,10 +80,19 @@ def diagnose(
     evidence in hand) and record each one's cause in diagnosis.jsonl (docs/diagnosis.md)."""
     from raleval.app.diagnose import diagnose_sync, set_aside
 
+    began: dict[tuple[str, int], float] = {}
+
+    def starting(traj: Any, n: int, total: int) -> None:
+        began[(traj.task_id, traj.epoch)] = time.monotonic()
+        label = traj.error_type.value if traj.error_type else "-"
+        typer.echo(f"[{n}/{total}] {traj.task_id} [{label}]: replaying ...")
+
     def show(d: Any) -> None:
+        took = time.monotonic() - began.get((d.task_id, d.epoch), time.monotonic())
         typer.echo(
             f"  {d.task_id} [{d.label}] -> {d.cause.value}  "
-            f"({len(d.replays)} replays, {d.llm_calls} model calls, {d.cache_hits} cached)"
+            f"({len(d.replays)} replays, {d.llm_calls} model calls, {d.cache_hits} cached; "
+            f"{took:.1f} s)"
         )
 
     started = time.monotonic()
@@ -94,7 +103,7 @@ def diagnose(
             aside = set_aside(run_dir)
             if aside is not None:
                 typer.echo(f"set aside: {aside}")
-        summary = diagnose_sync(run_dir, model, limit, show, time_limit, samples)
+        summary = diagnose_sync(run_dir, model, limit, show, time_limit, samples, starting)
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(
