@@ -22,6 +22,7 @@ from raleval.records import Task, Trajectory
 from raleval.store import GZ, RESULTS, TASKS, read_header, stored_file
 
 QUESTION_CHARS = 300  # a row shows the start of its question; the episode view shows all of it
+BATCH = 2000  # rows become visible to queries this many at a time
 
 
 @dataclass
@@ -88,6 +89,7 @@ class LogIndex:
     def __init__(self, run_dirs: list[Path]) -> None:
         self.runs = [IndexedRun(Path(p)) for p in run_dirs]
         self.rows: list[tuple[Any, ...]] = []
+        self._where: dict[tuple[int, str, int], int] = {}  # (run, task, epoch) -> row position
         self.done = False
         self.error: str | None = None
         self._lock = threading.Lock()
@@ -138,7 +140,7 @@ class LogIndex:
         diagnosed = {(d.task_id, d.epoch): str(d.cause) for d in read_diagnoses(run.path)}
         data, handle = _read(stored_file(run.path, RESULTS))
         run.results_bytes = data
-        latest: dict[tuple[str, int], tuple[Any, ...]] = {}
+        batch: list[tuple[Any, ...]] = []
         try:
             for offset, line in _lines(data, handle):
                 if not line.strip():
@@ -155,20 +157,34 @@ class LogIndex:
                 scores = record.get("scores") or {}
                 f1 = float(scores.get("f1") or 0.0)
                 right = scores.get("correct")
-                latest[(tid, epoch)] = (
+                batch.append((
                     i, tid, epoch, family, level, record.get("error_type") or "-",
                     record.get("error_cause") or "", f1,
                     bool(right) if right is not None else f1 >= 0.5, _copied(record),
                     record.get("termination") or "", float(record.get("wall_time_s") or 0.0),
                     len(record.get("steps") or ()), question, diagnosed.get((tid, epoch), ""),
                     offset, len(line),
-                )  # fmt: skip
+                ))  # fmt: skip
+                if len(batch) >= BATCH:  # the first rows are listed long before the last
+                    self._add(run, batch)
+                    batch = []
         finally:
             if handle is not None:
                 handle.close()
-        run.episodes = len(latest)
+        self._add(run, batch)
+
+    def _add(self, run: IndexedRun, rows: list[tuple[Any, ...]]) -> None:
+        """Add rows; a later attempt at a (task, epoch) takes its earlier one's place."""
         with self._lock:
-            self.rows.extend(latest.values())
+            for row in rows:
+                key = (row[RUN], row[TASK_ID], row[EPOCH])
+                at = self._where.get(key)
+                if at is None:
+                    self._where[key] = len(self.rows)
+                    self.rows.append(row)
+                    run.episodes += 1
+                else:
+                    self.rows[at] = row
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -227,10 +243,9 @@ class LogIndex:
         return view
 
     def find(self, run: int, task_id: str, epoch: int) -> tuple[Any, ...] | None:
-        for r in self.snapshot():
-            if r[RUN] == run and r[TASK_ID] == task_id and r[EPOCH] == epoch:
-                return r
-        return None
+        with self._lock:
+            at = self._where.get((run, task_id, epoch))
+            return None if at is None else self.rows[at]
 
     def trajectory(self, row: tuple[Any, ...]) -> Trajectory:
         """The episode's record, read from its offset and validated now."""
