@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from raleval.analysis.programs import answer_program, answer_reads_tools
+from raleval.failures import refused_call_escaped
 from raleval.records import ErrorType, OutcomeKind, StopReason, Termination, Trajectory
 from raleval.text import contains_tokens, normalize_answer
 
@@ -85,7 +87,7 @@ def stop_reason(trajectory: Trajectory) -> StopReason:
         return StopReason.tool_failure
     if term is Termination.invalid_format:
         return StopReason.unparseable_output
-    if term is Termination.program_error:
+    if term is Termination.program_error or refused_call_escaped(trajectory):
         # a model-written program the harness could not carry out: refused by the sandbox, not
         # Python at all (the cause is the exception's name), or a program that ran and raised
         if _POLICY.search(cause):
@@ -105,17 +107,29 @@ def _observations(trajectory: Trajectory) -> list[str]:
 
 
 def evidence_found(
-    trajectory: Trajectory, golds: Sequence[str], every: Sequence[str] | None = None
+    trajectory: Trajectory,
+    golds: Sequence[str],
+    every: Sequence[str] | None = None,
+    question: str = "",
 ) -> bool:
-    """Whether a gold alias appears, token-aligned, in an observation returned by a tool; with
-    ``every`` (the values a computed answer reads), whether each of them appears in one."""
+    """Whether the answer was shown: a gold alias appears, token-aligned, in an observation a
+    tool returned, or, with ``every`` (the values a computed answer reads), each of them
+    appears in one. "yes" and "no" are never taken as shown (any page says "no"), and where
+    the task names the values its answer reads, neither is a gold the question itself names
+    (the winner of a comparison is one of the two names asked about)."""
     seen = [normalize_answer(obs).split() for obs in _observations(trajectory)]
     if every:
         needles = [normalize_answer(v).split() for v in every]
         needles = [n for n in needles if n]
-        return bool(needles) and all(any(contains_tokens(t, n) for t in seen) for n in needles)
+        if needles and all(any(contains_tokens(t, n) for t in seen) for n in needles):
+            return True
+    asked = normalize_answer(question).split()
     needles = [normalize_answer(g).split() for g in golds]
-    needles = [n for n in needles if n]
+    needles = [
+        n
+        for n in needles
+        if n and n not in (["yes"], ["no"]) and not (every and contains_tokens(asked, n))
+    ]
     return any(contains_tokens(t, n) for t in seen for n in needles)
 
 
@@ -154,10 +168,10 @@ def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> Erro
     """The R-Eval class of an episode (docs/taxonomy.md): a pure function of four facts."""
     if correct:
         return ErrorType.EM if evidence else ErrorType.AM
-    if stop in EXTERNAL:
-        return ErrorType.ME
-    if evidence:
+    if evidence:  # R-Eval asks first whether the scratchpad held the answer
         return ErrorType.GE
+    if stop in EXTERNAL:  # then whether, and why, the retrieval was interrupted
+        return ErrorType.ME
     if misuse or stop in MISUSE_STOPS:
         return ErrorType.TE
     return ErrorType.RE  # answered, or halted on a budget
@@ -183,7 +197,13 @@ def classify_episode(
     if premise_check and not evidence:
         useful = bool(_observations(trajectory))
     else:
-        useful = evidence_found(trajectory, golds, evidence)
+        useful = evidence_found(trajectory, golds, evidence, question)
+    program = answer_program(trajectory)
+    if program is not None and useful:
+        # a program's tool results reach its answer only through its variables: none when it
+        # did not finish, none when final_result is a literal that reads no tool result
+        called = {s.tool for s in trajectory.steps if s.tool and s.tool != "Finish"}
+        useful = stop is StopReason.answered and answer_reads_tools(program, called)
     bad = invalid_calls(trajectory, question)
     kind = label(correct, useful, stop, bool(bad))
     sub = "harness_limit" if stop in HARNESS_LIMITS else None
