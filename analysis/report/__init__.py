@@ -313,11 +313,14 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         [
             s.system,
             *(s.labels.get(lb, 0) for lb in LABELS),
+            s.copied,
             ", ".join(f"{c} ({n})" for c, n in s.causes.most_common(4)),
         ]
         for s in summaries
     ]
-    errors_html = _table(["system", *LABELS, "most frequent causes"], err_rows)
+    errors_html = _table(
+        ["system", *LABELS, "copied demonstration", "most frequent causes"], err_rows
+    )
 
     crag_parts = []
     for run in runs:

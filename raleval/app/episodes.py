@@ -198,12 +198,14 @@ async def run_scored(
 ) -> Trajectory:
     """:func:`run_episode`, scored, with its infrastructure failure cause and its attempt
     number: the trajectory every backend writes."""
+    from raleval.analysis.demonstrations import flag_copied
     from raleval.analysis.scoring import score_trajectory
 
     traj = await run_episode(
         task, model, env, workflow, agent, epoch=epoch, graph=graph, prefix=prefix
     )
     score_trajectory(traj, task)
+    flag_copied(traj, task, workflow.config.demonstration_answers)
     traj.failure = failure_cause(traj)
     traj.attempt = attempt
     return traj

@@ -131,7 +131,10 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
         for family, group in demos.items()
     }
     ids = {family: [t.id for t in group] for family, group in demos.items()}
-    workflow = workflow.with_config(demonstrations=rendered, demonstration_ids=ids)
+    answers = {family: [t.answers[0] for t in group] for family, group in demos.items()}
+    workflow = workflow.with_config(
+        demonstrations=rendered, demonstration_ids=ids, demonstration_answers=answers
+    )
     prompts = run_prompts(env, workflow)
     decoding = {
         "temperature": workflow.config.temperature,
@@ -253,4 +256,5 @@ def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:
         "shots": workflow.config.shots,
         "demonstrations": workflow.config.demonstration_ids,
         "rendered": workflow.config.demonstrations,
+        "answers": workflow.config.demonstration_answers,
     }
