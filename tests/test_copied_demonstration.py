@@ -11,7 +11,7 @@ from raleval.analysis.demonstrations import (
 )
 from raleval.analysis.report import build_report
 from raleval.analysis.runs import load_run
-from raleval.analysis.study import _TAIL as STUDY_COLUMNS
+from raleval.analysis.study import COLUMNS as STUDY_COLUMNS
 from raleval.analysis.summary import render_table, summarize
 from raleval.store import read_header
 
@@ -55,7 +55,7 @@ def test_a_copied_demonstration_is_flagged_and_counted(oracle_run):
     rows = summarize(run.results, run.tasks)
     assert sum(r.copied for r in rows if r.family != "all") == 1
     assert "copied demonstration" in build_report([run])
-    assert "copied" in STUDY_COLUMNS
+    assert all("copied" in columns for columns in STUDY_COLUMNS.values())
 
 
 @pytest.mark.parametrize(
@@ -107,3 +107,44 @@ def test_results_table_shows_the_count(oracle_run):
         "ME",
         "copied",
     ]
+
+
+def test_demonstrations_come_from_another_world_and_show_no_test_gold(tmp_path):
+    """Generated demonstrations are drawn and solved in a world of another seed, and none
+    answers with a gold of a task under test (yes/no aside)."""
+    from raleval import registry
+    from raleval.app.demonstrations import (
+        WORLD_SEED,
+        demonstration_tasks,
+        demonstration_world,
+        solved_example,
+    )
+    from raleval.config import RunConfig
+    from raleval.tasks.catalog import load_tasks
+    from raleval.text import normalize_answer
+
+    config = RunConfig(
+        env="scholar",
+        env_options={"size": "tiny"},
+        workflow="react",
+        model="scripted/oracle",
+        tasks="scholar",
+        log_dir=tmp_path,
+    )
+    env = registry.envs.get("scholar")(size="tiny")
+    tasks = load_tasks("scholar", env, "scholar", 5, 0)
+    world = demonstration_world(config, env)
+    assert world is not env
+    demos = demonstration_tasks(config, env, tasks, 2, world)
+    assert demos and all(t.metadata[WORLD_SEED] == 7919 for g in demos.values() for t in g)
+    golds = {normalize_answer(a) for t in tasks for a in t.answers} - {"yes", "no"}
+    shown = [t for g in demos.values() for t in g]
+    assert not {normalize_answer(t.answers[0]) for t in shown} & golds
+    differs = 0
+    for demo in shown:
+        example = solved_example(demo, env, world)
+        there = solved_example(demo.model_copy(update={"metadata": {}}), world)
+        assert example.calls == there.calls  # solved where it was drawn
+        here = solved_example(demo.model_copy(update={"metadata": {}}), env)
+        differs += here.calls != there.calls
+    assert differs == len(shown)  # the test world answers its calls otherwise

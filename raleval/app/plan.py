@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval import registry
-from raleval.app.demonstrations import demonstration_tasks, solved_example
+from raleval.app.demonstrations import demonstration_tasks, demonstration_world, solved_example
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
 from raleval.app.study import without_page_html
 from raleval.config import ConfigError, RunConfig
@@ -119,13 +119,17 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
         reason = foreign_tasks(tasks, env, config.env)
         if reason:
             raise ConfigError(f"refused: {reason}")
-    demos = demonstration_tasks(config, env, tasks, workflow.config.shots)
+    world = None
+    if workflow.config.shots and any(t.solution for t in tasks):
+        with phase(f"building the demonstrations' {config.env} world"):
+            world = demonstration_world(config, env)
+    demos = demonstration_tasks(config, env, tasks, workflow.config.shots, world)
     from raleval.tasks.testbeds import wrap_session
 
     # an interface testbed's demonstrations are written in the tools it presents
     rendered = {
         family: [
-            workflow.render_example(solved_example(t, env), wrap_session(env, t, env))
+            workflow.render_example(solved_example(t, env, world), wrap_session(env, t, env))
             for t in group
         ]
         for family, group in demos.items()
