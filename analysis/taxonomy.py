@@ -25,9 +25,10 @@ after it. A stop by the machine (wall clock, context window) is reported as sub-
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from raleval.analysis.programs import answer_program, answer_reads_tools
+from raleval.analysis.references import declared_references
 from raleval.failures import refused_call_escaped
 from raleval.records import ErrorType, OutcomeKind, StopReason, Termination, Trajectory
 from raleval.text import contains_tokens, normalize_answer
@@ -133,30 +134,44 @@ def evidence_found(
     return any(contains_tokens(t, n) for t in seen for n in needles)
 
 
-_ID_ARG = re.compile(r"(?:^|_)ids?$", re.IGNORECASE)
+References = Mapping[str, Sequence[str]]  # tool -> arguments naming an earlier result
 
 
-def invalid_calls(trajectory: Trajectory, question: str = "") -> list[str]:
+def invalid_calls(
+    trajectory: Trajectory, question: str = "", references: References | None = None
+) -> list[str]:
     """The causes of the episode's invalid calls, in order: misuse the environment reported
-    (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an id
-    argument (``person_id``, ``pub_id``, ``game_ids``...) that neither the question nor any
-    earlier observation contained, i.e. an id the model made up."""
-    return [cause for _, cause in invalid_steps(trajectory, question)]
+    (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an
+    argument the tool declares to name an earlier result (``references``: a person_id, a
+    ticker, a game id; ``raleval.analysis.references``) whose value neither the question nor
+    any earlier observation held, i.e. one the model made up."""
+    return [cause for _, cause in invalid_steps(trajectory, question, references)]
 
 
-def invalid_steps(trajectory: Trajectory, question: str = "") -> list[tuple[int, str]]:
-    """(step index, cause) of each invalid call of :func:`invalid_calls`."""
+def _held(value: object, seen: str) -> bool:
+    """Whether ``value`` stands in ``seen`` as a whole word, in its case: an id ``1`` inside
+    ``12`` was not given, nor a ticker ``PELLIUS`` made from the name "Pellius Foods"."""
+    text = str(value).strip()
+    return bool(text) and re.search(rf"(?<!\w){re.escape(text)}(?!\w)", seen) is not None
+
+
+def invalid_steps(
+    trajectory: Trajectory, question: str = "", references: References | None = None
+) -> list[tuple[int, str]]:
+    """(step index, cause) of each invalid call of :func:`invalid_calls`; without
+    ``references``, those the episode's environment declares."""
+    if references is None:
+        references = declared_references(trajectory.agent.env)
     out: list[tuple[int, str]] = []
     seen = question
     for step in trajectory.steps:
         if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error):
             out.append((step.index, step.cause or step.kind.value))
         elif step.tool and step.tool != "Finish" and step.arguments:
-            for key, value in step.arguments.items():
-                if not _ID_ARG.search(key):
-                    continue
+            for key in references.get(step.tool, ()):
+                value = step.arguments.get(key)
                 values = value if isinstance(value, list) else [value]
-                if any(str(v) and str(v) not in seen for v in values):
+                if any(v is not None and not _held(v, seen) for v in values):
                     out.append((step.index, "unknown_id"))
                     break
         if step.observation:
@@ -185,13 +200,15 @@ def classify_episode(
     *,
     question: str = "",
     premise_check: bool = False,
+    references: References | None = None,
 ) -> tuple[ErrorType, str, StopReason, str | None]:
     """Label one graded episode: ``(label, cause, stop reason, sub-cause)``.
 
     ``premise_check``: the task has no answer to find (false premise, unanswerable), so any
     successful tool call is evidence unless ``evidence`` names what must have been seen.
     ``evidence`` (the values a computed answer reads) must all have been seen; of ``golds``
-    (aliases of one answer) one is enough.
+    (aliases of one answer) one is enough. ``references``: the arguments each tool declares
+    to name an earlier result (:func:`invalid_calls`).
     """
     stop = stop_reason(trajectory)
     if premise_check and not evidence:
@@ -204,7 +221,7 @@ def classify_episode(
         # did not finish, none when final_result is a literal that reads no tool result
         called = {s.tool for s in trajectory.steps if s.tool and s.tool != "Finish"}
         useful = stop is StopReason.answered and answer_reads_tools(program, called)
-    bad = invalid_calls(trajectory, question)
+    bad = invalid_calls(trajectory, question, references)
     kind = label(correct, useful, stop, bool(bad))
     sub = "harness_limit" if stop in HARNESS_LIMITS else None
     if kind is ErrorType.EM:

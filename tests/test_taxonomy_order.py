@@ -213,3 +213,56 @@ def test_a_pal_argument_error_is_te_not_a_harness_failure():
 )
 def test_data_flow_from_tool_calls_to_final_result(program, reads):
     assert answer_reads_tools(program, ["Search"]) is reads
+
+
+# --- made-up identifiers, by what the tool declares ------------------------------------------
+
+
+def _crag(steps, answer="null"):
+    task = _task(
+        question="What is the market capitalization of Pellius Foods in USD?",
+        answers=["393042320000.0"],
+        answer_type="number",
+        domain="crag",
+        family="crag-simple",
+        level="KS",
+    )
+    traj = _traj(answer, steps=steps)
+    traj.agent = AgentSpec(workflow="react", model="m", env="crag")
+    return _label(traj, task)
+
+
+def test_a_made_up_crag_ticker_is_te_though_it_is_not_named_id():
+    """CRAG's ``ticker`` is declared a key from an earlier result (not by an ``_id`` name): one
+    that no observation or the question held, answered null, is TE."""
+    made_up = Step(
+        index=0,
+        tool="finance_get_market_capitalization",
+        arguments={"ticker": "PELLIUS"},
+        observation="null",
+    )
+    assert _crag([made_up]) == ("TE", "TE:misuse:unknown_id")
+    # the ticker an earlier search returned is not made up: a wrong answer, RE
+    found = Step(
+        index=0,
+        tool="finance_get_ticker_by_name",
+        arguments={"query": "Pellius Foods"},
+        observation="PELF",
+    )
+    looked_up = made_up.model_copy(update={"index": 1, "arguments": {"ticker": "PELF"}})
+    assert _crag([found, looked_up]) == ("RE", "RE:wrong_answer")
+    # a ticker that only stands inside a longer word of an earlier result was not given by it
+    partial = made_up.model_copy(update={"index": 1, "arguments": {"ticker": "PEL"}})
+    assert _crag([found, partial])[0] == "TE"
+
+
+def test_declared_references_come_from_the_tools():
+    from raleval.analysis.references import declared_references
+
+    crag = declared_references("crag")
+    assert crag["finance_get_eps"] == ("ticker",)
+    assert crag["sports_nba_get_play_by_play_data_by_game_ids"] == ("game_ids",)
+    assert "finance_get_ticker_by_name" not in crag  # a search takes a name, not a key
+    assert declared_references("scholar")["getCoauthors"] == ("person_id",)
+    assert declared_references("wiki") == {}
+    assert declared_references("no-such-env") == {}
