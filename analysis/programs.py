@@ -28,10 +28,14 @@ def answer_program(trajectory: Trajectory) -> str | None:
     return None
 
 
+# what parsing a hostile program (nested ten thousand deep, NUL bytes) raises
+_UNREADABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
 def _assigns_answer(program: str) -> bool:
     try:
         tree = ast.parse(program)
-    except (SyntaxError, ValueError):
+    except _UNREADABLE:
         return False
     return any(ANSWER_VARIABLE in _targets(node) for node in ast.walk(tree))
 
@@ -71,10 +75,12 @@ def answer_reads_tools(program: str, tools: Iterable[str]) -> bool:
     the program defines is a source when its body calls a tool. A program that does not parse
     is taken to read them (nothing to show otherwise)."""
     try:
-        tree = ast.parse(program)
-    except (SyntaxError, ValueError):
+        return _reads(ast.parse(program), set(tools))
+    except _UNREADABLE:
         return True
-    tainted = set(tools)
+
+
+def _reads(tree: ast.Module, tainted: set[str]) -> bool:
     # a function defined in the program is a source when its body reaches a source
     for _ in range(8):  # to a fixed point: functions calling functions
         grown = {

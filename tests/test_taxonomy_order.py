@@ -266,3 +266,21 @@ def test_declared_references_come_from_the_tools():
     assert declared_references("scholar")["getCoauthors"] == ("person_id",)
     assert declared_references("wiki") == {}
     assert declared_references("no-such-env") == {}
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "final_result = " + "(" * 20000 + "1" + ")" * 20000,  # deeper than the parser goes
+        "if r0:\n" + "".join(" " * i + "if r0:\n" for i in range(1, 400)) + " " * 400 + "x=1",
+        "final_result = 'a'\x00",
+        "r0 = Search(entity='x')\nfinal_result = r0" + "\n" * 100_000,
+    ],
+)
+def test_hostile_programs_leave_the_labeller_unharmed(program):
+    """A stored program nested past the parser's depth, or holding a NUL byte: the data-flow
+    check answers (taken as reading the tools where it cannot tell) and raises nothing."""
+    assert answer_reads_tools(program, ["Search"]) in (True, False)
+    step = Step(index=0, thought=program, tool="Finish", arguments={"answer": "x"})
+    kind, _ = _label(_traj("x", steps=[PAPER, step], workflow="pal"))
+    assert kind in ("RE", "GE")
