@@ -25,10 +25,12 @@ INFRA_MODEL_CAUSES = frozenset(
 def refused_call_escaped(traj: Trajectory) -> bool:
     """Whether a harness error is a tool call the environment refused, escaping a PAL program
     as an exception (runs before 4bfb0de recorded a program that passed a tool an argument it
-    does not take so): the model misused the tool; nothing in the harness failed."""
-    if traj.termination is not Termination.harness_error or not traj.steps:
+    does not take so): the model misused the tool; nothing in the harness failed. A result
+    read without its steps (``raleval.store.ResultHead``, resuming) cannot tell: False."""
+    steps = getattr(traj, "steps", None)
+    if traj.termination is not Termination.harness_error or not steps:
         return False
-    last, cause = traj.steps[-1], traj.termination_cause or ""
+    last, cause = steps[-1], traj.termination_cause or ""
     return (
         last.kind is OutcomeKind.misuse
         and bool(last.observation)
