@@ -39,8 +39,10 @@ def test_the_header_records_the_demonstrations_answers(oracle_run):
 
 def test_a_copied_demonstration_is_flagged_and_counted(oracle_run):
     run = load_run(oracle_run)
-    run.rescore()
+    # flagged as the episodes ran (results.jsonl), and again on re-scoring
     assert all(t.scores[COPIED] == 0.0 for t in run.results)  # the oracle copies nothing
+    run.rescore()
+    assert all(t.scores[COPIED] == 0.0 for t in run.results)
     answers = read_header(oracle_run).prompts["answers"]
     victim = next(
         t
