@@ -6,13 +6,17 @@ The label is a pure function (:func:`label`) of four facts about an episode:
 - evidence: a gold alias (or the task's ``evidence``) appears, token-aligned, in an
   OBSERVATION a tool returned; the model's own thoughts and Finish line never count (R-Eval's
   code counted them). On a question with no answer to find (false premise, unanswerable)
-  any successful tool call is the evidence: the agent checked the premise;
+  any successful tool call is the evidence: the agent checked the premise. A PAL program's
+  results count only through its data flow (``raleval.analysis.programs``);
 - the stop reason (:class:`~raleval.records.StopReason`), derived from the termination and
   its cause (:func:`stop_reason`);
 - call validity: whether any call was invalid (:func:`invalid_calls`: unknown tool, bad
-  arguments, an action that did not parse, an id argument no tool had returned).
+  arguments, an action that did not parse, a key the tool declares to come from an earlier
+  result that none had returned).
 
-See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Budgets never
+See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Evidence is
+asked first, as the paper does: wrong with the answer shown is GE whatever stopped the
+episode; only then is the interruption asked about (ME, TE, RE). Budgets never
 decide between classes: a step, time, token or cost budget, or the model's context window,
 all halt the retrieval the same way (R-Eval: "There is an issue with the logic of the
 retrieval if the process is halted": RE), so a slower machine cannot move a label; the budget
