@@ -90,6 +90,20 @@ def _tail(prompt: str) -> tuple[str, int]:
 
 
 WRONG_ANSWER = "an answer that is wrong"
+
+
+def read_answer_expr(answer: str, needles: list[str], n_results: int) -> str:
+    """An answer expression for a task that gives none (text results, a wiki page): the
+    answer, taken only where the results hold what grounds it (its evidence, or the answer
+    itself), else None. A PAL program ends with it: its answer then depends on its results,
+    as the taxonomy asks of a grounded PAL answer (a bare literal is AM)."""
+    results = ", ".join(f"r{i}" for i in range(n_results))
+    return (
+        f"{answer!r} if all(n.lower() in ' '.join(map(str, [{results}])).lower() "
+        f"for n in {needles!r}) else None"
+    )
+
+
 # What the executing oracle answers when the environment did not return what the task's
 # solution needs (another world, missing data, a failed call): wrong, and says why.
 NOT_RETURNED = "not found: the tools did not return the answer"
@@ -258,6 +272,8 @@ class OracleModel(ScriptedModel):
             return GoldPlan(calls, WRONG_ANSWER)
         answer = self.executed if self.executed is not None else NOT_RETURNED
         expr = task.metadata.get("answer_expr") if answer != NOT_RETURNED else None
+        if expr is None and answer != NOT_RETURNED and calls:
+            expr = read_answer_expr(answer, task.evidence or [answer], len(calls))
         return GoldPlan(calls, answer, expr)
 
     async def generate(self, request: GenerateRequest) -> Generation:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.scoring import (
     KP_COMPLETENESS,
     KP_HALLUCINATION,
@@ -35,8 +36,10 @@ class Run:
     def rescore(self, threshold: float | None = None) -> list[str]:
         """Recompute every trajectory's scores and label in place from its task; returns the
         ids of trajectories whose task is missing (left as stored)."""
+        from raleval.analysis.demonstrations import demonstration_answers, flag_copied
         from raleval.analysis.scoring import score_trajectory
 
+        shown = demonstration_answers(self.header.prompts if self.header else None)
         missing = []
         for t in self.results:
             task = self.tasks.get(t.task_id)
@@ -44,6 +47,7 @@ class Run:
                 missing.append(t.task_id)
             else:
                 score_trajectory(t, task, threshold)
+                flag_copied(t, task, shown)
         return missing
 
     @property
@@ -416,6 +420,7 @@ class SystemSummary:
     em: Interval
     labels: Counter[str] = field(default_factory=Counter)
     causes: Counter[str] = field(default_factory=Counter)
+    copied: int = 0  # answers that were a demonstration's, not the gold
     wall_s: Interval | None = None
     model_s: float = 0.0
     tool_s: float = 0.0
@@ -439,6 +444,7 @@ def summarize_system(run: Run, seed: int = 0, cluster: str = "auto") -> SystemSu
         em=unit_interval(run, r, lambda t: t.scores.get("em", 0.0), cluster),
         labels=Counter(t.error_type.value for t in r if t.error_type),
         causes=Counter(t.error_cause for t in r if t.error_cause),
+        copied=sum(t.scores.get(COPIED, 0.0) > 0 for t in r),
         wall_s=unit_interval(run, r, lambda t: t.wall_time_s, cluster),
         model_s=sum(t.model_time_s for t in r) / n,
         tool_s=sum(t.tool_time_s for t in r) / n,

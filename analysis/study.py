@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from raleval.analysis.compare import run_units
+from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
 from raleval.analysis.stats import holm, paired_difference
@@ -99,6 +100,8 @@ def _row(run: Run) -> dict[str, str]:
     unparseable = sum(t.stop_reason is StopReason.unparseable_output for t in scored)
     row["unparseable"] = str(unparseable)
     row["prog. error"] = str(sum(t.stop_reason is StopReason.program_error for t in scored))
+    # answers that were a demonstration's answer and not the gold (analysis/demonstrations.py)
+    row["copied"] = str(sum(t.scores.get(COPIED, 0.0) > 0 for t in scored))
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
     tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored)
     row["tokens/ep"] = f"{tokens / max(1, n):.0f}"
@@ -106,7 +109,7 @@ def _row(run: Run) -> dict[str, str]:
     return row
 
 
-_TAIL = [*LABELS, "unparseable", "prog. error", "s/ep", "tokens/ep"]
+_TAIL = [*LABELS, "unparseable", "prog. error", "copied", "s/ep", "tokens/ep"]
 COLUMNS = {  # the generated arm's tasks carry R-Eval levels; a loaded file's need not
     GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *_TAIL],
     "real": ["n", "F1", "95% CI", "correct", *_TAIL],

@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.runs import cluster_of
 from raleval.analysis.scoring import KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE
 from raleval.analysis.stats import Interval, mean_interval
@@ -30,6 +31,7 @@ class SummaryRow:
     wall_s: float = 0.0
     labels: Counter[str] = field(default_factory=Counter)
     failed: int = 0  # episodes that failed for infrastructure reasons: not in the scores
+    copied: int = 0  # answers copied from a demonstration (analysis/demonstrations.py)
     # call-level scores (analysis/calls.py), over the episodes whose task has a gold solution
     call_precision: float | None = None
     call_recall: float | None = None
@@ -109,6 +111,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 missing=agg.missing,
                 wall_s=sum(t.wall_time_s for t in trajs) / n,
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
+                copied=copied_count(trajs),
                 call_precision=_mean_score(trajs, "call_precision"),
                 call_recall=_mean_score(trajs, "call_recall"),
                 progress=_mean_score(trajs, "progress"),
@@ -138,6 +141,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
             total.progress = _mean_score(everything, "progress")
         for r in rows:
             total.labels.update(r.labels)
+            total.copied += r.copied
         scored = [r for r in rows if r.n]
         total.family_mean_f1 = sum(r.f1 for r in scored) / len(scored) if scored else 0.0
         rows.append(total)
@@ -155,6 +159,11 @@ def _f1_interval(trajs: list[Trajectory], tasks: dict[str, Task]) -> Interval:
     )
 
 
+def copied_count(trajs: Iterable[Trajectory]) -> int:
+    """Episodes whose answer was a demonstration's, not the gold (analysis/demonstrations.py)."""
+    return sum(t.scores.get(COPIED, 0.0) > 0 for t in trajs)
+
+
 def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
     values = [t.scores[key] for t in trajs if key in t.scores]
     return sum(values) / len(values) if values else None
@@ -164,7 +173,7 @@ def _mean_score(trajs: list[Trajectory], key: str) -> float | None:
 LABEL_LEGEND = (
     "EM right, from tool evidence; AM right, without it; GE wrong despite evidence; "
     "RE wrong, nothing found (or a budget ran out); TE misuse or unparseable output; "
-    "ME model or tool failed"
+    "ME model or tool failed; copied: answers that were a demonstration's answer, not the gold"
 )
 TIME_NOTE = (
     "s/ep: mean wall-clock seconds per episode; episodes overlap (--max-connections), "
@@ -220,10 +229,10 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
         )
     mix = Table(title="error types (R-Eval taxonomy)", padding=(0, 1), collapse_padding=True)
     mix.add_column("family")
-    for lb in LABELS:
+    for lb in [*LABELS, "copied"]:
         mix.add_column(lb, justify="right")
     for r in rows:
-        mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS))
+        mix.add_row(r.family, *(str(r.labels.get(lb, 0)) for lb in LABELS), str(r.copied))
     # the notes as lines of their own, not captions: a caption wraps to its table's width
     parts = [scores, Text(TIME_NOTE)]
     long_form = long_form_table(rows)

@@ -6,13 +6,17 @@ The label is a pure function (:func:`label`) of four facts about an episode:
 - evidence: a gold alias (or the task's ``evidence``) appears, token-aligned, in an
   OBSERVATION a tool returned; the model's own thoughts and Finish line never count (R-Eval's
   code counted them). On a question with no answer to find (false premise, unanswerable)
-  any successful tool call is the evidence: the agent checked the premise;
+  any successful tool call is the evidence: the agent checked the premise. A PAL program's
+  results count only through its data flow (``raleval.analysis.programs``);
 - the stop reason (:class:`~raleval.records.StopReason`), derived from the termination and
   its cause (:func:`stop_reason`);
 - call validity: whether any call was invalid (:func:`invalid_calls`: unknown tool, bad
-  arguments, an action that did not parse, an id argument no tool had returned).
+  arguments, an action that did not parse, a key the tool declares to come from an earlier
+  result that none had returned).
 
-See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Budgets never
+See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Evidence is
+asked first, as the paper does: wrong with the answer shown is GE whatever stopped the
+episode; only then is the interruption asked about (ME, TE, RE). Budgets never
 decide between classes: a step, time, token or cost budget, or the model's context window,
 all halt the retrieval the same way (R-Eval: "There is an issue with the logic of the
 retrieval if the process is halted": RE), so a slower machine cannot move a label; the budget
@@ -25,8 +29,11 @@ after it. A stop by the machine (wall clock, context window) is reported as sub-
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from raleval.analysis.programs import answer_program, answer_reads_tools
+from raleval.analysis.references import declared_references
+from raleval.failures import refused_call_escaped
 from raleval.records import ErrorType, OutcomeKind, StopReason, Termination, Trajectory
 from raleval.text import contains_tokens, normalize_answer
 
@@ -85,7 +92,7 @@ def stop_reason(trajectory: Trajectory) -> StopReason:
         return StopReason.tool_failure
     if term is Termination.invalid_format:
         return StopReason.unparseable_output
-    if term is Termination.program_error:
+    if term is Termination.program_error or refused_call_escaped(trajectory):
         # a model-written program the harness could not carry out: refused by the sandbox, not
         # Python at all (the cause is the exception's name), or a program that ran and raised
         if _POLICY.search(cause):
@@ -105,44 +112,70 @@ def _observations(trajectory: Trajectory) -> list[str]:
 
 
 def evidence_found(
-    trajectory: Trajectory, golds: Sequence[str], every: Sequence[str] | None = None
+    trajectory: Trajectory,
+    golds: Sequence[str],
+    every: Sequence[str] | None = None,
+    question: str = "",
 ) -> bool:
-    """Whether a gold alias appears, token-aligned, in an observation returned by a tool; with
-    ``every`` (the values a computed answer reads), whether each of them appears in one."""
+    """Whether the answer was shown: a gold alias appears, token-aligned, in an observation a
+    tool returned, or, with ``every`` (the values a computed answer reads), each of them
+    appears in one. "yes" and "no" are never taken as shown (any page says "no"), and where
+    the task names the values its answer reads, neither is a gold the question itself names
+    (the winner of a comparison is one of the two names asked about)."""
     seen = [normalize_answer(obs).split() for obs in _observations(trajectory)]
     if every:
         needles = [normalize_answer(v).split() for v in every]
         needles = [n for n in needles if n]
-        return bool(needles) and all(any(contains_tokens(t, n) for t in seen) for n in needles)
+        if needles and all(any(contains_tokens(t, n) for t in seen) for n in needles):
+            return True
+    asked = normalize_answer(question).split()
     needles = [normalize_answer(g).split() for g in golds]
-    needles = [n for n in needles if n]
+    needles = [
+        n
+        for n in needles
+        if n and n not in (["yes"], ["no"]) and not (every and contains_tokens(asked, n))
+    ]
     return any(contains_tokens(t, n) for t in seen for n in needles)
 
 
-_ID_ARG = re.compile(r"(?:^|_)ids?$", re.IGNORECASE)
+References = Mapping[str, Sequence[str]]  # tool -> arguments naming an earlier result
 
 
-def invalid_calls(trajectory: Trajectory, question: str = "") -> list[str]:
+def invalid_calls(
+    trajectory: Trajectory, question: str = "", references: References | None = None
+) -> list[str]:
     """The causes of the episode's invalid calls, in order: misuse the environment reported
-    (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an id
-    argument (``person_id``, ``pub_id``, ``game_ids``...) that neither the question nor any
-    earlier observation contained, i.e. an id the model made up."""
-    return [cause for _, cause in invalid_steps(trajectory, question)]
+    (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an
+    argument the tool declares to name an earlier result (``references``: a person_id, a
+    ticker, a game id; ``raleval.analysis.references``) whose value neither the question nor
+    any earlier observation held, i.e. one the model made up."""
+    return [cause for _, cause in invalid_steps(trajectory, question, references)]
 
 
-def invalid_steps(trajectory: Trajectory, question: str = "") -> list[tuple[int, str]]:
-    """(step index, cause) of each invalid call of :func:`invalid_calls`."""
+def _held(value: object, seen: str) -> bool:
+    """Whether ``value`` stands in ``seen`` as a whole word, in its case: an id ``1`` inside
+    ``12`` was not given, nor a ticker ``PELLIUS`` made from the name "Pellius Foods"."""
+    text = str(value).strip()
+    return bool(text) and re.search(rf"(?<!\w){re.escape(text)}(?!\w)", seen) is not None
+
+
+def invalid_steps(
+    trajectory: Trajectory, question: str = "", references: References | None = None
+) -> list[tuple[int, str]]:
+    """(step index, cause) of each invalid call of :func:`invalid_calls`; without
+    ``references``, those the episode's environment declares."""
+    if references is None:
+        references = declared_references(trajectory.agent.env)
     out: list[tuple[int, str]] = []
     seen = question
     for step in trajectory.steps:
         if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error):
             out.append((step.index, step.cause or step.kind.value))
         elif step.tool and step.tool != "Finish" and step.arguments:
-            for key, value in step.arguments.items():
-                if not _ID_ARG.search(key):
-                    continue
+            for key in references.get(step.tool, ()):
+                value = step.arguments.get(key)
                 values = value if isinstance(value, list) else [value]
-                if any(str(v) and str(v) not in seen for v in values):
+                if any(v is not None and not _held(v, seen) for v in values):
                     out.append((step.index, "unknown_id"))
                     break
         if step.observation:
@@ -154,10 +187,10 @@ def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> Erro
     """The R-Eval class of an episode (docs/taxonomy.md): a pure function of four facts."""
     if correct:
         return ErrorType.EM if evidence else ErrorType.AM
-    if stop in EXTERNAL:
-        return ErrorType.ME
-    if evidence:
+    if evidence:  # R-Eval asks first whether the scratchpad held the answer
         return ErrorType.GE
+    if stop in EXTERNAL:  # then whether, and why, the retrieval was interrupted
+        return ErrorType.ME
     if misuse or stop in MISUSE_STOPS:
         return ErrorType.TE
     return ErrorType.RE  # answered, or halted on a budget
@@ -171,20 +204,28 @@ def classify_episode(
     *,
     question: str = "",
     premise_check: bool = False,
+    references: References | None = None,
 ) -> tuple[ErrorType, str, StopReason, str | None]:
     """Label one graded episode: ``(label, cause, stop reason, sub-cause)``.
 
     ``premise_check``: the task has no answer to find (false premise, unanswerable), so any
     successful tool call is evidence unless ``evidence`` names what must have been seen.
     ``evidence`` (the values a computed answer reads) must all have been seen; of ``golds``
-    (aliases of one answer) one is enough.
+    (aliases of one answer) one is enough. ``references``: the arguments each tool declares
+    to name an earlier result (:func:`invalid_calls`).
     """
     stop = stop_reason(trajectory)
     if premise_check and not evidence:
         useful = bool(_observations(trajectory))
     else:
-        useful = evidence_found(trajectory, golds, evidence)
-    bad = invalid_calls(trajectory, question)
+        useful = evidence_found(trajectory, golds, evidence, question)
+    program = answer_program(trajectory)
+    if program is not None and useful:
+        # a program's tool results reach its answer only through its variables: none when it
+        # did not finish, none when final_result is a literal that reads no tool result
+        called = {s.tool for s in trajectory.steps if s.tool and s.tool != "Finish"}
+        useful = stop is StopReason.answered and answer_reads_tools(program, called)
+    bad = invalid_calls(trajectory, question, references)
     kind = label(correct, useful, stop, bool(bad))
     sub = "harness_limit" if stop in HARNESS_LIMITS else None
     if kind is ErrorType.EM:

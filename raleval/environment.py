@@ -61,6 +61,13 @@ class ToolSpec:
     def param_names(self) -> list[str]:
         return list(self.params.model_fields)
 
+    @property
+    def references(self) -> tuple[str, ...]:
+        """The arguments that name something an earlier result returned (an id, a ticker, a
+        key), as the parameter model declares them (``references: ClassVar``): a value no
+        earlier observation or the question held is made up (the taxonomy's TE)."""
+        return tuple(getattr(self.params, "references", ()))
+
     def react_signature(self) -> str:
         """How the tool is written in a ReAct action line."""
         if self.text_style == "bracket":

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from raleval.records import Termination, Trajectory
+from raleval.records import OutcomeKind, Termination, Trajectory
 
 # Model-call causes (``ModelError.cause``) that are the endpoint's fault, not the model's.
 INFRA_MODEL_CAUSES = frozenset(
@@ -22,8 +22,27 @@ INFRA_MODEL_CAUSES = frozenset(
 )
 
 
+def refused_call_escaped(traj: Trajectory) -> bool:
+    """Whether a harness error is a tool call the environment refused, escaping a PAL program
+    as an exception (runs before 4bfb0de recorded a program that passed a tool an argument it
+    does not take so): the model misused the tool; nothing in the harness failed. A result
+    read without its steps (``raleval.store.ResultHead``, resuming) cannot tell: False."""
+    steps = getattr(traj, "steps", None)
+    if traj.termination is not Termination.harness_error or not steps:
+        return False
+    last, cause = steps[-1], traj.termination_cause or ""
+    return (
+        last.kind is OutcomeKind.misuse
+        and bool(last.observation)
+        and cause.startswith("RuntimeError: ")
+        and cause.removeprefix("RuntimeError: ") == last.observation
+    )
+
+
 def failure_cause(traj: Trajectory) -> str | None:
     """The infrastructure cause of ``traj``'s end, or None when the model is accountable."""
+    if refused_call_escaped(traj):
+        return None
     if traj.failure is not None:
         return traj.failure
     cause = traj.termination_cause or ""

@@ -46,6 +46,8 @@ class WorkflowConfig(BaseModel):
     shots: int = Field(1, ge=0, le=16)
     demonstrations: dict[str, list[str]] = Field(default_factory=dict)
     demonstration_ids: dict[str, list[str]] = Field(default_factory=dict)
+    # family -> the demonstrations' answers: an answer equal to one is flagged as copied
+    demonstration_answers: dict[str, list[str]] = Field(default_factory=dict)
     examples: list[str] = Field(default_factory=list)  # for a family without its own
 
 

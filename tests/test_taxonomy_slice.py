@@ -48,8 +48,11 @@ THOUGHT_ONLY = Step(
         (_traj(None, "tool_fault", [], "timeout"), "ME", "ME:tool_failure:timeout"),
         # the wall clock is a budget like the step count (was ME, then TE: the machine moved it)
         (_traj(None, "timeout", [], "wall_clock"), "RE", "RE:time_budget"),
-        # evidence retrieved, then the model backend died before any answer: ME, not GE
-        (_traj(None, "llm_error", [OBS], "backend_error"), "ME", "ME:model_failure:backend_error"),
+        # evidence retrieved, then the model backend died before any answer: GE (R-Eval asks
+        # whether the scratchpad held the answer before it asks why the process stopped)
+        (_traj(None, "llm_error", [OBS], "backend_error"), "GE", "GE:evidence_ignored"),
+        # no evidence, then the backend died: ME
+        (_traj(None, "llm_error", [], "backend_error"), "ME", "ME:model_failure:backend_error"),
         # evidence retrieved, budget spent without answering: still GE
         (_traj(None, "step_limit", [OBS]), "GE", "GE:evidence_ignored"),
     ],

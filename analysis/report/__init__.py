@@ -345,13 +345,14 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             s.system,
             *cell,
             *(s.labels.get(lb, 0) for lb in LABELS),
+            s.copied,
             ", ".join(f"{c} ({n})" for c, n in s.causes.most_common(4)),
         ]
         for s, cell in zip(summaries, cells, strict=True)
     ]
     errors_html = _table(
         ["system", "environment", "task set", *(f"label {lb}" for lb in LABELS),
-         "most frequent causes"],
+         "copied demonstration", "most frequent causes"],
         err_rows,
     )  # fmt: skip
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -36,10 +36,12 @@ class SearchPublicationParams(_Params):
 
 
 class PersonIdParams(_Params):
+    references: ClassVar[tuple[str, ...]] = ("person_id",)  # from an earlier result
     person_id: str = Field(min_length=1, description="a person_id from searchPerson")
 
 
 class PubIdParams(_Params):
+    references: ClassVar[tuple[str, ...]] = ("pub_id",)
     pub_id: str = Field(min_length=1, description="a pub_id from searchPublication")
 
 

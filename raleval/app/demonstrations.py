@@ -11,14 +11,40 @@ from raleval.records import Task
 from raleval.workflow import SolvedExample
 
 POOL_SEED_OFFSET = 7919  # the demonstration pool is generated with a different seed
+# ...in a world of another seed: a demonstration's observation never shows a fact of the test
+# world (a wiki 1-1 example showed "150 papers", the gold of a test task of the same world)
+WORLD_SEED_OFFSET = 7919
+WORLD_SEED = "demonstration_world_seed"  # a demonstration task's metadata: solve it there
 GRACE_S = 5.0  # after Ctrl-C, episodes in flight get this long to finish before cancellation
 
 
+def demonstration_world(config: RunConfig, env: Any) -> Any:
+    """The environment generated demonstrations are drawn and solved in: the run's environment
+    with the same options on a world of another seed, or the run's own where the environment
+    takes no seed or reads a given world (``path``, ``world``)."""
+    params = registry.envs.get(config.env).parameters() or {}
+    if "seed" not in params or {"path", "world"} & set(config.env_options):
+        return env
+    seed = int(config.env_options.get("seed", 0)) + WORLD_SEED_OFFSET
+    # the options were checked when the run's own environment was built
+    return registry.envs.get(config.env)(**{**config.env_options, "seed": seed})
+
+
+def _answer_key(task: Task) -> set[str]:
+    """A task's gold answers as compared with another's (yes/no left out: two answers)."""
+    from raleval.text import normalize_answer
+
+    golds = {normalize_answer(a) for a in task.answers}
+    return golds - {"", "yes", "no"}
+
+
 def demonstration_tasks(
-    config: RunConfig, env: Any, tasks: list[Task], shots: int
+    config: RunConfig, env: Any, tasks: list[Task], shots: int, world: Any = None
 ) -> dict[str, list[Task]]:
     """``shots`` demonstration tasks for each family of ``tasks``: the family's own, from a
-    pool generated with another seed and disjoint from the tasks under test.
+    pool generated with another seed (in ``world``, :func:`demonstration_world`, when given)
+    and disjoint from the tasks under test: no question of theirs, and no answer equal to one
+    of their golds (yes/no aside).
 
     They depend on the environment, the families and the seed only, never on the workflow:
     every workflow is shown the same tasks, each in its own format. A loaded dataset's
@@ -31,6 +57,9 @@ def demonstration_tasks(
     if shots == 0:
         return {}
     taken = {t.question for t in tasks}
+    golds = set().union(*(_answer_key(t) for t in tasks)) if tasks else set()
+    source = env if world is None else world
+    tag = {} if source is env else {WORLD_SEED: source_seed(config)}
     out: dict[str, list[Task]] = {}
     # families of generated tasks (with a solution): a loaded dataset borrows a family id
     # (HotpotQA's "3-1") whose generator needs a world the run's corpus is not
@@ -41,9 +70,13 @@ def demonstration_tasks(
         if family.env != config.env:
             continue
         pool = stamp(
-            family, family.generate(env, max(3 * shots, 4), config.seed + POOL_SEED_OFFSET)
+            family, family.generate(source, max(3 * shots, 4), config.seed + POOL_SEED_OFFSET)
         )
-        fresh = [t for t in pool if t.solution and t.question not in taken]
+        fresh = [
+            t.model_copy(update={"metadata": {**t.metadata, **tag}})
+            for t in pool
+            if t.solution and t.question not in taken and not _answer_key(t) & golds
+        ]
         if fresh:
             out[name] = translate_demonstrations(fresh[:shots], tasks, env)
     # a loaded task file's own example pool (``tasks load --examples k``) for the rest
@@ -52,16 +85,23 @@ def demonstration_tasks(
     return {**pool_demonstrations(config.tasks, env, tasks, shots), **out}
 
 
+def source_seed(config: RunConfig) -> int:
+    """The world seed of :func:`demonstration_world`."""
+    return int(config.env_options.get("seed", 0)) + WORLD_SEED_OFFSET
+
+
 DEMO_OBSERVATION_CHARS = 1200  # a demonstration's observation is cut here, with the marker
 
 
-def solved_example(task: Task, env: Any) -> SolvedExample:
-    """A demonstration task with its gold calls run against ``env``: real observations, each
-    cut to :data:`DEMO_OBSERVATION_CHARS` with a visible marker (a year of prices in every
-    prompt would crowd out the episode's own)."""
+def solved_example(task: Task, env: Any, world: Any = None) -> SolvedExample:
+    """A demonstration task with its gold calls run against ``env`` (against ``world`` when
+    it was drawn there): real observations, each cut to :data:`DEMO_OBSERVATION_CHARS` with a
+    visible marker (a year of prices in every prompt would crowd out the episode's own)."""
     from raleval.tasks.testbeds import wrap_session
     from raleval.workflows.common import TRUNCATION_MARKER
 
+    if world is not None and task.metadata.get(WORLD_SEED) is not None:
+        env = world
     # one session: a wiki Lookup reads the page Search opened; an interface testbed's names
     session = wrap_session(env.session(task), task, env)
     calls = []

@@ -203,6 +203,7 @@ async def run_scored(
 ) -> Trajectory:
     """:func:`run_episode`, scored, with its infrastructure failure cause and its attempt
     number: the trajectory every backend writes."""
+    from raleval.analysis.demonstrations import flag_copied
     from raleval.analysis.scoring import score_trajectory
 
     traj = await run_episode(
@@ -217,6 +218,7 @@ async def run_scored(
         cache_epoch=cache_epoch,
     )
     score_trajectory(traj, task)
+    flag_copied(traj, task, workflow.config.demonstration_answers)
     traj.failure = failure_cause(traj)
     traj.attempt = attempt
     return traj

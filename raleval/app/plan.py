@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval import registry
-from raleval.app.demonstrations import demonstration_tasks, solved_example
+from raleval.app.demonstrations import demonstration_tasks, demonstration_world, solved_example
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
 from raleval.app.study import without_page_html
 from raleval.config import ConfigError, RunConfig
@@ -119,19 +119,26 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
         reason = foreign_tasks(tasks, env, config.env)
         if reason:
             raise ConfigError(f"refused: {reason}")
-    demos = demonstration_tasks(config, env, tasks, workflow.config.shots)
+    world = None
+    if workflow.config.shots and any(t.solution for t in tasks):
+        with phase(f"building the demonstrations' {config.env} world"):
+            world = demonstration_world(config, env)
+    demos = demonstration_tasks(config, env, tasks, workflow.config.shots, world)
     from raleval.tasks.testbeds import wrap_session
 
     # an interface testbed's demonstrations are written in the tools it presents
     rendered = {
         family: [
-            workflow.render_example(solved_example(t, env), wrap_session(env, t, env))
+            workflow.render_example(solved_example(t, env, world), wrap_session(env, t, env))
             for t in group
         ]
         for family, group in demos.items()
     }
     ids = {family: [t.id for t in group] for family, group in demos.items()}
-    workflow = workflow.with_config(demonstrations=rendered, demonstration_ids=ids)
+    answers = {family: [t.answers[0] for t in group] for family, group in demos.items()}
+    workflow = workflow.with_config(
+        demonstrations=rendered, demonstration_ids=ids, demonstration_answers=answers
+    )
     prompts = run_prompts(env, workflow)
     decoding = {
         "temperature": workflow.config.temperature,
@@ -254,4 +261,5 @@ def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:
         "shots": workflow.config.shots,
         "demonstrations": workflow.config.demonstration_ids,
         "rendered": workflow.config.demonstrations,
+        "answers": workflow.config.demonstration_answers,
     }

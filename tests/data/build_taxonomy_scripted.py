@@ -59,10 +59,10 @@ def expected(correct: bool, evidence: bool, stop: str, misuse: bool) -> tuple[st
                 "matches the gold, but no tool returned it: from memory",
             )
         )
+    if evidence:  # the paper asks about the scratchpad first, about interruption after
+        return "GE", "wrong although a tool returned the gold"
     if stop in EXTERNAL:
         return "ME", f"wrong, and the episode was interrupted by a fault outside the agent ({stop})"
-    if evidence:
-        return "GE", "wrong although a tool returned the gold"
     if stop in MISUSE_STOPS:
         return "TE", f"wrong, no evidence, interrupted by improper use of the tool ({stop})"
     if misuse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,7 @@ class QueryParams(Params):
 
 
 class TickerParams(Params):
+    references: ClassVar[tuple[str, ...]] = ("ticker",)  # a ticker an earlier result gave
     ticker: str = Field(
         min_length=1, description="a ticker symbol, e.g. from finance_get_ticker_by_name"
     )
@@ -39,6 +40,7 @@ class YearParams(Params):
 
 
 class IdParams(Params):
+    references: ClassVar[tuple[str, ...]] = ("id",)
     id: int = Field(description="an id from a search result")
 
 
@@ -73,6 +75,7 @@ class GamesParams(Params):
 
 
 class GameIdsParams(Params):
+    references: ClassVar[tuple[str, ...]] = ("game_ids",)
     game_ids: list[str] = Field(min_length=1, description="NBA game ids")
 
 

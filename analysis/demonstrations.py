@@ -1,0 +1,91 @@
+"""Answers copied from a demonstration: an episode whose answer is the answer of one of its
+family's demonstrations (the solved examples its prompt showed) and not the gold.
+
+A small model shown one solved example per family often answers every question of the family
+with the example's answer (SmolLM2 with ReAct did in 48 of 100 generated episodes). Such an
+answer is neither retrieved nor known; the flag (``scores["copied_demonstration"]``) says so
+beside the label, and every table counts it. Yes/no answers are never flagged: with two
+possible answers, agreeing with an example is no sign of copying it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from raleval.records import Task, Trajectory
+from raleval.text import normalize_answer
+
+COPIED = "copied_demonstration"  # the key in Trajectory.scores: 1.0 flagged, 0.0 not
+
+# Where each workflow's rendered demonstration states its answer (its render_example): ReAct's
+# Finish[...], function calling's and DFSDT's Finish call, direct and planned "Answer:",
+# PAL's final_result (a literal only: an expression's value is not in the text).
+_RENDERED_ANSWER = (
+    re.compile(r"Finish\[(.*)\]\s*$", re.S),
+    re.compile(r"Call: Finish\((\{.*\})\)\s*$", re.S),
+    re.compile(r"^Answer: (.*)$", re.M),
+    re.compile(r"^final_result = (.*)$", re.M),
+)
+
+
+def rendered_answer(text: str) -> str | None:
+    """The answer a rendered demonstration shows, or None where it is not a literal."""
+    for pattern in _RENDERED_ANSWER:
+        found = pattern.findall(text)
+        if not found:
+            continue
+        value = found[-1].strip()
+        if pattern is _RENDERED_ANSWER[1]:
+            try:
+                call = ast.literal_eval(value.replace("null", "None"))
+            except (ValueError, SyntaxError):
+                return None
+            value = call.get("answer", call.get("final_answer")) if isinstance(call, dict) else None
+            return None if value is None else str(value)
+        if pattern is _RENDERED_ANSWER[3]:
+            try:
+                return str(ast.literal_eval(value))
+            except (ValueError, SyntaxError):
+                return None  # an expression over the results
+        return value
+    return None
+
+
+def demonstration_answers(prompts: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """Family -> the answers of the demonstrations a run showed: the header's ``answers``
+    (recorded since issue 45), else read back from the rendered demonstrations."""
+    prompts = prompts or {}
+    stored = prompts.get("answers")
+    if stored:
+        return {family: [str(a) for a in answers] for family, answers in stored.items()}
+    out: dict[str, list[str]] = {}
+    for family, texts in (prompts.get("rendered") or {}).items():
+        answers = [a for a in (rendered_answer(t) for t in texts) if a]
+        if answers:
+            out[family] = answers
+    return out
+
+
+def copied_demonstration(answer: str | None, golds: Sequence[str], shown: Sequence[str]) -> bool:
+    """Whether ``answer`` is one of the ``shown`` demonstration answers and none of the golds
+    (compared normalised); never for yes/no."""
+    said = normalize_answer(answer or "")
+    if not said or said in ("yes", "no"):
+        return False
+    if any(normalize_answer(g) == said for g in golds):
+        return False
+    return any(normalize_answer(a) == said for a in shown)
+
+
+def flag_copied(traj: Trajectory, task: Task, answers: Mapping[str, Sequence[str]]) -> None:
+    """Set ``traj.scores["copied_demonstration"]`` (1.0 or 0.0) where the task's family was
+    shown demonstrations; leave it unset where it was shown none."""
+    shown = answers.get(task.family)
+    if not shown:
+        traj.scores.pop(COPIED, None)
+        return
+    copied = copied_demonstration(traj.answer, task.answers, shown)
+    traj.scores[COPIED] = float(copied and not traj.scores.get("correct"))
