@@ -19,6 +19,9 @@ class Message:
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    # the id of each of ``tool_calls`` (the provider's, or derived from the call's position;
+    # raleval.workflows.call_ids), answered by the tool messages' ``tool_call_id``
+    tool_call_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class GenerateRequest:
 class Generation:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
+    # the id the provider gave each of ``tool_calls`` ("" where it gave none)
+    tool_call_ids: list[str] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
