@@ -37,8 +37,6 @@ class GenerateRequest:
 class Generation:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
-    # the id the provider gave each of ``tool_calls`` ("" where it gave none)
-    tool_call_ids: list[str] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
@@ -48,6 +46,8 @@ class Generation:
     # llama.cpp server, shared equally among the calls it served at once), where measured
     cpu_s: float | None = None
     truncated: bool = False  # the reply was longer than reply_char_limit and was cut
+    # the id the provider gave each of ``tool_calls`` ("" where it gave none)
+    tool_call_ids: list[str] = field(default_factory=list)
 
 
 # A token is a few characters; a reply far longer than its token budget is a broken or hostile
