@@ -201,3 +201,30 @@ def test_the_server_answers_400_and_raleval_records_it(tmp_path: Path) -> None:
 
         assert asyncio.run(ask()) == "http_400"
         assert len(server.refused) == 1
+
+
+# -- testbeds reach every workflow --------------------------------------------------------------
+
+
+def _request_text(body: dict[str, Any]) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_renamed_tools_leave_no_real_name_in_any_request(tmp_path: Path, workflow: str) -> None:
+    """``@rename-tools``: no request of any workflow names a real tool, in its tool list, its
+    schemas' descriptions, its prompt or its demonstrations (captured at the server)."""
+    server, trajs = _run(
+        tmp_path, workflow, tasks="scholar@rename-tools", limit=4,
+        **options_for(workflow, max_steps=8),
+    )  # fmt: skip
+    assert trajs and server.requests and _refusals(server) == []
+    env = build_env("scholar", {"size": "tiny"})
+    real = sorted({t.name for t in env.tools}, key=len, reverse=True)
+    leaks = {
+        name: _request_text(body)[max(0, at - 80) : at + 40]
+        for body in server.requests
+        for name in real
+        if (at := _request_text(body).find(name)) >= 0
+    }
+    assert leaks == {}
