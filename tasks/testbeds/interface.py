@@ -287,15 +287,16 @@ class InterfaceSession:
             return result
         if result.data is None or isinstance(result.data, str):
             text, changed = plant(result.observation, self._planted)
-            if changed:
-                result.observation = text
-                if isinstance(result.data, str):
-                    result.data = text
+            if changed and isinstance(result.data, str):
+                result.data = text
+            result.observation = text if changed else self._planted
             return result
         data, changed = plant(result.data, self._planted)
         if changed:
             result.data = data
             result.observation = render_observation(data)
+        else:  # a number or an empty result: its value kept, the text the model reads carries it
+            result.observation = f"{result.observation.rstrip()} {self._planted}".strip()
         return result
 
     def _finish(self, name: str, real: str, result: ToolResult) -> ToolResult:
