@@ -327,18 +327,27 @@ def to_request(body: dict[str, Any]) -> Any:
 
 
 class OracleBackend:
-    """Answers as ``scripted/oracle`` would for the task whose question the request asks (the
-    one of the run directory's tasks.jsonl that its text names last), bound to an episode
+    """Answers as ``scripted/oracle`` (or ``scripted/<variant>``) would for the task whose
+    question the request asks (the one of the run directory's tasks.jsonl that its text names
+    last), bound to an episode
     session of ``env`` as the runner binds it. ``parallel``: in native tool calling, the first
     reply makes all the gold calls at once (one assistant turn of several calls)."""
 
-    def __init__(self, run_dir: Path, env: Any, workflow: Any, parallel: bool = False) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        env: Any,
+        workflow: Any,
+        parallel: bool = False,
+        variant: str = "oracle",
+    ) -> None:
         self.run_dir, self.env, self.workflow, self.parallel = run_dir, env, workflow, parallel
+        self.variant = variant  # another scripted model of the oracle's kind (wrong-tool, ...)
         self._bound: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def _model(self, body: dict[str, Any]) -> Any:
-        from raleval.agents.scripted import OracleModel
+        from raleval.agents.scripted import make_scripted_model
         from raleval.store import TASKS, read_tasks
         from raleval.tasks.testbeds import wrap_session
 
@@ -353,7 +362,8 @@ class OracleBackend:
         with self._lock:
             if task.id not in self._bound:
                 session = wrap_session(self.env.session(task), task, self.env)
-                self._bound[task.id] = OracleModel().for_episode(task, session, self.workflow)
+                unbound = make_scripted_model(self.variant)
+                self._bound[task.id] = unbound.for_episode(task, session, self.workflow)
             return self._bound[task.id]
 
     def __call__(self, body: dict[str, Any]) -> tuple[str, list[tuple[str, dict[str, Any]]]]:

@@ -30,13 +30,14 @@ def _run(
     limit: int = 10,
     ids: str = "server",
     parallel: bool = False,
+    variant: str = "oracle",
+    then: Any = None,
     **options: Any,
 ) -> tuple[ConformanceServer, list[Trajectory]]:
     env = build_env("scholar", {"size": "tiny"})
     run_dir = tmp_path / "run"
-    backend = OracleBackend(
-        run_dir, env, registry.workflows.get(workflow).configure(options), parallel
-    )
+    configured = registry.workflows.get(workflow).configure(options)
+    backend = OracleBackend(run_dir, env, configured, parallel, variant)
     with ConformanceServer(backend, ids=ids) as server:
         config = RunConfig(
             env="scholar",
@@ -48,10 +49,12 @@ def _run(
             limit=limit,
             log_dir=tmp_path,
             run_name="run",
-            cache=False,
+            cache=then is not None,
             **({"tasks": tasks} if tasks else {}),
         )
         run_sync(config)
+        if then is not None:  # more to do against the same server (diagnose the run)
+            then(run_dir)
     return server, list(ResultsFile(run_dir / RESULTS))
 
 
@@ -93,6 +96,41 @@ def test_function_calling_ids_are_the_same_in_a_second_run(tmp_path: Path) -> No
         return json.dumps(body["messages"], sort_keys=True)
 
     assert sorted(map(key, first.requests)) == sorted(map(key, second.requests))
+
+
+@pytest.mark.parametrize(
+    ("variant", "parallel"),
+    [("wrong-tool", False), ("constant", True)],  # constant: the gold calls, then a wrong answer
+    ids=["one-call", "parallel-calls"],
+)
+def test_function_calling_replays_pass_and_a_second_diagnose_asks_nothing(
+    tmp_path: Path, variant: str, parallel: bool
+) -> None:
+    """``raleval diagnose`` replays prefixes of function-calling episodes against the strict
+    server: each reply's calls in one assistant turn under their ids, accepted; a second
+    ``diagnose --fresh`` sends the same requests, so the response cache answers every one."""
+    from typer.testing import CliRunner
+
+    from raleval.analysis.diagnosis import read_diagnoses
+    from raleval.app.cli import app
+
+    outputs: list[str] = []
+
+    def diagnose_twice(run_dir: Path) -> None:
+        for extra in ([], ["--fresh"]):
+            result = CliRunner().invoke(app, ["diagnose", str(run_dir), *extra])
+            assert result.exit_code == 0, result.output
+            outputs.append(" ".join(result.output.split()))
+
+    server, _ = _run(
+        tmp_path, "function_calling", limit=6, parallel=parallel, variant=variant,
+        then=diagnose_twice,
+    )  # fmt: skip
+    assert _refusals(server) == []
+    diagnoses = read_diagnoses(tmp_path / "run")
+    assert diagnoses and sum(d.llm_calls for d in diagnoses) > 0
+    assert sum(d.llm_calls for d in diagnoses) == sum(d.cache_hits for d in diagnoses)
+    assert "0 sent to the model" in outputs[1], outputs[1]
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS)
