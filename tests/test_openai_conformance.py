@@ -32,15 +32,16 @@ def _run(
     parallel: bool = False,
     variant: str = "oracle",
     then: Any = None,
+    env_name: str = "scholar",
     **options: Any,
 ) -> tuple[ConformanceServer, list[Trajectory]]:
-    env = build_env("scholar", {"size": "tiny"})
+    env = build_env(env_name, {"size": "tiny"})
     run_dir = tmp_path / "run"
     configured = registry.workflows.get(workflow).configure(options)
     backend = OracleBackend(run_dir, env, configured, parallel, variant)
     with ConformanceServer(backend, ids=ids) as server:
         config = RunConfig(
-            env="scholar",
+            env=env_name,
             env_options={"size": "tiny"},
             workflow=workflow,
             workflow_options=options,
@@ -248,16 +249,31 @@ def _request_text(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
-@pytest.mark.parametrize("workflow", WORKFLOWS)
-def test_renamed_tools_leave_no_real_name_in_any_request(tmp_path: Path, workflow: str) -> None:
+SETS = {"scholar": "scholar", "crag": "crag-kg", "wiki": "wiki"}
+# every workflow on scholar; on CRAG's 38 tools and the wiki's the schema-sending workflows
+# (the others render the same tool texts), marked slow: a CRAG run takes minutes here
+RENAMED = [
+    *(("scholar", w) for w in WORKFLOWS),
+    *(
+        pytest.param(e, w, marks=pytest.mark.slow)
+        for e in ("crag", "wiki")
+        for w in ("react", "function_calling")
+    ),
+]
+
+
+@pytest.mark.parametrize(("env_name", "workflow"), RENAMED)
+def test_renamed_tools_leave_no_real_name_in_any_request(
+    tmp_path: Path, workflow: str, env_name: str
+) -> None:
     """``@rename-tools``: no request of any workflow names a real tool, in its tool list, its
     schemas' descriptions, its prompt or its demonstrations (captured at the server)."""
     server, trajs = _run(
-        tmp_path, workflow, tasks="scholar@rename-tools", limit=4,
+        tmp_path, workflow, tasks=f"{SETS[env_name]}@rename-tools", limit=4, env_name=env_name,
         **options_for(workflow, max_steps=8),
     )  # fmt: skip
     assert trajs and server.requests and _refusals(server) == []
-    env = build_env("scholar", {"size": "tiny"})
+    env = build_env(env_name, {"size": "tiny"})
     real = sorted({t.name for t in env.tools}, key=len, reverse=True)
     leaks = {
         name: _request_text(body)[max(0, at - 80) : at + 40]
