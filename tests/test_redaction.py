@@ -85,3 +85,21 @@ def test_a_run_with_token_budgets_can_be_diagnosed(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     diagnoses = (tmp_path / "r" / "diagnosis.jsonl").read_text().splitlines()
     assert len(diagnoses) == 3  # the wrong-tool model fails every episode
+
+
+def test_diagnose_refuses_a_run_whose_credentials_were_hidden(tmp_path: Path) -> None:
+    """A replay cannot use a credential the header never held: said plainly, naming it."""
+    from raleval.app.diagnose import run_config
+    from raleval.config import ConfigError
+
+    run = tmp_path / "r"
+    args = ["run", "-m", "scripted/wrong-tool", "--env", "scholar", "-E", "size=tiny",
+            "--limit", "1", "--log-dir", str(tmp_path), "--run-name", "r",
+            "--display", "none"]  # fmt: skip
+    assert CliRunner().invoke(app, args).exit_code == 0
+    header = json.loads((run / "header.json").read_text())
+    header["config"]["model_options"] = {"api_key": REDACTED}  # as a keyed run's header holds
+    (run / "header.json").write_text(json.dumps(header))
+    with pytest.raises(ConfigError, match=r"hides model_options\.api_key"):
+        run_config(run, None)
+    assert run_config(run, "scripted/oracle").model_options == {}  # another model: no key needed
