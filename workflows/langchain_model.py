@@ -95,7 +95,8 @@ class RalevalChatModel(BaseChatModel):
             # the tool messages answer these, in this request's successors and in replays
             earlier = [m for m in messages if isinstance(m, AIMessage)]
             taken = [str(c.get("id")) for m in earlier for c in m.tool_calls if c.get("id")]
-            given = list(gen.tool_call_ids) + [""] * (len(gen.tool_calls) - len(gen.tool_call_ids))
+            n = len(gen.tool_calls)
+            given = (list(gen.tool_call_ids) + [""] * n)[:n]  # one per call, whatever was given
             ids = reply_call_ids(given, len(earlier), taken)
             msg = AIMessage(
                 content=gen.text,
