@@ -151,18 +151,34 @@ def _cause(exc: BaseException) -> str:
     return f"provider_exception:{type(exc).__name__}"
 
 
+def _issued_ids(messages: tuple[Message, ...], at: int) -> list[str]:
+    """The ids of message ``at``'s tool calls: its own, else those the tool messages right
+    after it answer (a message built without ids), else ``call_<at>_<i>``."""
+    m = messages[at]
+    if len(m.tool_call_ids) == len(m.tool_calls):
+        return list(m.tool_call_ids)
+    answers = []
+    for later in messages[at + 1 :]:
+        if later.role != "tool" or not later.tool_call_id:
+            break
+        answers.append(later.tool_call_id)
+    return [answers[i] if i < len(answers) else f"call_{at}_{i}" for i in range(len(m.tool_calls))]
+
+
 def to_openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Chat messages as OpenAI's API takes them: an assistant turn's calls with the ids its tool
+    messages answer (a mismatch is refused with HTTP 400), arguments as a JSON string."""
     out: list[dict[str, Any]] = []
-    for m in messages:
+    for at, m in enumerate(messages):
         msg: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.tool_calls:
             msg["tool_calls"] = [
                 {
-                    "id": f"call_{i}",
+                    "id": call_id,
                     "type": "function",
                     "function": {"name": c.tool, "arguments": json.dumps(c.arguments)},
                 }
-                for i, c in enumerate(m.tool_calls)
+                for c, call_id in zip(m.tool_calls, _issued_ids(messages, at), strict=True)
             ]
         if m.tool_call_id:
             msg["tool_call_id"] = m.tool_call_id
@@ -399,8 +415,11 @@ class OpenAICompatibleModel(ModelBase):
         truncated = len(text) > limit
         text = text[:limit]  # before any parser sees it
         calls: list[ToolCall] = []
+        ids: list[str] = []
         for tc in message.get("tool_calls") or []:
             function = tc.get("function") or {}
+            given_id = tc.get("id")
+            ids.append(given_id if isinstance(given_id, str) else "")
             raw_args = function.get("arguments") or "{}"
             if isinstance(raw_args, str) and len(raw_args) > limit:
                 truncated, raw_args = True, {"_raw": raw_args[:200]}
@@ -417,6 +436,7 @@ class OpenAICompatibleModel(ModelBase):
         if request.tools and not calls:
             # llama.cpp and many small models put the JSON call in the text instead.
             calls = tool_calls_from_content(text)
+            ids = [""] * len(calls)
         usage = body.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         timings = body.get("timings") or {}
@@ -427,6 +447,7 @@ class OpenAICompatibleModel(ModelBase):
             server_time_s=server_ms / 1000 if server_ms is not None else None,
             text=text,
             tool_calls=calls,
+            tool_call_ids=ids,
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             cached_tokens=details.get("cached_tokens"),

@@ -284,21 +284,6 @@ def build_config(data: dict[str, Any], source: str = "command line") -> RunConfi
         raise ConfigError(f"invalid configuration ({source}): {'; '.join(problems)}") from None
 
 
-_SECRET_WORDS = ("key", "token", "secret", "password")
-
-
-def redact(value: Any) -> Any:
-    """A copy of ``value`` with credentials (api_key, token, ...) replaced by ``<redacted>``."""
-    if isinstance(value, dict):
-        return {
-            k: "<redacted>" if any(w in str(k).lower() for w in _SECRET_WORDS) else redact(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
 def parse_key_values(pairs: list[str], what: str = "-M") -> dict[str, Any]:
     """``["temperature=0.2", "stop=[a,b]"]`` -> dict, values read as YAML scalars."""
     out: dict[str, Any] = {}

@@ -19,6 +19,9 @@ class Message:
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    # the id of each of ``tool_calls`` (the provider's, or derived from the call's position;
+    # raleval.workflows.call_ids), answered by the tool messages' ``tool_call_id``
+    tool_call_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class Generation:
     # llama.cpp server, shared equally among the calls it served at once), where measured
     cpu_s: float | None = None
     truncated: bool = False  # the reply was longer than reply_char_limit and was cut
+    # the id the provider gave each of ``tool_calls`` ("" where it gave none)
+    tool_call_ids: list[str] = field(default_factory=list)
 
 
 # A token is a few characters; a reply far longer than its token budget is a broken or hostile

@@ -29,6 +29,7 @@ from raleval.model import GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.workflow import GoldPlan, Workflow
+from raleval.workflows.call_ids import reply_call_ids
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
@@ -176,7 +177,14 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         )
         tree.append(child)
         node.children.append(child.id)
-        assistant = Message("assistant", gen.text, (call,) if call else ())
+        # the call's id: the provider's, else the tree node's (unique in the episode, never
+        # random); each tool message below answers it (the other calls of a reply are dropped)
+        taken = [i for m in node.messages for i in m.tool_call_ids]
+        given = gen.tool_call_ids[:1] or [""]
+        call_id = reply_call_ids(given, child.id, taken)[0]
+        assistant = Message(
+            "assistant", gen.text, (call,) if call else (), tool_call_ids=(call_id,) if call else ()
+        )
         if call is None:
             child.status = "invalid"
             rec.add_step(
@@ -224,7 +232,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
             child.messages = [
                 *node.messages,
                 assistant,
-                Message("tool", child.observation, tool_call_id="call_0"),
+                Message("tool", child.observation, tool_call_id=call_id),
             ]
         else:
             result = await ep_env.call(call.tool, call.arguments)
@@ -236,7 +244,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
             child.messages = [
                 *node.messages,
                 assistant,
-                Message("tool", result.observation, tool_call_id="call_0"),
+                Message("tool", result.observation, tool_call_id=call_id),
             ]
         if child.depth >= cfg.dfsdt_max_depth:
             child.status = "pruned"  # too deep: the parent tries its next child

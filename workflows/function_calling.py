@@ -27,6 +27,7 @@ from raleval.model import GenerateRequest, Generation, Model
 from raleval.records import OutcomeKind, Step, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.workflow import GoldPlan, Workflow
+from raleval.workflows.call_ids import reply_call_ids
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
     EpisodeRecord,
@@ -109,28 +110,42 @@ def build_function_calling_graph(
             room = observation_room(ep_model, cfg, context_limit, so_far)
             return fit_observation(ep_model, text, room)
 
-        for given in prefix:
-            recorded = await given_steps(rec, ep_env, [given], fit)
+        taken: list[str] = []
+        for group in reply_groups(prefix):
+            # one assistant turn per reply, as the live episode sent it: its calls, the ids
+            # they were given (or those of their position), then one tool message per call
+            turn = sum(isinstance(m, AIMessage) for m in out)
+            recorded: list[Step] = []
+            for given in group:
+                got = await given_steps(rec, ep_env, [given], fit)
+                if not got:
+                    break
+                recorded += got
+                so_far += "\ntool: " + (got[0].observation or "")
             if not recorded:
                 break
-            got = recorded[0]
-            call_id = f"given-{got.index}"
-            args = dict(got.arguments or {})
+            ids = reply_call_ids([recorded_call_id(got) for got in recorded], turn, taken)
+            taken += ids
             out.append(
                 AIMessage(
-                    content=got.thought or "",
-                    tool_calls=[{"name": got.tool or "", "args": args, "id": call_id}],
+                    content=recorded[0].thought or "",
+                    tool_calls=[
+                        {"name": got.tool or "", "args": dict(got.arguments or {}), "id": i}
+                        for got, i in zip(recorded, ids, strict=True)
+                    ],
                 )
             )
-            out.append(
+            out += [
                 LCToolMessage(
                     content=got.observation or "",
-                    tool_call_id=call_id,
+                    tool_call_id=i,
                     name=got.tool or "",
                     status="success" if got.kind is OutcomeKind.ok else "error",
                 )
-            )
-            so_far += "\ntool: " + (got.observation or "")
+                for got, i in zip(recorded, ids, strict=True)
+            ]
+            if len(recorded) < len(group):
+                break
         rec.extra["prefix_steps"] = len(rec.steps)
         return out
 
@@ -148,7 +163,8 @@ def build_function_calling_graph(
             if state.get("prefix"):
                 so_far = schema_text + transcript(to_raleval_messages(new))
                 new += await start_from(state["prefix"], config, rec, so_far)
-                state = {**state, "turns": len(rec.steps)}
+                # the prefix's replies are the episode's first turns
+                state = {**state, "turns": sum(isinstance(m, AIMessage) for m in new)}
                 if rec.done:
                     return {"rec": rec, "messages": new}
             messages = new
@@ -194,6 +210,7 @@ def build_function_calling_graph(
         last = state["messages"][-1]
         so_far = schemas_of(ep_env)[1] + transcript(to_raleval_messages(state["messages"]))
         thought = last.content if isinstance(last.content, str) and last.content else None
+        turn = sum(isinstance(m, AIMessage) for m in state["messages"]) - 1  # this reply's
         out: list[BaseMessage] = []
         for call in last.tool_calls:
             if call["name"] == "Finish":  # after other calls of the same reply: it ends here
@@ -217,7 +234,7 @@ def build_function_calling_graph(
                 thought=thought,
                 tool=call["name"],
                 arguments=call["args"],
-                raw_action=json.dumps({"name": call["name"], "arguments": call["args"]}),
+                raw_action=call_record(call["id"], turn, call["name"], call["args"]),
             )
             thought = None
             out.append(
@@ -239,6 +256,41 @@ def build_function_calling_graph(
     graph.add_edge(START, "agent")
     graph.add_edge("tools", "agent")
     return graph.compile()
+
+
+def call_record(call_id: str, turn: int, name: str, arguments: dict[str, Any]) -> str:
+    """A call as its step records it (``raw_action``): its id and the reply (``turn``) it was
+    one of, so that a replay sends it in the same assistant turn under the same id."""
+    return json.dumps({"id": call_id, "turn": turn, "name": name, "arguments": arguments})
+
+
+def _recorded(step: Step) -> dict[str, Any]:
+    try:
+        data = json.loads(step.raw_action or "")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded_call_id(step: Step) -> str | None:
+    """The id a step's call was sent under, where its step recorded one."""
+    got = _recorded(step).get("id")
+    return got if isinstance(got, str) else None
+
+
+def reply_groups(steps: list[Step]) -> list[list[Step]]:
+    """``steps`` as the replies that made them: consecutive calls recorded with the same
+    ``turn`` were one reply; a step without one (a gold call put in) is a reply of its own."""
+    groups: list[list[Step]] = []
+    last: Any = None
+    for step in steps:
+        turn = _recorded(step).get("turn")
+        if groups and isinstance(turn, int) and turn == last:
+            groups[-1].append(step)
+        else:
+            groups.append([step])
+        last = turn if isinstance(turn, int) else None
+    return groups
 
 
 def render_calls_example(example: SolvedExample, finish: dict[str, Any]) -> str:

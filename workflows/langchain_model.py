@@ -6,7 +6,6 @@ expects a chat model; the native function-calling workflow binds tools through i
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from raleval.model import GenerateRequest, Generation, Message
 from raleval.records import ToolCall
+from raleval.workflows.call_ids import reply_call_ids
 
 GenerateFn = Callable[[GenerateRequest], Awaitable[Generation | None]]
 
@@ -30,11 +30,18 @@ def to_raleval_messages(messages: Sequence[BaseMessage]) -> tuple[Message, ...]:
             m.type, "user"
         )
         content = m.content if isinstance(m.content, str) else str(m.content)
-        calls = tuple(
-            ToolCall(tool=c["name"], arguments=c.get("args") or {})
-            for c in getattr(m, "tool_calls", None) or []
+        lc_calls = getattr(m, "tool_calls", None) or []
+        calls = tuple(ToolCall(tool=c["name"], arguments=c.get("args") or {}) for c in lc_calls)
+        ids = tuple(str(c.get("id") or "") for c in lc_calls)
+        out.append(
+            Message(
+                role,
+                content,
+                calls,
+                getattr(m, "tool_call_id", None),
+                ids if all(ids) else (),
+            )
         )
-        out.append(Message(role, content, calls, getattr(m, "tool_call_id", None)))
     return tuple(out)
 
 
@@ -84,16 +91,18 @@ class RalevalChatModel(BaseChatModel):
         if gen is None:
             msg = AIMessage(content="", response_metadata={"raleval_failed": True})
         else:
+            # the provider's ids where it gave usable ones, else ids of the reply's position:
+            # the tool messages answer these, in this request's successors and in replays
+            earlier = [m for m in messages if isinstance(m, AIMessage)]
+            taken = [str(c.get("id")) for m in earlier for c in m.tool_calls if c.get("id")]
+            n = len(gen.tool_calls)
+            given = (list(gen.tool_call_ids) + [""] * n)[:n]  # one per call, whatever was given
+            ids = reply_call_ids(given, len(earlier), taken)
             msg = AIMessage(
                 content=gen.text,
                 tool_calls=[
-                    {
-                        "name": c.tool,
-                        "args": c.arguments,
-                        "id": f"call_{uuid.uuid4().hex[:12]}",
-                        "type": "tool_call",
-                    }
-                    for c in gen.tool_calls
+                    {"name": c.tool, "args": c.arguments, "id": call_id, "type": "tool_call"}
+                    for c, call_id in zip(gen.tool_calls, ids, strict=True)
                 ],
             )
         return ChatResult(generations=[ChatGeneration(message=msg)])

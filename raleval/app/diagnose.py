@@ -44,6 +44,7 @@ from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, latest_attempts
 from raleval.model import Capabilities, ModelBase
 from raleval.records import AgentSpec, Step, StopReason, Task, Termination, Trajectory
+from raleval.redaction import REDACTED
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
 
 MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
@@ -110,6 +111,15 @@ def run_config(run_dir: Path, model: str | None) -> RunConfig:
     if header is None:
         raise ConfigError(f"{run_dir} has no header.json: is it a run directory?")
     config = RunConfig.model_validate(header.config)
+    # credentials are never written (raleval.redaction): a replay cannot use them
+    parts = ("env_options", "workflow_options", *(() if model else ("model_options",)))
+    hidden = [f"{p}.{k}" for p in parts for k, v in getattr(config, p).items()
+              if REDACTED in str(v)]  # fmt: skip
+    if hidden:
+        raise ConfigError(
+            f"{run_dir}'s header hides {', '.join(hidden)} (a credential is never written); "
+            "replay with --model SPEC, whose key comes from its environment variable"
+        )
     changes: dict[str, Any] = {"tool_fault_rate": 0.0, "llm_fault_rate": 0.0}
     if model:
         changes.update(model=model, model_options={})

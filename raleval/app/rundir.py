@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from raleval import __version__
-from raleval.config import ConfigError, RunConfig, redact
+from raleval.config import ConfigError, RunConfig
 from raleval.failures import failure_cause, failures_by_cause
 from raleval.records import RunHeader, Task
+from raleval.redaction import redact
 from raleval.store import (
     GZ,
     HEADER,

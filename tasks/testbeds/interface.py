@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, create_model
+from pydantic.fields import FieldInfo
 
 from raleval.environment import ToolResult, ToolSpec, render_observation
 from raleval.families import SolutionMismatch, answer_of, run_solution
@@ -59,10 +60,43 @@ def neutral_names(tools: list[ToolSpec]) -> dict[str, str]:
     return {t.name: f"tool_{i:0{width}d}" for i, t in enumerate(tools, 1)}
 
 
+def names_pattern(names: dict[str, str]) -> re.Pattern[str] | None:
+    """A pattern of the real names in ``names`` as whole words (longest first)."""
+    real = sorted((n for n, shown in names.items() if n != shown), key=len, reverse=True)
+    return re.compile(r"\b(" + "|".join(map(re.escape, real)) + r")\b") if real else None
+
+
+def rename_text(text: str | None, names: dict[str, str]) -> str | None:
+    """``text`` with every real tool name of ``names`` replaced by the name presented."""
+    pattern = names_pattern(names)
+    if not text or pattern is None:
+        return text
+    return pattern.sub(lambda m: names[m.group(1)], text)
+
+
 @functools.lru_cache(maxsize=512)
-def renamed(spec: ToolSpec, name: str) -> ToolSpec:
-    """``spec`` presented under ``name`` (cached: prompts render a tool set once)."""
-    return dataclasses.replace(spec, name=name)
+def renamed(spec: ToolSpec, name: str, names: tuple[tuple[str, str], ...] = ()) -> ToolSpec:
+    """``spec`` presented under ``name``, with the tools its texts name (``names``: real ->
+    presented) named as presented too: its description, what it returns, its empty message and
+    its arguments' descriptions ("a person_id from searchPerson"). Cached: prompts render a
+    tool set once."""
+    table = dict(names)
+    params = spec.params
+    fields: dict[str, Any] = {}
+    for pname, f in params.model_fields.items():
+        said = rename_text(f.description, table)
+        if said != f.description:
+            fields[pname] = (f.annotation, FieldInfo.merge_field_infos(f, description=said))
+    if fields:
+        params = create_model(params.__name__, __base__=params, **fields)
+    return dataclasses.replace(
+        spec,
+        name=name,
+        description=rename_text(spec.description, table) or "",
+        returns=rename_text(spec.returns, table) or "",
+        empty_message=rename_text(spec.empty_message, table),
+        params=params,
+    )
 
 
 @functools.lru_cache(maxsize=512)
@@ -164,9 +198,12 @@ class InterfaceSession:
         self._real: dict[str, str] = {}  # presented name -> real name
         self._fake: dict[str, str] = {}  # distractor name -> the real tool it mimics
         self._planted = ""
+        self._names: dict[str, str] = {}  # real -> presented (rename-tools)
         if self.kind == "rename-tools":
             names = spec["names"]
-            presented = [renamed(t, names.get(t.name, t.name)) for t in real]
+            self._names = names
+            table = tuple(sorted(names.items()))
+            presented = [renamed(t, names.get(t.name, t.name), table) for t in real]
             self._real = {names.get(t.name, t.name): t.name for t in real}
         elif self.kind == "bare-tools":
             presented = [bare(t) for t in real]
@@ -203,9 +240,14 @@ class InterfaceSession:
         )
 
     def _presented(self, result: ToolResult, real: str, shown: str) -> ToolResult:
-        """A result whose text names the real tool (a usage line) names the presented one."""
-        if real != shown and result.kind is not OutcomeKind.ok and real in result.observation:
+        """A result whose text names the real tool (a usage line) names the presented one, and
+        (``rename-tools``) any other tool it names too ("call searchPerson first")."""
+        if result.kind is OutcomeKind.ok:
+            return result
+        if real != shown and real in result.observation:
             result.observation = re.sub(rf"\b{re.escape(real)}\b", shown, result.observation)
+        if self._names:
+            result.observation = rename_text(result.observation, self._names) or ""
         return result
 
     def _route(self, name: str) -> tuple[str, str] | None:
@@ -245,15 +287,16 @@ class InterfaceSession:
             return result
         if result.data is None or isinstance(result.data, str):
             text, changed = plant(result.observation, self._planted)
-            if changed:
-                result.observation = text
-                if isinstance(result.data, str):
-                    result.data = text
+            if changed and isinstance(result.data, str):
+                result.data = text
+            result.observation = text if changed else self._planted
             return result
         data, changed = plant(result.data, self._planted)
         if changed:
             result.data = data
             result.observation = render_observation(data)
+        else:  # a number or an empty result: its value kept, the text the model reads carries it
+            result.observation = f"{result.observation.rstrip()} {self._planted}".strip()
         return result
 
     def _finish(self, name: str, real: str, result: ToolResult) -> ToolResult:

@@ -566,6 +566,11 @@ def _run_one(cfg: Any, display: str, deadline: float | None = None) -> tuple[boo
             )
     for label, rates in robustness_rates(run).items():
         shown = ", ".join(f"{k} {v:.3f}" for k, v in rates.items() if k != "n")
+        if rates.get("reached") == 0.0:  # inject on a workflow whose model reads no result
+            shown = (
+                f"does not apply to {cfg.workflow}: the planted instruction reached none of its "
+                "model's prompts, so no utility or attack success is reported"
+            )
         console.print(f"testbed {label} ({int(rates['n'])} tasks): {shown}", highlight=False)
     if (untouched := untouched_rates(run)) is not None:  # the run of the set without @testbed
         shown = ", ".join(f"{k} {v:.3f}" for k, v in untouched.items() if k != "n")
