@@ -5,8 +5,7 @@ no random value enters a replay's cache key) is tested here together with what t
 function-calling workflow must do with such a prefix. The workflow's part (a reply's calls in
 one assistant turn, the ids the model gave, deterministic ids where a provider gives none,
 a given step sized after its own assistant message) lives in ``workflows/function_calling.py``
-and ``workflows/langchain_model.py``, which another change of issue 46 rewrites: the tests
-that wait for it are marked ``xfail`` with that reason and must pass once it lands.
+and ``workflows/call_ids.py``. One test still fails, for the reason its mark gives.
 """
 
 from __future__ import annotations
@@ -30,12 +29,12 @@ from raleval.model import Capabilities, GenerateRequest, Generation, ModelBase
 from raleval.records import AgentSpec, ToolCall
 from raleval.text import contains_tokens, normalize_answer
 
-NEEDS_IDS = pytest.mark.xfail(
-    reason="needs the function-calling workflow to keep tool-call ids end to end and to "
-    "render a given reply as one assistant turn, sized after its assistant message (issue 46 "
-    "items 1, 7, 8: workflows/function_calling.py and workflows/langchain_model.py, changed "
-    "apart from diagnose)",
-    strict=False,
+SYNTHETIC_THOUGHT = pytest.mark.xfail(
+    reason="a given step is sized after its assistant turn now, as the live tools node sizes "
+    "it, but the evidence prefix's gold steps carry ReAct's oracle thought ('I need to call "
+    "X.') as the turn's text where function calling's live oracle writes none, so the two "
+    "turns, and the room left for the result, differ by that text",
+    strict=True,
 )
 
 
@@ -66,7 +65,6 @@ class AllAtOnce(ModelBase):
         return Generation(text="", tool_calls=[ToolCall(tool="Finish", arguments={"answer": "x"})])
 
 
-@NEEDS_IDS
 def test_a_reply_with_two_calls_replays_as_one_assistant_turn_with_its_ids() -> None:
     from raleval.tasks.catalog import load_tasks
 
@@ -85,7 +83,7 @@ def test_a_reply_with_two_calls_replays_as_one_assistant_turn_with_its_ids() -> 
     assert _asked(AllAtOnce.seen[0]) == second
 
 
-@NEEDS_IDS
+@SYNTHETIC_THOUGHT
 def test_a_replayed_gold_call_is_sized_as_the_live_call_was_in_function_calling() -> None:
     from raleval.tasks.catalog import load_tasks
 
@@ -142,7 +140,6 @@ class CachedReader(ModelBase):
 registry.register_model_provider("cachedreader")(lambda name, run_dir=None, **_: CachedReader())
 
 
-@NEEDS_IDS
 def test_diagnose_fresh_twice_on_a_function_calling_run_asks_nothing_the_second_time(
     tmp_path: Path,
 ) -> None:

@@ -107,7 +107,9 @@ def build_function_calling_graph(
         out: list[BaseMessage] = []
 
         def fit(text: str) -> str:
-            room = observation_room(ep_model, cfg, context_limit, so_far)
+            # sized as the live tools node sizes a call's result: after the assistant turn
+            # that made the call and the tool message's own label
+            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ")
             return fit_observation(ep_model, text, room)
 
         taken: list[str] = []
@@ -115,6 +117,18 @@ def build_function_calling_graph(
             # one assistant turn per reply, as the live episode sent it: its calls, the ids
             # they were given (or those of their position), then one tool message per call
             turn = sum(isinstance(m, AIMessage) for m in out)
+            ids = reply_call_ids([recorded_call_id(given) for given in group], turn, taken)
+
+            def turn_of(steps: list[Step], ids: list[str] = ids) -> AIMessage:
+                return AIMessage(
+                    content=steps[0].thought or "",
+                    tool_calls=[
+                        {"name": s.tool or "", "args": dict(s.arguments or {}), "id": i}
+                        for s, i in zip(steps, ids, strict=False)
+                    ],
+                )
+
+            so_far += "\n" + transcript(to_raleval_messages([turn_of(group)]))
             recorded: list[Step] = []
             for given in group:
                 got = await given_steps(rec, ep_env, [given], fit)
@@ -124,17 +138,8 @@ def build_function_calling_graph(
                 so_far += "\ntool: " + (got[0].observation or "")
             if not recorded:
                 break
-            ids = reply_call_ids([recorded_call_id(got) for got in recorded], turn, taken)
-            taken += ids
-            out.append(
-                AIMessage(
-                    content=recorded[0].thought or "",
-                    tool_calls=[
-                        {"name": got.tool or "", "args": dict(got.arguments or {}), "id": i}
-                        for got, i in zip(recorded, ids, strict=True)
-                    ],
-                )
-            )
+            taken += ids[: len(recorded)]
+            out.append(turn_of(recorded))
             out += [
                 LCToolMessage(
                     content=got.observation or "",
@@ -142,7 +147,7 @@ def build_function_calling_graph(
                     name=got.tool or "",
                     status="success" if got.kind is OutcomeKind.ok else "error",
                 )
-                for got, i in zip(recorded, ids, strict=True)
+                for got, i in zip(recorded, ids, strict=False)
             ]
             if len(recorded) < len(group):
                 break
