@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from raleval.text import contains_tokens, normalize_answer
+from raleval.text import contains_tokens, normalize_answer, spaced
 
 WINDOW = 4  # words either side of a cue in which a different value contradicts a key point
 
@@ -71,13 +71,15 @@ def _number(text: str) -> float | None:
 
 
 def numbers_in(text: str) -> list[float]:
-    """Every number written in ``text`` (``1,234``, ``3.5``, ``2019``) as a float."""
-    return [v for m in _NUMBER.finditer(text) if (v := _number(m.group(0))) is not None]
+    """Every number written in ``text`` (``1,234``, ``3.5``, ``2019``; inside Chinese too:
+    ``发放500万元``, ``2023年7月28日``) as a float."""
+    return [v for m in _NUMBER.finditer(spaced(text)) if (v := _number(m.group(0))) is not None]
 
 
 def _words(text: str) -> list[str]:
-    """Words and numbers in order, lower case, numbers kept whole (``1,234``)."""
-    return [w.lower() for w in _WORD.findall(text)]
+    """Words and numbers in order, lower case, numbers kept whole (``1,234``); each CJK
+    character is a word of its own (``raleval.text.spaced``)."""
+    return [w.lower() for w in _WORD.findall(spaced(text))]
 
 
 def _value_of(kind: str, word: str) -> float | None:
