@@ -195,24 +195,26 @@ def _zh_points():
             slot="city",
             kind="entity",
             value="西安市",
-            cues=["城市"],
+            cues=["地点"],
             statement="地点是陕西西安市。",
         ),
     ]
 
 
 def test_key_facts_joined_by_chinese_commas_are_complete():
-    answer = "2023年7月，西安市，市财政局发放500万元"
+    answer = "事件发生在2023年，地点是陕西西安市，市财政局发放500万元救助资金"
     assert score_key_points(answer, _zh_points()).completeness == 1.0
+    # the value without the words that name its slot does not state the fact
+    assert judge_key_points("西安市", _zh_points())[2] == "missing"
 
 
 def test_a_changed_chinese_number_is_contradicted():
-    verdicts = judge_key_points("市财政局发放800万元，2023年，西安市", _zh_points())
+    verdicts = judge_key_points("市财政局发放800万元。2023年，地点是西安市。", _zh_points())
     assert verdicts == ["contradicted", "covered", "covered"]
 
 
 def test_long_form_episode_in_chinese_scores_under_a_profile():
-    reference = "2023年，陕西西安市市财政局发放500万元救助资金。"
+    reference = "事件发生在2023年。地点是陕西西安市。市财政局发放500万元救助资金。"
     task = Task(
         id="zh-1",
         domain="news",
