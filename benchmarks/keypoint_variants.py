@@ -20,10 +20,10 @@ from _common import write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from raleval import registry  # noqa: E402
-from raleval.grading.rules import grade_task  # noqa: E402
-from raleval.keypoints import judge_key_points, score_key_points  # noqa: E402
-from tests.keypoint_variants import oracle_answer, shuffled, variants  # noqa: E402
+from raleval import registry
+from raleval.grading.rules import grade_task
+from raleval.keypoints import judge_key_points, score_key_points
+from tests.keypoint_variants import oracle_answer, shuffled, variants
 
 SETS = {"scholar": "scholar-longform", "wiki": "wiki-longform"}
 

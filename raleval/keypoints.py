@@ -148,7 +148,11 @@ def _cue_positions(words: list[str], cues: Sequence[str]) -> list[tuple[int, int
 # a sentence ends at . ! ? ; followed by a space and a word that does not start lower case
 # ("received a Ph.D. in 2006" goes on), at a line break, or at Chinese 。！？；
 _BOUNDARY = re.compile(r"[.!?;]+[\"'”’)]*(?=\s+[^\sa-z]|\s*$)|[。！？；]+[”’」』]*|\n+")
-_ABBREVIATION = re.compile(r"(?:\b[A-Z]|\b(?:Ph\.D|Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|No|vs|e\.g|i\.e))\.$")
+# "Dr. Lin", "J. Smith": a title or an initial before a name ends no sentence ("Ph.D. in" goes
+# on by the rule above; "holds a Ph.D. It ..." ends)
+_ABBREVIATION = re.compile(
+    r"(?:(?<![\w.])[A-Z]|\b(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|No|vs|e\.g|i\.e))\.$"
+)
 
 
 def sentences(text: str, keep: Sequence[str] = ()) -> list[str]:
