@@ -11,15 +11,20 @@ library's score:
   combining marks dropped: "Gödel" -> "Godel"), because that tokenizer *drops* every
   non-ASCII letter ("Gödel" would become "g del"); on ASCII text the score is rouge-score's
   unchanged. No stemming, as CRUD-RAG (``evaluate``'s rouge, whose default is no stemmer).
-  CRUD-RAG cuts Chinese text into words with jieba; raleval's worlds are English, for which
-  rouge-score's tokenizer is the standard one. Several golds: the best F over them
+  Chinese text (a CJK character on either side) is compared by jieba's words
+  (``raleval.text.words``), as CRUD-RAG cuts it. Several golds: the best F over them
   (rouge-score's ``score_multi``).
 - ``bleu``: ``sacrebleu.sentence_bleu`` with its defaults: tokenizer ``13a`` (WMT's
   mteval-v13a: punctuation split off, case kept), 4-grams, ``exp`` smoothing, effective
-  order; divided by 100 so it lies in 0..1 like every other raleval metric. Several golds
-  are sacrebleu's multiple references. CRUD-RAG's code uses Hugging Face ``evaluate``'s BLEU
-  (unsmoothed) over jieba words and by default divides the brevity penalty back out; raleval
-  keeps the standard brevity penalty, so a short answer is not rewarded for its precision.
+  order (the ``zh`` tokenizer for Chinese); divided by 100 so it lies in 0..1 like every other
+  raleval metric. Several golds are sacrebleu's multiple references. CRUD-RAG's code uses
+  Hugging Face ``evaluate``'s BLEU (unsmoothed) over jieba words and by default divides the
+  brevity penalty back out; raleval keeps the standard brevity penalty, so a short answer is
+  not rewarded for its precision.
+- Profiles (:func:`overlap_scores`, ``raleval score -S profile=...``): ``crud`` is CRUD-RAG's
+  own ROUGE-L and BLEU (:func:`crud_rouge_l`, :func:`crud_bleu`), ``rageval`` RAGEval's
+  ROUGE-L (:func:`rageval_rouge_l`), each equal to its code on 200 Chinese pairs
+  (tests/data/chinese_metric_pairs.jsonl).
 - :func:`bert_score_f1`: ``bert_score.score`` with a local model directory and layer count,
   F1, no idf, no baseline rescaling. Needs the ``bertscore`` extra (torch) and a model
   already on disk: nothing here downloads weights. (CRUD-RAG's code computes its "bertScore"

@@ -5,24 +5,21 @@ ground truth: **completeness** is the share of key points the answer covers, **h
 the share it contradicts, **irrelevance** the share it neither covers nor contradicts (the
 three add up to 1). RAGEval asks an LLM to judge each key point; raleval's generated worlds
 know every fact, so a key point is a typed value (:class:`raleval.records.KeyPoint`) and the
-judgement is a rule:
+judgement is a rule. The answer is cut into sentences (:func:`sentences`); in each, every
+number, year and name of an entity slot's vocabulary (its ``choices``) it writes is *bound* to
+the key point whose cue (a word naming the slot, matched as a word prefix: ``cit`` matches
+"cited" and "citations") is nearest in the sentence (:func:`_bind` breaks ties). Then:
 
-- **covered**: the answer states the value. A number: some number written in the answer
-  (thousands separators allowed) equals it; a year: some four-digit year equals it; an entity
-  or a list member: the value or an alias occurs in the answer as a whole run of normalised
-  tokens (``raleval.text``, the rule the taxonomy's evidence check uses).
-  An entity with ``choices``: a longer choice holding the value is another value
-  ("associate professor" does not state "professor").
-- **contradicted** (only if not covered): the answer states a different value *for the same
-  slot*: next to a word naming the slot (a cue, matched as a word prefix: ``cit`` matches
-  "cited" and "citations") it writes another value of the same kind. A number or year: the
-  nearest number (year) within :data:`WINDOW` words of a cue differs from the value and is
-  not the value of another of the task's key points ("45 papers, cited 1,234 times" does not
-  contradict the paper count with 1,234). An entity: another of the slot's ``choices`` (the
-  values the world allows: positions, genders) occurs within the window. An entity without
-  choices and a list member are never contradicted by rule: naming an extra interest does not
-  deny one, and an open-vocabulary name (a title, an organisation) cannot be told from text
-  about something else by rule; such a wrong value counts as missing (irrelevance).
+- **covered**: the fact is stated. A number or year: a value bound to the key point equals it
+  (thousands separators allowed). An entity or a list member: the value or an alias occurs as
+  a whole run of normalised tokens (``raleval.text``) in a sentence holding one of its cues; a
+  longer choice holding the value is another value ("associate professor" does not state
+  "professor"). A key point without cues: its value anywhere.
+- **contradicted** (only if not covered): a different value is bound to it: a number or year
+  (so two swapped numbers are both contradicted, each beside the other's cue), or another of an
+  entity's choices that is not another key point's value. An entity without choices and a list
+  member are never contradicted: naming an extra interest does not deny one, and a name outside
+  the world's vocabulary cannot be told from text about something else by rule.
 - **missing** (irrelevance): neither.
 
 An answer covering a value and also writing a different one for the slot counts as covering
