@@ -244,3 +244,34 @@ def test_score_cli_refuses_an_unknown_option_and_profile(tmp_path):
     assert bad.exit_code != 0 and "profile" in bad.output
     bad = runner.invoke(app, ["score", str(tmp_path), "-S", "profile=crudd"])
     assert bad.exit_code != 0 and "crud, rageval" in bad.output
+
+
+def test_score_cli_rescores_a_run_under_a_profile(tmp_path):
+    from raleval.grading.longform import crud_bleu, crud_rouge_l
+    from raleval.store import TASKS, read_tasks
+
+    from .conftest import run_config
+
+    summary, results = run_config(
+        tmp_path, tasks="scholar-lf-continue", tasks_per_family=2, env_options={"size": "tiny"}
+    )
+    run_dir = summary.run_dir
+    tasks = {t.id: t for t in read_tasks(run_dir / TASKS)}
+    runner = CliRunner()
+    out = runner.invoke(app, ["score", str(run_dir), "-S", "profile=crud"])
+    assert out.exit_code == 0, out.output
+    assert "profile crud" in out.output
+    rows = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()]
+    assert len(rows) == len(results) == 2
+    for row, traj in zip(rows, results, strict=True):
+        assert row["metric_profile"] == "crud"
+        reference = tasks[traj.task_id].answers
+        assert row["scores"]["rouge_l"] == crud_rouge_l(traj.answer, reference)
+        assert row["scores"]["bleu"] == crud_bleu(traj.answer, reference)
+        # the continuation's oracle writes other words than the reference: neither is 1
+        assert 0 < row["scores"]["rouge_l"] < 1
+    standard = runner.invoke(app, ["score", str(run_dir)])
+    assert standard.exit_code == 0
+    rows = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()]
+    assert all("metric_profile" not in row for row in rows)
+    assert [r["scores"]["rouge_l"] for r in rows] == [t.scores["rouge_l"] for t in results]
