@@ -67,15 +67,21 @@ _ABSTAIN_ZH_ANYWHERE = re.compile(
 _ABSTAIN_ZH_START = re.compile(r"^(我)?(不知道|不清楚|不确定|无法|没有答案|未知)")
 
 
+def declines_in_chinese(prediction: str) -> bool:
+    """Whether a Chinese answer declines ("信息不足", "无法推断", "我不知道")."""
+    text = prediction.strip().strip("。！，、：:“”‘’\"' ")
+    if not has_cjk(text):
+        return False
+    return bool(_ABSTAIN_ZH_ANYWHERE.search(text) or _ABSTAIN_ZH_START.match(text))
+
+
 def is_abstention(prediction: str | None) -> bool:
     """Whether an answer declines to answer ("I don't know", CRAG's "missing"; "信息不足")."""
     if prediction is None:
         return True
+    if declines_in_chinese(prediction):
+        return True
     text = prediction.strip().strip(".!\"' ").lower().replace("’", "'")
-    if has_cjk(text):
-        bare = text.strip("。！，、：:“”‘’\"' ")
-        if _ABSTAIN_ZH_ANYWHERE.search(bare) or _ABSTAIN_ZH_START.match(bare):
-            return True
     return not text or bool(_ABSTAIN.match(text))
 
 
