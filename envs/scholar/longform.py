@@ -162,7 +162,9 @@ def _phd_org(s: _Scholar, v: _Vocab) -> KeyPoint:
         kind="entity",
         value=s.phd_org,
         cues=PHD_CUES,
-        choices=v.orgs,
+        # the scholar's own organization is left out: an answer naming where they work in the
+        # sentence about their doctorate does not claim they took it there
+        choices=[o for o in v.orgs if o != s.p["organization"] or o == s.phd_org],
         statement=f"{s.name} received a Ph.D. from {s.phd_org}.",
     )
 

@@ -117,7 +117,9 @@ def _phd_org(p: dict[str, Any], orgs: list[str]) -> KeyPoint:
         kind="entity",
         value=p["phd_org"],
         cues=PHD_CUES,
-        choices=orgs,
+        # the scholar's own organization is left out: an answer naming where they work in the
+        # sentence about their doctorate does not claim they took it there
+        choices=[o for o in orgs if o != p["org"] or o == p["phd_org"]],
         statement=f"{p['name']} received a Ph.D. from {p['phd_org']}.",
     )
 
