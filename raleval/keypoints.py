@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from raleval.text import contains_tokens, normalize_answer, spaced
@@ -77,6 +78,19 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(spaced(text))]
 
 
+@lru_cache(maxsize=65536)
+def _phrase(text: str) -> tuple[str, ...]:
+    """``_words`` of a cue, choice, value or statement, cached: the same few hundred phrases
+    are matched against every sentence of every answer."""
+    return tuple(_words(text))
+
+
+@lru_cache(maxsize=65536)
+def _normalised(text: str) -> tuple[str, ...]:
+    """``normalize_answer(text).split()`` of a value, alias or choice, cached."""
+    return tuple(normalize_answer(text).split())
+
+
 def _value_of(kind: str, word: str) -> float | None:
     if not word[0].isdigit():
         return None
@@ -96,12 +110,12 @@ def _states_value(point: Any, text: str, tokens: list[str]) -> bool:
         if point.kind == "year":
             found = [v for v in found if _YEAR.match(str(int(v))) and v == int(v)]
         return want in found
-    own = [normalize_answer(a).split() for a in [point.value, *point.aliases]]
+    own = [list(_normalised(a)) for a in [point.value, *point.aliases]]
     # a longer choice holding the value is another value: "associate professor" does not
     # state "professor"
     tokens = list(tokens)
     for choice in point.choices:
-        longer = normalize_answer(choice).split()
+        longer = list(_normalised(choice))
         if longer in own or not any(contains_tokens(longer, o) for o in own if o):
             continue
         tokens = _masked(tokens, longer)
@@ -130,7 +144,7 @@ def _cue_positions(words: list[str], cues: Sequence[str]) -> list[tuple[int, int
     """(start, end) word spans where a cue occurs; each cue word matches as a prefix."""
     spans = []
     for cue in cues:
-        parts = _words(cue)
+        parts = _phrase(cue)
         if not parts:
             continue
         n = len(parts)
@@ -188,10 +202,11 @@ def _choice_spans(words: list[str], choices: Sequence[str]) -> list[tuple[int, i
     """Occurrences of ``choices`` in ``words``, longest first, none overlapping another."""
     taken = [False] * len(words)
     spans = []
-    for choice in sorted(set(choices), key=lambda c: -len(_words(c))):
-        parts = _words(choice)
+    present = set(words)
+    for choice in sorted(set(choices), key=lambda c: (-len(_phrase(c)), c)):
+        parts = list(_phrase(choice))
         n = len(parts)
-        if not n:
+        if not n or parts[0] not in present:
             continue
         for i in range(len(words) - n + 1):
             if words[i : i + n] == parts and not any(taken[i : i + n]):
@@ -221,7 +236,7 @@ def _bind(
     best = min(near.values())
     tied = [i for i in candidates if near[i] == best]
     if len(tied) > 1:
-        own = {i: set(_words(points[i].statement)) - set(_words(points[i].value)) for i in tied}
+        own = {i: set(_phrase(points[i].statement)) - set(_phrase(points[i].value)) for i in tied}
         shared = {
             i: len((own[i] - set().union(*(own[j] for j in tied if j != i))) & sentence)
             for i in tied
@@ -234,18 +249,20 @@ def _bind(
     return tied
 
 
-def _read(text: str, points: Sequence[Any]) -> tuple[_Reading, list[tuple[str, list[str]]]]:
+def _read(
+    text: str, points: Sequence[Any]
+) -> tuple[_Reading, list[tuple[str, set[int], list[str]]]]:
     """Bind every number, year and entity choice the answer writes to the key point whose cue
     is nearest to it in its sentence (:func:`_bind`); returns the binding and each sentence
-    with its normalised tokens."""
+    with the key points whose cues it holds and its normalised tokens."""
     reading = _Reading({i: [] for i in range(len(points))})
     keep = [a for p in points for a in [p.value, *p.aliases, *p.choices]]
     normalised = []
     for piece in sentences(text, keep):
-        normalised.append((piece, normalize_answer(piece).split()))
         words = _words(piece)
         cues = {i: _cue_positions(words, p.cues) for i, p in enumerate(points)}
         cues = {i: spans for i, spans in cues.items() if spans}
+        normalised.append((piece, set(cues), normalize_answer(piece).split()))
         if not cues:
             continue
         sentence = set(words)
@@ -308,8 +325,7 @@ def judge_key_points(answer: str | None, points: Sequence[Any]) -> list[str]:
             continue
         # an entity or a member: the value written in a sentence that names the slot
         stated = any(
-            _cue_positions(_words(piece), point.cues) and _states_value(point, piece, tokens)
-            for piece, tokens in normalised
+            i in cued and _states_value(point, piece, tokens) for piece, cued, tokens in normalised
         )
         if stated:
             verdicts.append("covered")
