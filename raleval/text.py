@@ -30,7 +30,9 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK_CHARS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 )
-_CJK = re.compile(f"[{_CJK_CHARS}]")
+# CJK punctuation (、。《》) and full-width forms (，１２６) mark Chinese text too, though they are
+# no words of their own
+_CJK = re.compile(f"[{_CJK_CHARS}\u3000-\u303f\uff00-\uffef]")
 _CJK_RUN = re.compile(f"([{_CJK_CHARS}])")
 
 

@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from raleval.analysis.scoring import score_trajectory
@@ -275,3 +277,30 @@ def test_score_cli_rescores_a_run_under_a_profile(tmp_path):
     rows = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()]
     assert all("metric_profile" not in row for row in rows)
     assert [r["scores"]["rouge_l"] for r in rows] == [t.scores["rouge_l"] for t in results]
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+_HAN = st.text(alphabet=st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), min_size=1)
+_MIXED = st.text(
+    alphabet=st.sampled_from(list("陕西安市发放万元年月日增长，。、 0123456789abcXYZ.%")),
+    min_size=1,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(before=_MIXED, value=_HAN, after=_MIXED)
+def test_a_chinese_value_is_found_inside_any_text_around_it(before, value, after):
+    haystack = normalize_answer(before + value + after).split()
+    assert contains_tokens(haystack, normalize_answer(value).split())
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_MIXED)
+def test_chinese_text_against_itself_scores_one_where_it_has_a_word(text):
+    if not words(text):
+        return  # only punctuation and spaces: nothing to compare
+    assert f1_score(text, [text]) == 1.0
+    assert exact_match(text, [text]) == 1.0
+    assert rouge_l(text, [text]) == 1.0
+    assert normalize_answer(normalize_answer(text)) == normalize_answer(text)
