@@ -5,8 +5,7 @@ their key points from the world and run their gold calls; these checks, shared b
 decide whether the task is fit to emit:
 
 - 3 to 8 key points (:data:`MIN_POINTS`, :data:`MAX_POINTS`), no two numbers or years of
-  them equal (one number written would cover both, and the rules do not take another key
-  point's value for a contradiction);
+  them equal (a number written once beside a cue the two share would be bound to both);
 - the reference text covers every key point and contradicts none;
 - the executing oracle's answer (the statements of the key points the gold calls' observations
   show, :func:`raleval.keypoints.oracle_text`) covers every key point and contradicts none: the
