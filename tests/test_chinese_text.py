@@ -134,6 +134,10 @@ def test_chinese_is_cut_by_jieba_for_words_and_by_character_for_containment():
     haystack = normalize_answer("会议在陕西西安市召开")
     assert contains_tokens(haystack.split(), normalize_answer("西安市").split())
     assert normalize_answer("ＧＤＰ达到１２６万亿元") == "gdp 达 到 126 万 亿 元"
+    # an English gold inside a Chinese answer: ASCII punctuation goes as SQuAD's rule takes it
+    for gold in ("20.7%", "1,312"):
+        answer = normalize_answer("同比增长20.7%，共1,312万人").split()
+        assert contains_tokens(answer, normalize_answer(gold).split())
 
 
 def test_token_f1_and_em_on_chinese():
