@@ -33,9 +33,10 @@ class Run:
     results: list[Trajectory]  # the last attempt per (task, epoch)
     attempts: list[Trajectory] = field(default_factory=list)  # every line, retries included
 
-    def rescore(self, threshold: float | None = None) -> list[str]:
-        """Recompute every trajectory's scores and label in place from its task; returns the
-        ids of trajectories whose task is missing (left as stored)."""
+    def rescore(self, threshold: float | None = None, profile: str = "standard") -> list[str]:
+        """Recompute every trajectory's scores and label in place from its task (long-form
+        overlap metrics by the metric ``profile``); returns the ids of trajectories whose task
+        is missing (left as stored)."""
         from raleval.analysis.demonstrations import demonstration_answers, flag_copied
         from raleval.analysis.scoring import score_trajectory
 
@@ -46,7 +47,7 @@ class Run:
             if task is None:
                 missing.append(t.task_id)
             else:
-                score_trajectory(t, task, threshold)
+                score_trajectory(t, task, threshold, profile=profile)
                 flag_copied(t, task, shown)
         return missing
 

@@ -17,6 +17,7 @@ from raleval.analysis.calls import call_scores
 from raleval.analysis.progress import progress_rate
 from raleval.analysis.taxonomy import classify_episode
 from raleval.answers import AnswerType
+from raleval.grading.longform import overlap_scores
 from raleval.grading.rules import (
     CRAG_POINTS,
     DEFAULT_GRAMMAR,
@@ -63,6 +64,7 @@ def score_trajectory(
     task: Task,
     threshold: float | None = None,
     grammar: PhraseGrammar = DEFAULT_GRAMMAR,
+    profile: str = "standard",
 ) -> Verdict:
     """Grade ``traj`` against ``task`` and fill its scores, stop reason and label, in place.
 
@@ -71,12 +73,13 @@ def score_trajectory(
     rate), ``crag`` (+1 accurate / 0 missing / -1 incorrect), ``missing`` (abstained), and the
     task's own registered metric when it is another one. A long-form answer also gets
     RAGEval's ``kp_completeness``, ``kp_hallucination`` and ``kp_irrelevance`` and CRUD-RAG's
-    ``rouge_l`` and ``bleu`` against the reference text. ``threshold`` only moves the F1 at
-    which a free-text answer counts as correct. For tasks with a gold solution, the call-level
-    scores too (``analysis/calls.py``: call_precision, call_recall, call_f1, on_gold_path,
-    first_departure, evidence_retrieved) and, where the task stores its subgoals, ``progress``
-    (AgentBoard's progress rate, ``analysis/progress.py``). Judged CRAG verdicts come from
-    ``raleval score --judge``, never from here.
+    ``rouge_l`` and ``bleu`` against the reference text, as the metric ``profile`` defines them
+    (``grading/longform.py``: ``standard``, ``crud``, ``rageval``). ``threshold`` only moves
+    the F1 at which a free-text answer counts as correct. For tasks with a gold solution, the
+    call-level scores too (``analysis/calls.py``: call_precision, call_recall, call_f1,
+    on_gold_path, first_departure, evidence_retrieved) and, where the task stores its
+    subgoals, ``progress`` (AgentBoard's progress rate, ``analysis/progress.py``). Judged CRAG
+    verdicts come from ``raleval score --judge``, never from here.
     """
     verdict = grade_task(task, traj.answer, grammar, threshold or FREE_TEXT_THRESHOLD)
     traj.scores = {
@@ -99,9 +102,8 @@ def score_trajectory(
                 KP_IRRELEVANCE: verdict.irrelevance or 0.0,
             }
         )
-        for name in LONG_FORM_METRICS:  # CRUD-RAG's overlap metrics against the reference
-            if name in registry.metrics:
-                traj.scores[name] = registry.metrics.get(name)(traj.answer, task.answers)
+        # CRUD-RAG's overlap metrics against the reference, by the profile's definition
+        traj.scores.update(overlap_scores(traj.answer, task.answers, profile))
     if task.metric not in traj.scores and task.metric in registry.metrics:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
     traj.scores.update(call_scores(traj, task))  # tasks with a gold solution (analysis/calls.py)

@@ -1,7 +1,8 @@
 """Answer metrics as pure functions ``(prediction, golds) -> float``.
 
 SQuAD/HotpotQA normalisation as R-Eval scores it: lower-case, drop punctuation and the articles
-a/an/the, collapse whitespace. F1 and EM take the maximum over all gold aliases.
+a/an/the, collapse whitespace. F1 and EM take the maximum over all gold aliases. Text with CJK
+characters is cut into words by jieba for F1 (``raleval.text.words``), as CRUD-RAG cuts it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from raleval.registry import register_metric
-from raleval.text import normalize_answer
+from raleval.text import has_cjk, normalize_answer, words
 
 _YES_NO = {"yes", "no", "noanswer"}
 
@@ -21,7 +22,7 @@ def _f1_single(prediction: str, gold: str) -> float:
     # yes/no answers are all or nothing (HotpotQA's rule, kept by R-Eval)
     if (pred_n in _YES_NO or gold_n in _YES_NO) and pred_n != gold_n:
         return 0.0
-    pred_t, gold_t = pred_n.split(), gold_n.split()
+    pred_t, gold_t = words(prediction), words(gold)
     if not pred_t or not gold_t:
         return float(pred_t == gold_t)
     common = Counter(pred_t) & Counter(gold_t)
@@ -56,9 +57,29 @@ _ABSTAIN = re.compile(
 )
 
 
+# Chinese: RGB counts an answer holding "信息不足" anywhere as a rejection (its evalue.py); the
+# other phrases that say the documents do not settle it count the same way, while a plain "don't
+# know" counts only as the answer's opening words (a long answer may report that someone
+# "不知道" something)
+_ABSTAIN_ZH_ANYWHERE = re.compile(
+    r"信息不足|无法推断|无法回答|无法确定|无法得知|无法判断|没有足够(的)?信息|未提供(相关|足够)?信息"
+)
+_ABSTAIN_ZH_START = re.compile(r"^(我)?(不知道|不清楚|不确定|无法|没有答案|未知)")
+
+
+def declines_in_chinese(prediction: str) -> bool:
+    """Whether a Chinese answer declines ("信息不足", "无法推断", "我不知道")."""
+    text = prediction.strip().strip("。！，、：:“”‘’\"' ")
+    if not has_cjk(text):
+        return False
+    return bool(_ABSTAIN_ZH_ANYWHERE.search(text) or _ABSTAIN_ZH_START.match(text))
+
+
 def is_abstention(prediction: str | None) -> bool:
-    """Whether an answer declines to answer ("I don't know", CRAG's "missing")."""
+    """Whether an answer declines to answer ("I don't know", CRAG's "missing"; "信息不足")."""
     if prediction is None:
+        return True
+    if declines_in_chinese(prediction):
         return True
     text = prediction.strip().strip(".!\"' ").lower().replace("’", "'")
     return not text or bool(_ABSTAIN.match(text))

@@ -5,25 +5,25 @@ their key points from the world and run their gold calls; these checks, shared b
 decide whether the task is fit to emit:
 
 - 3 to 8 key points (:data:`MIN_POINTS`, :data:`MAX_POINTS`), no two numbers or years of
-  them equal (one number written would cover both, and the rules do not take another key
-  point's value for a contradiction);
+  them equal (a number written once beside a cue the two share would be bound to both);
 - the reference text covers every key point and contradicts none;
 - the executing oracle's answer (the statements of the key points the gold calls' observations
   show, :func:`raleval.keypoints.oracle_text`) covers every key point and contradicts none: the
   task is solvable through the tools;
-- the question, read as an answer (what a baseline that echoes the question writes), states no
-  key point: no value is guessable from the question. A correction task is the exception by
-  design: its question is the statement to correct, so it states the values that are right
-  (they cover their key points) and the planted wrong ones, which must each be *contradicted*
-  by the rules, so the echo is never aligned (it hallucinates) and the correct value of a
-  planted slot is never in the question.
+- the question, read as an answer (what a baseline that echoes the question writes), states no key
+  point and writes no key point's value anywhere: no value is guessable from the question (it may
+  name another value of a slot, which the echo then contradicts). A correction task is the exception
+  by design: its question is the statement to correct, so it states the values that are right (they
+  cover their key points) and the planted wrong ones, which must each be *contradicted* by the
+  rules, so the echo is never aligned (it hallucinates) and the correct value of a planted slot is
+  never in the question.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from raleval.keypoints import judge_key_points, oracle_text, score_key_points
+from raleval.keypoints import judge_key_points, oracle_text, score_key_points, writes_value
 from raleval.records import KeyPoint
 
 MIN_POINTS = 3
@@ -31,10 +31,10 @@ MAX_POINTS = 8
 
 
 def unstated(points: Sequence[KeyPoint], text: str) -> list[KeyPoint]:
-    """The key points ``text`` does not cover by the rules (a question that names a value
-    gives that key point away: such points are dropped before a task is built)."""
-    verdicts = judge_key_points(text, points)
-    return [p for p, v in zip(points, verdicts, strict=True) if v != "covered"]
+    """The key points whose value ``text`` does not write anywhere (a question that names a
+    value gives that key point away, whether or not it names the slot: such points are dropped
+    before a task is built)."""
+    return [p for p in points if not writes_value(p, text)]
 
 
 def rejection(
@@ -61,7 +61,13 @@ def rejection(
         return f"the gold calls do not show every key point: {oracle.verdicts}"
     echo = judge_key_points(question, points)
     for i, verdict in enumerate(echo):
-        want = "contradicted" if i in planted else "covered" if planted else "missing"
+        if not planted:
+            # the question gives no value away; naming another value of a slot (the scholar's
+            # own organization beside "doctorate") only makes the echo contradict it
+            if verdict == "covered" or writes_value(points[i], question):
+                return f"the question read as an answer: key point {i} is given away"
+            continue
+        want = "contradicted" if i in planted else "covered"
         if verdict != want:
             return f"the question read as an answer: key point {i} is {verdict}, not {want}"
     return None

@@ -88,13 +88,23 @@ def _scholar(store: Any, p: dict[str, Any]) -> _Scholar | None:
 class _Vocab:
     positions: list[str]
     genders: list[str]
+    orgs: list[str]  # organizations: where a scholar works or took a Ph.D.
+    venues: list[str]
 
 
 def _vocab(store: Any) -> _Vocab:
-    """The closed vocabularies of the world's entity slots (choices of their key points)."""
+    """The vocabularies of the world's entity slots (choices of their key points): an answer
+    that names another of them for the slot contradicts it."""
     return _Vocab(
         [r[0] for r in store.query("SELECT DISTINCT position FROM persons ORDER BY position")],
         [r[0] for r in store.query("SELECT DISTINCT gender FROM persons ORDER BY gender")],
+        [r[0] for r in store.query("SELECT DISTINCT name FROM orgs ORDER BY name")],
+        [
+            r[0]
+            for r in store.query(
+                "SELECT DISTINCT venue FROM pubs WHERE venue IS NOT NULL ORDER BY venue"
+            )
+        ],
     )
 
 
@@ -146,12 +156,15 @@ def _n_cit(s: _Scholar, value: int | None = None) -> KeyPoint:
     )
 
 
-def _phd_org(s: _Scholar) -> KeyPoint:
+def _phd_org(s: _Scholar, v: _Vocab) -> KeyPoint:
     return KeyPoint(
         slot="phd_institution",
         kind="entity",
         value=s.phd_org,
         cues=PHD_CUES,
+        # the scholar's own organization is left out: an answer naming where they work in the
+        # sentence about their doctorate does not claim they took it there
+        choices=[o for o in v.orgs if o != s.p["organization"] or o == s.phd_org],
         statement=f"{s.name} received a Ph.D. from {s.phd_org}.",
     )
 
@@ -184,6 +197,8 @@ def _top_title(s: _Scholar) -> KeyPoint:
         kind="entity",
         value=s.top[1],
         cues=["most cited paper"],
+        # the scholar's own titles (getPersonPubs), the ones an agent can confuse
+        choices=[title for _, title, _, _ in s.pubs],
         statement=f"The most cited paper of {s.name} is {s.top[1]}.",
     )
 
@@ -211,12 +226,13 @@ def _top_cit(s: _Scholar) -> KeyPoint:
     )
 
 
-def _top_venue(s: _Scholar, venue: str) -> KeyPoint:
+def _top_venue(s: _Scholar, venue: str, v: _Vocab) -> KeyPoint:
     return KeyPoint(
         slot="top_paper_venue",
         kind="entity",
         value=venue,
         cues=["venue", "appeared in"],
+        choices=v.venues,
         statement=f"It appeared in {venue}.",
     )
 
@@ -228,6 +244,7 @@ def _coauthor(s: _Scholar) -> KeyPoint:
         kind="entity",
         value=s.co[1],
         cues=["coauthor", "collaborator", "writes with"],
+        choices=[name for _, name, _ in s.coauthors],
         statement=f"{s.name} most often writes with {s.co[1]}.",
     )
 
@@ -277,7 +294,7 @@ def _profile(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft |
         [
             _position(s, v),
             _gender(s, v),
-            _phd_org(s),
+            _phd_org(s, v),
             _phd_year(s),
             _n_pubs(s),
             _n_cit(s),
@@ -314,7 +331,7 @@ def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft |
             _n_cit(s),
             _top_title(s),
             _top_year(s),
-            _top_venue(s, pub["venue"]),
+            _top_venue(s, pub["venue"], v),
             _top_cit(s),
         ],
     )
@@ -353,7 +370,7 @@ def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft 
         [
             _interest(s, 0),
             _interest(s, 1),
-            _phd_org(s),
+            _phd_org(s, v),
             _phd_year(s),
             _n_pubs(s),
             _n_cit(s),

@@ -63,12 +63,29 @@ def _position(p: dict[str, Any], choices: list[str], shown: str | None = None) -
     )
 
 
-def _org(p: dict[str, Any]) -> KeyPoint:
+def _orgs(world: ScholarWorld) -> list[str]:
+    """The world's organizations: the choices of an organization or Ph.D. institution."""
+    return sorted(world.orgs)
+
+
+def _venues(world: ScholarWorld) -> list[str]:
+    """The world's venues: the choices of a venue key point."""
+    key = id(world)
+    if key not in _VENUES:
+        _VENUES[key] = sorted({x["venue"] for x in world.papers.values() if x["venue"]})
+    return _VENUES[key]
+
+
+_VENUES: dict[int, list[str]] = {}
+
+
+def _org(p: dict[str, Any], orgs: list[str]) -> KeyPoint:
     return KeyPoint(
         slot="organization",
         kind="entity",
         value=p["org"],
         cues=["works at", "affiliat", "organization"],
+        choices=orgs,
         statement=f"{p['name']} works at {p['org']}.",
     )
 
@@ -94,12 +111,15 @@ def _n_cit(p: dict[str, Any], shown: int | None = None) -> KeyPoint:
     )
 
 
-def _phd_org(p: dict[str, Any]) -> KeyPoint:
+def _phd_org(p: dict[str, Any], orgs: list[str]) -> KeyPoint:
     return KeyPoint(
         slot="phd_institution",
         kind="entity",
         value=p["phd_org"],
         cues=PHD_CUES,
+        # the scholar's own organization is left out: an answer naming where they work in the
+        # sentence about their doctorate does not claim they took it there
+        choices=[o for o in orgs if o != p["org"] or o == p["phd_org"]],
         statement=f"{p['name']} received a Ph.D. from {p['phd_org']}.",
     )
 
@@ -139,6 +159,8 @@ def _top_title(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
         kind="entity",
         value=top["title"],
         cues=["most cited paper"],
+        # the titles the scholar's page lists, the ones an agent reading it can confuse
+        choices=[x["title"] for x in p["pubs"]],
         statement=f"The most cited paper of {p['name']} is {top['title']}.",
     )
 
@@ -153,12 +175,13 @@ def _top_year(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
     )
 
 
-def _top_venue(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
+def _top_venue(p: dict[str, Any], top: dict[str, Any], venues: list[str]) -> KeyPoint:
     return KeyPoint(
         slot="top_paper_venue",
         kind="entity",
         value=top["venue"],
         cues=["venue", "appeared in", "published in"],
+        choices=venues,
         statement=f"The most cited paper of {p['name']} appeared in {top['venue']}.",
     )
 
@@ -206,9 +229,9 @@ def _profile(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
         PROFILE.format(name=p["name"]),
         [search(p["name"]), lookup("Ph.D.")],
         [
-            _org(p),
+            _org(p, _orgs(w)),
             _position(p, choices),
-            _phd_org(p),
+            _phd_org(p, _orgs(w)),
             _phd_year(p),
             _n_pubs(p),
             _n_cit(p),
@@ -252,14 +275,21 @@ def _summary(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
         ],
         [
             _position(p, choices),
-            _org(p),
+            _org(p, _orgs(w)),
             _top_title(p, top),
             _top_year(p, top),
-            _top_venue(p, top),
+            _top_venue(p, top, _venues(w)),
             _top_cit(top),
             size,
         ],
     )
+
+
+PAGE_LIST_CUE = "selected publications"
+
+
+def _with_cue(point: KeyPoint, cue: str) -> KeyPoint:
+    return point.model_copy(update={"cues": [*point.cues, cue]})
 
 
 CONTINUE = (
@@ -288,10 +318,13 @@ def _continue(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: rando
         [
             _n_pubs(p),
             _n_cit(p),
-            _phd_org(p),
+            _phd_org(p, _orgs(w)),
             _phd_year(p),
-            _top_title(p, top),
-            _top_venue(p, top),
+            # the page lists its selected publications most cited first: under that heading
+            # the first title and its venue are the most cited paper's (the reference is the
+            # page, whose words must state the fact with its cue)
+            _with_cue(_top_title(p, top), PAGE_LIST_CUE),
+            _with_cue(_top_venue(p, top, _venues(w)), PAGE_LIST_CUE),
             KeyPoint(
                 slot="collaborator",
                 kind="member",
@@ -330,10 +363,10 @@ def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
         shown[slot] = rng.choice(values)
     points = [
         _position(p, choices, shown.get("position")),
-        _org(p),
+        _org(p, _orgs(w)),
         _n_pubs(p, shown.get("papers")),
         _n_cit(p, shown.get("citations")),
-        _phd_org(p),
+        _phd_org(p, _orgs(w)),
         _phd_year(p, shown.get("phd_year")),
     ]
     statement = " ".join(x.statement for x in points)

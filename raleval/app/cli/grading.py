@@ -135,21 +135,56 @@ def score(
             "panel); its spec, prompt version and validated kappa go into scores.jsonl"
         ),
     ] = None,
+    score_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--score-option",
+            "-S",
+            help="scoring option key=value, repeatable: profile=standard|crud|rageval, the "
+            "definition of long-form ROUGE-L and BLEU (crud: CRUD-RAG's code; rageval: "
+            "RAGEval's ROUGE-L; docs/longform.md)",
+        ),
+    ] = None,
 ) -> None:
     """Recompute scores and error types from stored trajectories (no model or tool calls,
     except the judge's when --judge is given); each run's scores go to its scores.jsonl."""
     from raleval.analysis.runs import find_runs
 
+    options = score_options(score_option or [])
     try:
         found = find_runs(run_dirs)
     except user_errors() as exc:
         fail(str(exc))
     for run_dir in found:
-        score_run(run_dir, threshold, judge)
+        score_run(run_dir, threshold, judge, **options)
 
 
-def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
-    """``raleval score`` of one run directory."""
+SCORE_OPTIONS = ("profile",)
+
+
+def score_options(pairs: list[str]) -> dict[str, str]:
+    """``-S key=value`` pairs as keyword arguments of :func:`score_run`; an unknown key, a
+    pair without ``=`` or an unknown profile ends the command with the choices."""
+    from raleval.grading.longform import check_profile
+
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in SCORE_OPTIONS:
+            fail(f"-S takes key=value with key one of {', '.join(SCORE_OPTIONS)}; got {pair!r}")
+        out[key] = value.strip()
+    try:
+        check_profile(out.get("profile", "standard"))
+    except ValueError as exc:
+        fail(str(exc))
+    return out
+
+
+def score_run(
+    run_dir: Path, threshold: float, judge: list[str] | None, profile: str = "standard"
+) -> None:
+    """``raleval score`` of one run directory (long-form overlap metrics by ``profile``)."""
     from raleval.analysis.runs import load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.console import make_console
@@ -158,7 +193,7 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
     try:
         run = load_run(run_dir)
         before = [(t.error_type, t.error_cause, t.scores.get("correct")) for t in run.results]
-        missing = run.rescore(threshold)
+        missing = run.rescore(threshold, profile)
         if missing:
             fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
@@ -179,6 +214,7 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
                     "stop_reason": t.stop_reason.value if t.stop_reason else None,
                     "error_subcause": t.error_subcause,
                     **({"judge": j} if j else {}),
+                    **({"metric_profile": profile} if profile != "standard" else {}),
                 },
                 sort_keys=True,
             )
@@ -187,9 +223,8 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
         )
         write_atomic(run_dir / "scores.jsonl", lines)
         console = make_console()
-        console.print(
-            render_table(summarize(scored, run.tasks), title=f"{run_dir} (threshold {threshold})")
-        )
+        shown = f"threshold {threshold}" + (f", profile {profile}" if profile != "standard" else "")
+        console.print(render_table(summarize(scored, run.tasks), title=f"{run_dir} ({shown})"))
         console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
         for line in changes:
             console.print(f"  {line}", highlight=False, markup=False)
