@@ -15,7 +15,7 @@ from raleval.analysis.scoring import (
     KP_IRRELEVANCE,
     LONG_FORM_METRICS,
 )
-from raleval.analysis.stats import Interval, mean_interval
+from raleval.analysis.stats import Interval, mean_interval, score_interval
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
@@ -171,11 +171,14 @@ def unit_interval(
     trajs: Iterable[Trajectory],
     value: Callable[[Trajectory], float],
     cluster: str = "auto",
+    score: bool = False,
 ) -> Interval:
     """The mean of ``value`` over a run's episodes, task means as units, with its clustered
-    95% t interval (:func:`raleval.analysis.stats.mean_interval`)."""
+    95% interval: for a ``score`` in [0, 1] (F1, EM) the Wilson interval on the clustered
+    effective size (:func:`raleval.analysis.stats.score_interval`), else the t interval
+    (:func:`raleval.analysis.stats.mean_interval`)."""
     units, clusters = task_units(run, trajs, value, cluster)
-    return mean_interval(units, clusters)
+    return (score_interval if score else mean_interval)(units, clusters)
 
 
 def task_key(run: Run, traj: Trajectory) -> str:
@@ -230,7 +233,8 @@ def _pairs_interval(pairs: list[tuple[Run, Trajectory]], key: str, cluster: str)
         per_task[k].append(t.scores.get(key, 0.0))
         cl[k] = f"{id(run)}:{cluster_of(run.tasks.get(t.task_id), t.task_id, cluster)}"
     ids = sorted(per_task)
-    return mean_interval([sum(per_task[k]) / len(per_task[k]) for k in ids], [cl[k] for k in ids])
+    units = [sum(per_task[k]) / len(per_task[k]) for k in ids]
+    return score_interval(units, [cl[k] for k in ids])
 
 
 def _scaled(i: Interval, factor: float) -> Interval:
@@ -419,8 +423,8 @@ def summarize_system(run: Run, seed: int = 0, cluster: str = "auto") -> SystemSu
     return SystemSummary(
         system=run.system,
         n=len(r),
-        f1=unit_interval(run, r, lambda t: t.scores.get("f1", 0.0), cluster),
-        em=unit_interval(run, r, lambda t: t.scores.get("em", 0.0), cluster),
+        f1=unit_interval(run, r, lambda t: t.scores.get("f1", 0.0), cluster, score=True),
+        em=unit_interval(run, r, lambda t: t.scores.get("em", 0.0), cluster, score=True),
         labels=Counter(t.error_type.value for t in r if t.error_type),
         causes=Counter(t.error_cause for t in r if t.error_cause),
         wall_s=unit_interval(run, r, lambda t: t.wall_time_s, cluster),

@@ -6,11 +6,12 @@ a system (workflow x model) on a row and merge its cells of one **arm**: the gen
 episodes, F1 with its clustered 95% interval (task means as units, clustered by template;
 ``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
 episodes that stopped on unparseable output (the taxonomy's stop reason: ReAct's invalid
-format, a PAL program that does not parse), and seconds and tokens per episode. An interval is
-shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). For
-the generated arm a second table compares systems on the tasks both ran: the models on each
-workflow and each workflow against ReAct on each model, the clustered paired difference, Holm
-over the table's pairs, and the minimum detectable difference (``raleval.analysis.stats``,
+format, a PAL program that does not parse), and seconds and tokens per episode. F1's interval
+is Wilson's on the clustered effective size (``score_interval``): inside [0, 1], and not
+[0, 0] for a cell where every task scored 0. For each arm a second table compares systems on
+the tasks both ran: the models on each workflow and each workflow against ReAct on each model,
+the clustered paired difference with its interval at Holm's simultaneous level, Holm over the
+table's pairs, and the minimum detectable difference (``raleval.analysis.stats``,
 checked by simulation in ``benchmarks/stats_calibration.py``). The text is deterministic:
 docs/study.md holds a copy and a test recomputes it.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 from raleval.analysis.compare import run_units
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
-from raleval.analysis.stats import holm, paired_difference
+from raleval.analysis.stats import holm, holm_intervals, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
 
 GENERATED = "generated"
@@ -75,10 +76,8 @@ def _f1(run: Run, trajs: Iterable[Trajectory]) -> str:
 def _row(run: Run) -> dict[str, str]:
     scored = run.scored
     n = len(scored)
-    interval = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0))
-    # a t interval over few clusters can pass 0 or 1; F1 cannot: shown clipped
-    low, high = max(0.0, interval.low), min(1.0, interval.high)
-    ci = "n/a" if interval.low != interval.low else f"[{low:.3f}, {high:.3f}]"
+    interval = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0), score=True)
+    ci = "n/a" if interval.low != interval.low else f"[{interval.low:.3f}, {interval.high:.3f}]"
     labels = Counter(t.error_type.value for t in scored if t.error_type)
     levels = defaultdict(list)
     for t in scored:
@@ -129,8 +128,10 @@ def _pairs(systems: dict[tuple[str, str], Run]) -> list[tuple[tuple[str, str], t
 
 def comparison_table(systems: dict[tuple[str, str], Run]) -> list[str]:
     """Markdown rows: each pair of :func:`_pairs` on the tasks both ran, the clustered paired
-    difference in F1 (template clusters), its 95% interval, Holm's p over every pair of the
-    table, and the minimum difference the shared tasks could detect (80% power)."""
+    difference in F1 (template clusters), its interval at Holm's simultaneous level (it holds 0
+    exactly when the verdict is "inside": :func:`raleval.analysis.stats.holm_intervals`),
+    Holm's p over every pair of the table, and the minimum difference the shared tasks could
+    detect (80% power)."""
     units = {key: run_units(run) for key, run in systems.items()}
     found = []
     for a, b in _pairs(systems):
@@ -144,9 +145,9 @@ def comparison_table(systems: dict[tuple[str, str], Run]) -> list[str]:
         )
         found.append((a, b, len(ids), res))
     adjusted = holm([r.p for *_, r in found])
+    intervals = holm_intervals([r.diff for *_, r in found], adjusted)
     rows = []
-    for (a, b, n, res), p_holm in zip(found, adjusted, strict=True):
-        d = res.diff
+    for (a, b, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True):
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
         verdict = "differ" if p_holm == p_holm and p_holm < 0.05 else "inside"
         p_text = "-" if p_holm != p_holm else ("<0.001" if p_holm < 1e-3 else f"{p_holm:.3f}")
@@ -196,7 +197,7 @@ def study_tables(folder: Path) -> str:
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
             out.append(
-                "| A | B | tasks | clusters | F1 A - B | 95% CI | p (Holm) | MDD | verdict |"
+                "| A | B | tasks | clusters | F1 A - B | Holm 95% CI | p (Holm) | MDD | verdict |"
             )
             out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
