@@ -131,7 +131,9 @@ def score_interval(
     z2 = float(st.norm.ppf(q)) ** 2
     centre = (p + z2 / (2 * n_eff)) / (1 + z2 / n_eff)
     half = math.sqrt(z2) / (1 + z2 / n_eff) * math.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff**2))
-    low, high = max(0.0, centre - half), min(1.0, centre + half)
+    # at p = 0 (or 1) the near end is exactly 0 (1); rounding must not lift it off
+    low = 0.0 if p == 0 else max(0.0, centre - half)
+    high = 1.0 if p == 1 else min(1.0, centre + half)
     return Interval(p, low, high, t_ci.se, t_ci.df, t_ci.clusters)
 
 
@@ -205,31 +207,37 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 def holm_intervals(
     diffs: Sequence[Interval], p_holm: Sequence[float], alpha: float = 0.05
 ) -> list[Interval]:
-    """Intervals of paired differences that agree with Holm's verdicts: every difference at
-    level ``1 - alpha / m'``, with m' the comparisons Holm leaves open (1 when it rejects
-    them all). A comparison Holm leaves open has p >= alpha / m', so its interval holds 0; a
-    rejected one has p < alpha / m', so its interval excludes 0 (Holm 1979's step-down order).
-    The level is Bonferroni's over the open comparisons, the informative part of the
-    simultaneous intervals Strassburger & Bretz (2008, Stat. Med. 27) derive for Holm;
-    ``benchmarks/stats_calibration.py`` measures their family-wise coverage. ``diffs`` are
-    t intervals (:func:`paired_difference`); an SE of 0 (every cluster moved alike, p from the
+    """Intervals of paired differences that agree with Holm's verdicts.
+
+    Each difference gets Bonferroni's simultaneous interval, level ``1 - alpha / m`` over the
+    m comparisons, unless that holds 0 where Holm rejects; then the level is ``1 - alpha /
+    m'``, with m' the comparisons Holm leaves open (1 when it rejects them all): a rejected
+    comparison has p < alpha / m' (Holm 1979's step-down order), so that interval excludes 0.
+    A comparison Holm leaves open has p >= alpha / m' >= alpha / m: its interval holds 0.
+    Narrowing only the rejected comparisons follows Strassburger & Bretz (2008, Stat. Med.
+    27), whose exact simultaneous bounds for Holm say no more than the sign there;
+    ``benchmarks/stats_calibration.py`` measures the family-wise coverage. ``diffs`` are t
+    intervals (:func:`paired_difference`); an SE of 0 (every cluster moved alike, p from the
     sign-flip test) gives the point when rejected and no interval otherwise."""
     from scipy import stats as st
 
     if len(diffs) != len(p_holm):
         raise ValueError(f"{len(diffs)} differences for {len(p_holm)} p-values")
+    tested = sum(1 for p in p_holm if p == p)
     open_ = sum(1 for p in p_holm if p == p and p >= alpha)
-    level = 1 - alpha / max(open_, 1)
     out = []
     for d, p in zip(diffs, p_holm, strict=True):
         if d.se != d.se or p != p:
             out.append(Interval(d.estimate, float("nan"), float("nan"), d.se, d.df, d.clusters))
-        elif d.se == 0:
+            continue
+        if d.se == 0:
             point = d.estimate if p < alpha or d.estimate == 0 else float("nan")
             out.append(Interval(d.estimate, point, point, d.se, d.df, d.clusters))
-        else:
-            h = float(st.t.ppf(0.5 + level / 2, d.df)) * d.se
-            out.append(Interval(d.estimate, d.estimate - h, d.estimate + h, d.se, d.df, d.clusters))
+            continue
+        h = float(st.t.ppf(1 - alpha / (2 * tested), d.df)) * d.se
+        if p < alpha and abs(d.estimate) <= h:  # rejected, yet Bonferroni's interval holds 0
+            h = float(st.t.ppf(1 - alpha / (2 * max(open_, 1)), d.df)) * d.se
+        out.append(Interval(d.estimate, d.estimate - h, d.estimate + h, d.se, d.df, d.clusters))
     return out
 
 

@@ -76,21 +76,22 @@ def test_at_a_rate_of_005_on_20_tasks_wilson_covers_where_the_t_does_not():
     assert wilson_cov >= 0.9
 
 
-def test_holm_intervals_use_bonferroni_over_the_comparisons_left_open():
-    diffs = [Interval(0.3, 0, 0, 0.1, 10.0, 11), Interval(0.1, 0, 0, 0.1, 10.0, 11)]
-    diffs.append(Interval(-0.25, 0, 0, 0.1, 10.0, 11))
+def test_holm_intervals_are_bonferronis_narrowed_only_where_holm_rejects_beyond_it():
+    diffs = [Interval(est, 0, 0, 0.1, 10.0, 11) for est in (0.6, 0.27, 0.05)]
     p = [float(2 * st.t.sf(abs(d.estimate) / d.se, d.df)) for d in diffs]
     adjusted = holm(p)
-    assert [a < 0.05 for a in adjusted] == [True, False, False]  # 1 rejected, 2 left open
+    assert [a < 0.05 for a in adjusted] == [True, True, False]  # 0.27: p 0.022, Holm 0.045
     out = holm_intervals(diffs, adjusted)
-    h = st.t.ppf(1 - 0.05 / 4, 10) * 0.1  # level 1 - 0.05 / 2, two-sided
+    bonferroni = st.t.ppf(1 - 0.05 / 6, 10) * 0.1  # 0.287: would hold 0 for +0.27
+    one_open = st.t.ppf(1 - 0.05 / 2, 10) * 0.1  # m' = 1: the 95% interval
     assert [(i.low, i.high) for i in out] == [
-        (pytest.approx(d.estimate - h), pytest.approx(d.estimate + h)) for d in diffs
+        (pytest.approx(0.6 - bonferroni), pytest.approx(0.6 + bonferroni)),
+        (pytest.approx(0.27 - one_open), pytest.approx(0.27 + one_open)),
+        (pytest.approx(0.05 - bonferroni), pytest.approx(0.05 + bonferroni)),
     ]
     assert not any(disagrees(i, a) for i, a in zip(out, adjusted, strict=True))
-    # every one rejected: the plain 95% interval
-    all_in = holm_intervals(diffs[:1], holm(p[:1]))
-    assert all_in[0].low == pytest.approx(0.3 - st.t.ppf(0.975, 10) * 0.1)
+    with pytest.raises(ValueError, match="2 differences for 1"):
+        holm_intervals(diffs[:2], adjusted[:1])
 
 
 def test_a_verdict_and_its_adjusted_interval_never_disagree_on_random_families():
