@@ -126,36 +126,77 @@ def _pairs(systems: dict[tuple[str, str], Run]) -> list[tuple[tuple[str, str], t
     return out
 
 
-def comparison_table(systems: dict[tuple[str, str], Run]) -> list[str]:
-    """Markdown rows: each pair of :func:`_pairs` on the tasks both ran, the clustered paired
-    difference in F1 (template clusters), its interval at Holm's simultaneous level (it holds 0
-    exactly when the verdict is "inside": :func:`raleval.analysis.stats.holm_intervals`),
-    Holm's p over every pair of the table, and the minimum difference the shared tasks could
-    detect (80% power)."""
-    units = {key: run_units(run) for key, run in systems.items()}
-    found = []
-    for a, b in _pairs(systems):
+Declared = list[tuple[tuple[str, str], tuple[str, str], str | None]]
+
+
+def comparison_table(
+    systems: dict[tuple[str, str], Run], declared: Declared | None = None, cluster: str = "auto"
+) -> list[str]:
+    """Markdown rows: each tested pair on the tasks both ran, the clustered paired difference
+    in F1, its interval at Holm's simultaneous level (it holds 0 exactly when the verdict is
+    "inside": :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the tested pairs,
+    and the minimum difference the shared tasks could detect (80% power).
+
+    Without ``declared`` the pairs of :func:`_pairs` are tested. With a design's declared
+    comparisons (A, B, level or None), exactly those are tested, Holm over them; every other
+    pair of :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked
+    exploratory."""
+    units = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
+
+    def level_of(run: Run, task_id: str) -> str | None:
+        task = run.tasks.get(task_id)
+        return task.level.value if task is not None else None
+
+    def test(a: tuple[str, str], b: tuple[str, str], level: str | None) -> tuple | None:
+        if a not in units or b not in units:
+            return None
         ua, ub = units[a], units[b]
         ids = sorted(set(ua.samples) & set(ub.samples))
+        if level is not None:
+            ids = [k for k in ids if level_of(systems[a], k) == level]
         if len(ids) < 2:
-            continue
+            return None
         ma, mb = ua.means, ub.means
         res = paired_difference(
             [ma[k] for k in ids], [mb[k] for k in ids], [ua.clusters[k] for k in ids]
         )
-        found.append((a, b, len(ids), res))
+        return (a, b, level, len(ids), res)
+
+    tested = [(a, b, None) for a, b in _pairs(systems)] if declared is None else list(declared)
+    found = [r for r in (test(*t) for t in tested) if r is not None]
     adjusted = holm([r.p for *_, r in found])
     intervals = holm_intervals([r.diff for *_, r in found], adjusted)
     rows = []
-    for (a, b, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True):
+
+    def name(a: tuple[str, str], level: str | None) -> str:
+        return f"{a[0]} / {a[1]}" + (f" ({level})" if level else "")
+
+    for (a, b, level, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True):
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
         verdict = "differ" if p_holm == p_holm and p_holm < 0.05 else "inside"
         p_text = "-" if p_holm != p_holm else ("<0.001" if p_holm < 1e-3 else f"{p_holm:.3f}")
         mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
         rows.append(
-            f"| {a[0]} / {a[1]} | {b[0]} / {b[1]} | {n} | {d.clusters} | {d.estimate:+.3f} "
+            f"| {name(a, level)} | {name(b, level)} | {n} | {d.clusters} | {d.estimate:+.3f} "
             f"| {ci} | {p_text} | {mdd} | {verdict} |"
         )
+    if declared is not None:
+        asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
+        for a, b in _pairs(systems):
+            if (a, b, None) in asked:
+                continue
+            r = test(a, b, None)
+            if r is None:
+                continue
+            res = r[4]
+            d = res.diff
+            ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
+            p_text = "-" if res.p != res.p else ("<0.001" if res.p < 1e-3 else f"{res.p:.3f}")
+            mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
+            rows.append(
+                f"| {name(a, None)} | {name(b, None)} | {r[3]} | {d.clusters} "
+                f"| {d.estimate:+.3f} | {ci} | {p_text} (raw) | {mdd} | exploratory |"
+            )
     return rows
 
 
@@ -179,9 +220,10 @@ def _cause_table(folder: Path) -> list[str]:
     return [*out, ""] if out else []
 
 
-def study_tables(folder: Path) -> str:
+def study_tables(folder: Path, declared: Declared | None = None, cluster: str = "auto") -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
-    its paired comparisons (:func:`comparison_table`, Holm over that arm's pairs)."""
+    its paired comparisons (:func:`comparison_table`, Holm over that arm's tested pairs; with
+    a design's ``declared`` comparisons, those on the generated arm, the rest exploratory)."""
     out = []
     for arm, systems in load_study(folder).items():
         columns = COLUMNS[GENERATED if arm == GENERATED else "real"]
@@ -193,7 +235,9 @@ def study_tables(folder: Path) -> str:
             row = _row(run)
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
-        rows = comparison_table(systems)
+        rows = comparison_table(
+            systems, declared if arm == GENERATED else None, cluster if arm == GENERATED else "auto"
+        )
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
             out.append(
@@ -201,6 +245,11 @@ def study_tables(folder: Path) -> str:
             )
             out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
+            if declared is not None and arm == GENERATED:
+                out.append(
+                    "\n*exploratory*: a pair the design did not declare: its raw p and "
+                    "unadjusted 95% interval, no verdict"
+                )
             out.append("")
     out.extend(_cause_table(folder))
     return "\n".join(out).rstrip() + "\n"
