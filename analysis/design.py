@@ -216,10 +216,14 @@ def plan_design(design: StudyDesign, pilot: dict[tuple[str, str], Run]) -> Desig
         else:
             c1 = len(families) if design.cluster == "family" else max(2, round(n / m0))
             m1 = n / c1
-            rho = (deff0 - 1) / (m0 - 1) if m0 > 1 and deff0 == deff0 else 0.0
-            deff = max(1.0 / m1, 1 + (m1 - 1) * rho)
+            # a negative estimate of the intra-cluster correlation is read as 0 (the usual
+            # truncation); a pilot with one task per cluster cannot estimate it at all
+            rho = max(0.0, (deff0 - 1) / (m0 - 1)) if m0 > 1 and deff0 == deff0 else 0.0
+            deff = 1 + (m1 - 1) * rho
         se = sd * math.sqrt(deff / n) if sd > 0 else float("nan")
         note = "" if sd > 0 else "no spread in the pilot: no MDD"
+        if sd > 0 and m0 <= 1 and design.cluster != "task":
+            note = "one pilot task per cluster: correlation within clusters taken as 0"
         mdd = minimum_detectable_difference(se, c1 - 1, alpha, design.power)
         planned.append(PlannedComparison(c, len(ids), c0, n, c1, sd, deff, mdd, note))
         for s in (a, b):
