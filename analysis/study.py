@@ -35,10 +35,13 @@ LABELS = [e.value for e in ErrorType]
 
 def arm_of(run: Run) -> str:
     """``generated`` for a cell of the environments' default task sets or a named set, else
-    the stem of the task file it ran (``hotpotqa-dev``)."""
-    tasks = (run.header.config if run.header else {}).get("tasks")
+    the stem of the task file it ran (``hotpotqa-dev``); a cell run at a matched token budget
+    (``max_episode_tokens``) is an arm of its own, ``generated @ N tokens``."""
+    config = run.header.config if run.header else {}
+    tasks = config.get("tasks")
+    budget = (config.get("workflow_options") or {}).get("max_episode_tokens")
     if not tasks or not str(tasks).endswith((".jsonl", ".json", ".jsonl.gz")):
-        return GENERATED
+        return GENERATED if budget is None else f"{GENERATED} @ {budget} tokens"
     name = Path(str(tasks)).name
     return name.split(".", 1)[0]
 
@@ -62,7 +65,9 @@ def load_study(folder: Path) -> dict[str, dict[tuple[str, str], Run]]:
         cells[arm_of(run)][key].append(run)
     return {
         arm: {key: merged(runs) for key, runs in sorted(systems.items())}
-        for arm, systems in sorted(cells.items(), key=lambda kv: (kv[0] != GENERATED, kv[0]))
+        for arm, systems in sorted(
+            cells.items(), key=lambda kv: (not kv[0].startswith(GENERATED), kv[0])
+        )
     }
 
 
@@ -99,13 +104,17 @@ def _row(run: Run) -> dict[str, str]:
     row["unparseable"] = str(unparseable)
     row["prog. error"] = str(sum(t.stop_reason is StopReason.program_error for t in scored))
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
-    tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored)
-    row["tokens/ep"] = f"{tokens / max(1, n):.0f}"
+    tokens = unit_interval(run, scored, lambda t: t.prompt_tokens + t.completion_tokens)
+    row["tokens/ep"] = f"{tokens.estimate:.0f}" if n else "0"
+    # cost as tokens, machine-independent, with its interval (a t interval: tokens are no rate)
+    ci = "n/a" if tokens.low != tokens.low else f"[{tokens.low:.0f}, {tokens.high:.0f}]"
+    row["tokens CI"] = ci
+    row["calls/ep"] = f"{sum(t.n_llm_calls for t in scored) / max(1, n):.1f}"
     row["failed"] = str(len(run.results) - n)
     return row
 
 
-_TAIL = [*LABELS, "unparseable", "prog. error", "s/ep", "tokens/ep"]
+_TAIL = [*LABELS, "unparseable", "prog. error", "s/ep", "tokens/ep", "tokens CI", "calls/ep"]
 COLUMNS = {  # the generated arm's tasks carry R-Eval levels; a loaded file's need not
     GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *_TAIL],
     "real": ["n", "F1", "95% CI", "correct", *_TAIL],
@@ -226,8 +235,15 @@ def study_tables(folder: Path, declared: Declared | None = None, cluster: str = 
     a design's ``declared`` comparisons, those on the generated arm, the rest exploratory)."""
     out = []
     for arm, systems in load_study(folder).items():
-        columns = COLUMNS[GENERATED if arm == GENERATED else "real"]
-        title = "generated task sets" if arm == GENERATED else f"real data: {arm}"
+        generated = arm.startswith(GENERATED)
+        columns = COLUMNS[GENERATED if generated else "real"]
+        if arm == GENERATED:
+            title = "generated task sets"
+        elif generated:  # the matched-compute arm, beside the default budgets' table
+            title = f"generated task sets, matched compute: {arm.split('@', 1)[1].strip()}"
+            title += " per episode"
+        else:
+            title = f"real data: {arm}"
         out.append(f"#### {title}\n")
         out.append("| workflow | model | " + " | ".join(columns) + " |")
         out.append("|---|---|" + "---:|" * len(columns))
@@ -236,7 +252,7 @@ def study_tables(folder: Path, declared: Declared | None = None, cluster: str = 
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
         rows = comparison_table(
-            systems, declared if arm == GENERATED else None, cluster if arm == GENERATED else "auto"
+            systems, declared if generated else None, cluster if generated else "auto"
         )
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
@@ -245,7 +261,7 @@ def study_tables(folder: Path, declared: Declared | None = None, cluster: str = 
             )
             out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
-            if declared is not None and arm == GENERATED:
+            if declared is not None and generated:
                 out.append(
                     "\n*exploratory*: a pair the design did not declare: its raw p and "
                     "unadjusted 95% interval, no verdict"
