@@ -468,6 +468,18 @@ def domain_level_f1(runs: Iterable[Run], key: str = "f1") -> dict[str, dict[str,
     return {s: {k: sum(v) / len(v) for k, v in d.items()} for s, d in out.items()}
 
 
+def domain_level_counts(runs: Iterable[Run], key: str = "f1") -> dict[str, dict[str, int]]:
+    """system -> '<domain> <level>' -> episodes behind :func:`domain_level_f1`'s mean (the n
+    every bar and radar point shows)."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for run in runs:
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            if task and (key == "f1" or key in t.scores):
+                out[run.system][f"{task.domain} {task.level.value}"] += 1
+    return {s: dict(d) for s, d in out.items()}
+
+
 CRAG_SLICES = ("domain", "question_type", "popularity", "dynamism")
 
 
