@@ -151,6 +151,35 @@ def study_plan(
         fail(str(exc))
 
 
+@study_app.command("timing")
+def study_timing(
+    config: Annotated[Path, typer.Option(help="the study's run config (YAML, as raleval run)")],
+    out: Annotated[Path, typer.Option(help="folder for the timing cells and timing.jsonl")],
+    per_cell: Annotated[
+        int | None, typer.Option(help="tasks per cell (default: all the cell selects)")
+    ] = None,
+) -> None:
+    """The timing pass: wall time apart from the study, one episode at a time, every cell of an
+    environment on the same tasks in interleaved order, the load recorded per episode
+    (``out/<env>/timing.jsonl``; resumable)."""
+    from collections import defaultdict
+
+    from raleval.app.timing import timing_pass
+    from raleval.config import load_matrix
+
+    try:
+        groups: dict[tuple[str, str], list] = defaultdict(list)
+        for cfg in load_matrix(config, {}):
+            full = cfg.with_defaults()
+            groups[(full.env, str(full.tasks))].append(cfg)
+        one_set_per_env = len(groups) == len({env for env, _ in groups})
+        for (env, tasks), cells in groups.items():
+            folder = out / (env if one_set_per_env else f"{env}-{Path(tasks).stem}")
+            typer.echo(f"wrote {timing_pass(cells, folder, per_cell)}")
+    except (OSError, ValueError, *user_errors()) as exc:
+        fail(str(exc))
+
+
 @study_app.command("figures")
 def study_figures(
     folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
