@@ -101,19 +101,6 @@ class StudyDesign(BaseModel):
             return v
         return [{"a": c[0], "b": c[1]} if isinstance(c, (list, tuple)) else c for c in v]
 
-    def declared(self) -> set[tuple[tuple[str, str], tuple[str, str], str | None]]:
-        """The declared comparisons as (A, B, level), either order of A and B."""
-        out = set()
-        for c in self.comparisons:
-            a, b = c.systems
-            out |= {(a, b, c.level), (b, a, c.level)}
-        return out
-
-    def run_options(self) -> dict[str, Any]:
-        """The run-config keys that make a cell draw the declared sample (with the env's
-        family count: ``limit`` = per_family x families, round-robin over families)."""
-        return {"sample_seed": self.sample.seed, "epochs": self.epochs}
-
 
 def load_design(path: Path) -> StudyDesign:
     """A design file, or a :class:`~raleval.config.ConfigError` saying what is wrong."""
