@@ -139,3 +139,29 @@ def test_tables_test_exactly_the_declared_comparisons(tmp_path):
     assert len(rows) > len(tested) + 10
     # clustered by family, as declared: 20 clusters over the 100 tasks
     assert "| 100 | 20 |" in tested[0]
+
+
+@pytest.mark.parametrize(
+    "design", sorted((ROOT / "studies").glob("*.design.yaml")), ids=lambda p: p.name
+)
+def test_a_stored_study_with_a_design_ran_the_same_tasks_in_every_cell(design):
+    """The acceptance line for the re-run: once its cells are stored beside its design, every
+    generated-arm cell of an environment holds the same task ids."""
+    from raleval.analysis.runs import find_runs, load_run
+    from raleval.analysis.study import GENERATED, arm_of
+
+    folder = design.with_name(design.name.removesuffix(".design.yaml"))
+    if not folder.is_dir():
+        pytest.skip(f"{folder.name} has not run yet")
+    by_env: dict[str, dict[str, set[str]]] = {}
+    for path in find_runs([folder]):
+        run = load_run(path)
+        if not arm_of(run).startswith(GENERATED):
+            continue
+        env = str(run.header.config.get("env")) if run.header else "?"
+        by_env.setdefault(env, {})[path.name] = set(run.tasks)
+    assert by_env, f"{folder} has no generated-arm cell"
+    for env, cells in by_env.items():
+        first = next(iter(cells.values()))
+        differ = [name for name, ids in cells.items() if ids != first]
+        assert not differ, f"{env}: {differ} ran other tasks than the rest"
