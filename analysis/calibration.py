@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from raleval.analysis.stats import mean_interval, paired_difference
+from raleval.analysis.stats import (
+    disagrees,
+    holm,
+    holm_intervals,
+    mean_interval,
+    paired_difference,
+    score_interval,
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,8 @@ class Design:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):  # a base of -inf (a rate of 0) gives exactly 0
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 def _draw(design: Design, rng: np.random.Generator, shift: float) -> tuple[np.ndarray, np.ndarray]:
@@ -80,6 +88,21 @@ def population_means(design: Design, shift: float, draws: int = 2_000_000, seed:
     big = Design(**{**design.__dict__, "templates": draws, "per_template": 1})
     pa, pb = _draw(big, rng, shift)
     return float(pa.mean()), float(pb.mean())
+
+
+def with_rate(design: Design, rate: float, seed: int = 1, draws: int = 400_000) -> Design:
+    """``design`` with the base logit that makes A's population mean ``rate`` (bisection to
+    1e-6; a rate of 0 is a base of -inf: every task always fails)."""
+    if not 0 <= rate < 1:
+        raise ValueError("a simulated rate is in [0, 1)")
+    if rate == 0:
+        return Design(**{**design.__dict__, "base": float("-inf")})
+    lo, hi = -15.0, 15.0
+    for _ in range(25):
+        mid = (lo + hi) / 2
+        a, _ = population_means(Design(**{**design.__dict__, "base": mid}), 0.0, draws, seed)
+        lo, hi = (mid, hi) if a < rate else (lo, mid)
+    return Design(**{**design.__dict__, "base": (lo + hi) / 2})
 
 
 def shift_for_difference(
@@ -146,14 +169,63 @@ def coverage(
     clustered: bool = True,
     level: float = 0.95,
     draws: int = 2_000_000,
+    method: str = "t",
 ) -> float:
-    """Share of A's mean intervals that cover A's population mean."""
+    """Share of A's mean intervals that cover A's population mean; ``method`` ``t`` is
+    :func:`mean_interval`, ``wilson`` :func:`score_interval` (the tables' interval of F1)."""
+    interval = {"t": mean_interval, "wilson": score_interval}[method]
     truth, _ = population_means(design, 0.0, draws=draws)
     rng = np.random.default_rng(seed)
     clusters = design.clusters if clustered else None
     hits = 0
     for _ in range(sims):
         pa, _ = _draw(design, rng, 0.0)
-        ci = mean_interval(_task_means(pa, design.epochs, rng), clusters, level)
+        ci = interval(_task_means(pa, design.epochs, rng), clusters, level)
         hits += ci.low <= truth <= ci.high
     return hits / sims
+
+
+def holm_family(
+    design: Design, sims: int, shifts: list[float], truths: list[float], seed: int = 0
+) -> tuple[int, int, float]:
+    """Families of ``len(shifts)`` comparisons (fresh tasks each, B shifted by ``shifts[i]``
+    on the logit scale, true difference ``truths[i]``), Holm over each family and its adjusted
+    intervals (:func:`holm_intervals`): the rows where a verdict and its interval disagree,
+    the rows in all, and the share of families whose intervals all cover the true
+    differences (a comparison without an interval counts as covering, as it claims nothing)."""
+    rng = np.random.default_rng(seed)
+    clusters = design.clusters
+    bad = rows = covered = 0
+    for _ in range(sims):
+        results = []
+        for shift in shifts:
+            pa, pb = _draw(design, rng, shift)
+            results.append(
+                paired_difference(
+                    _task_means(pb, design.epochs, rng),
+                    _task_means(pa, design.epochs, rng),
+                    clusters,
+                )
+            )
+        adjusted = holm([r.p for r in results])
+        intervals = holm_intervals([r.diff for r in results], adjusted)
+        bad += sum(disagrees(i, p) for i, p in zip(intervals, adjusted, strict=True))
+        rows += len(results)
+        covered += all(
+            i.low != i.low or i.low <= t <= i.high for i, t in zip(intervals, truths, strict=True)
+        )
+    return bad, rows, covered / sims
+
+
+def differing_clusters(design: Design, sims: int, seed: int = 0) -> float:
+    """Median number of clusters whose A/A difference is not 0 (two samplings of one system):
+    an exact test over C clusters needs 6 of them to differ before it can reject at 0.05
+    (``2 / 2^5 > 0.05``), so below that no valid test's A/A rate can reach alpha."""
+    rng = np.random.default_rng(seed)
+    codes = design.clusters
+    counts = []
+    for _ in range(sims):
+        pa, _ = _draw(design, rng, 0.0)
+        d = _task_means(pa, design.epochs, rng) - _task_means(pa, design.epochs, rng)
+        counts.append(len(set(codes[d != 0].tolist())))
+    return float(np.median(counts))

@@ -23,9 +23,11 @@ from raleval.analysis.stats import (
     design_effect,
     epoch_spread,
     holm,
+    holm_intervals,
     mcnemar_exact,
     mean_interval,
     paired_difference,
+    score_interval,
     tasks_for_power,
 )
 
@@ -47,7 +49,12 @@ class RunUnits:
     def mean(self) -> Interval:
         ids = sorted(self.samples)
         means = self.means
-        return mean_interval([means[k] for k in ids], [self.clusters[k] for k in ids])
+        values = [means[k] for k in ids]
+        # a score in [0, 1] gets the interval that holds near 0 and 1 (docs/statistics.md)
+        bounded = all(0.0 <= v <= 1.0 for v in values)
+        return (score_interval if bounded else mean_interval)(
+            values, [self.clusters[k] for k in ids]
+        )
 
     def spread(self) -> EpochSpread | None:
         return epoch_spread(self.samples, self.verdicts)
@@ -82,6 +89,7 @@ class PairResult:
     p: float
     p_holm: float
     mdd: float  # minimum detectable difference at ``power``
+    diff_holm: Interval | None = None  # A - B at Holm's simultaneous level (holm_intervals)
     a_only: int | None = None  # McNemar on matches, single-epoch pairs only
     b_only: int | None = None
     p_mcnemar: float | None = None
@@ -120,6 +128,9 @@ def compare_runs(runs: Sequence[RunUnits], alpha: float = 0.05, power: float = 0
         out.pairs.append(pair)
     for pair, adjusted in zip(out.pairs, holm([p.p for p in out.pairs]), strict=True):
         pair.p_holm = adjusted
+    adjusted_intervals = holm_intervals([p.diff for p in out.pairs], [p.p_holm for p in out.pairs])
+    for pair, interval in zip(out.pairs, adjusted_intervals, strict=True):
+        pair.diff_holm = interval
     return out
 
 
@@ -206,9 +217,9 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
 
     level = f"{100 * (1 - cmp.alpha):g}%"
 
-    def ci(i: Interval, floor: float, sign: str = "") -> str:
+    def ci(i: Interval | None, floor: float, sign: str = "") -> str:
         # a t interval over few clusters can pass the ends of F1's range: shown clipped
-        if i.low != i.low:
+        if i is None or i.low != i.low:
             return "n/a"
         low, high = max(floor, i.low), min(1.0, i.high)
         return f"[{low:{sign}.3f}, {high:{sign}.3f}]"
@@ -222,7 +233,8 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
     for col in ("run", "tasks", "clusters", "mean", f"{level} CI", "epochs", "epoch sd"):
         runs.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     runs.add_column("flips", justify="right", no_wrap=True)
-    runs.caption = "CI: clustered t interval, clipped to F1's range; epoch sd: between-epoch "
+    runs.caption = "CI: Wilson on the clustered effective size for scores in [0, 1], else t "
+    runs.caption += "clipped to F1's range; epoch sd: between-epoch "
     runs.caption += "sd of a task's score; flips: share of tasks whose match differs across epochs"
     for letter, r in zip(letters, cmp.runs, strict=True):
         mean, spread = r.mean(), r.spread()
@@ -240,18 +252,21 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
         padding=(0, 1),
         show_edge=False,
     )
-    for col in ("pair", "tasks", "A - B", f"{level} CI", "p", "p Holm", "MDD", "McNemar"):
+    columns = ("pair", "tasks", "A - B", f"{level} CI", "Holm CI", "p", "p Holm", "MDD", "McNemar")
+    for col in columns:
         pairs.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
     for p in cmp.pairs:
         pairs.add_row(
             f"{letters[p.a]}-{letters[p.b]}", str(p.tasks), f"{p.diff.estimate:+.3f}",
-            ci(p.diff, -1.0, "+"), _p(p.p), _p(p.p_holm), "-" if p.mdd != p.mdd else f"{p.mdd:.3f}",
+            ci(p.diff, -1.0, "+"), ci(p.diff_holm, -1.0, "+"), _p(p.p), _p(p.p_holm),
+            "-" if p.mdd != p.mdd else f"{p.mdd:.3f}",
             _p(p.p_mcnemar),
         )  # fmt: skip
     pairs.caption = (
         f"MDD: the smallest true difference this many tasks detect with {100 * cmp.power:g}% "
-        f"power at alpha {cmp.alpha:g}; McNemar: exact, unclustered, on matches (single-epoch "
-        "runs only)"
+        f"power at alpha {cmp.alpha:g}; Holm CI: A - B at the simultaneous level that agrees "
+        "with p Holm (docs/statistics.md); McNemar: exact, unclustered, on matches "
+        "(single-epoch runs only)"
     )
     return Group(runs, pairs)
 

@@ -16,7 +16,7 @@ from raleval.analysis.scoring import (
     KP_IRRELEVANCE,
     LONG_FORM_METRICS,
 )
-from raleval.analysis.stats import Interval, mean_interval
+from raleval.analysis.stats import Interval, mean_interval, score_interval
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
@@ -192,11 +192,14 @@ def unit_interval(
     trajs: Iterable[Trajectory],
     value: Callable[[Trajectory], float],
     cluster: str = "auto",
+    score: bool = False,
 ) -> Interval:
     """The mean of ``value`` over a run's episodes, task means as units, with its clustered
-    95% t interval (:func:`raleval.analysis.stats.mean_interval`)."""
+    95% interval: for a ``score`` in [0, 1] (F1, EM) the Wilson interval on the clustered
+    effective size (:func:`raleval.analysis.stats.score_interval`), else the t interval
+    (:func:`raleval.analysis.stats.mean_interval`)."""
     units, clusters = task_units(run, trajs, value, cluster)
-    return mean_interval(units, clusters)
+    return (score_interval if score else mean_interval)(units, clusters)
 
 
 def task_key(run: Run, traj: Trajectory) -> str:
@@ -251,7 +254,8 @@ def _pairs_interval(pairs: list[tuple[Run, Trajectory]], key: str, cluster: str)
         per_task[k].append(t.scores.get(key, 0.0))
         cl[k] = f"{id(run)}:{cluster_of(run.tasks.get(t.task_id), t.task_id, cluster)}"
     ids = sorted(per_task)
-    return mean_interval([sum(per_task[k]) / len(per_task[k]) for k in ids], [cl[k] for k in ids])
+    units = [sum(per_task[k]) / len(per_task[k]) for k in ids]
+    return score_interval(units, [cl[k] for k in ids])
 
 
 def _scaled(i: Interval, factor: float) -> Interval:
@@ -452,8 +456,8 @@ def summarize_system(run: Run, seed: int = 0, cluster: str = "auto") -> SystemSu
     return SystemSummary(
         system=run.system,
         n=len(r),
-        f1=unit_interval(run, r, lambda t: t.scores.get("f1", 0.0), cluster),
-        em=unit_interval(run, r, lambda t: t.scores.get("em", 0.0), cluster),
+        f1=unit_interval(run, r, lambda t: t.scores.get("f1", 0.0), cluster, score=True),
+        em=unit_interval(run, r, lambda t: t.scores.get("em", 0.0), cluster, score=True),
         labels=Counter(t.error_type.value for t in r if t.error_type),
         causes=Counter(t.error_cause for t in r if t.error_cause),
         copied=sum(t.scores.get(COPIED, 0.0) > 0 for t in r),
@@ -496,6 +500,18 @@ def domain_level_f1(runs: Iterable[Run], key: str = "f1") -> dict[str, dict[str,
             if task and (key == "f1" or key in t.scores):
                 out[run.system][f"{task.domain} {task.level.value}"].append(t.scores.get(key, 0.0))
     return {s: {k: sum(v) / len(v) for k, v in d.items()} for s, d in out.items()}
+
+
+def domain_level_counts(runs: Iterable[Run], key: str = "f1") -> dict[str, dict[str, int]]:
+    """system -> '<domain> <level>' -> episodes behind :func:`domain_level_f1`'s mean (the n
+    every bar and radar point shows)."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for run in runs:
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            if task and (key == "f1" or key in t.scores):
+                out[run.system][f"{task.domain} {task.level.value}"] += 1
+    return {s: dict(d) for s, d in out.items()}
 
 
 CRAG_SLICES = ("domain", "question_type", "popularity", "dynamism")

@@ -101,6 +101,42 @@ def mean_interval(
     return Interval(m, m - h, m + h, se, float(df), c)
 
 
+def score_interval(
+    values: Sequence[float], clusters: Sequence[object] | None = None, level: float = 0.95
+) -> Interval:
+    """Mean of scores in [0, 1] (F1, EM, a match) with a Wilson score interval on the
+    clustered effective sample size: the interval of a rate that holds in small cells, near 0
+    or 1 and with few clusters (docs/statistics.md, "Intervals of a cell").
+
+    Korn & Graubard (1998, Survey Methodology 24(2)) for the effective size of a clustered
+    rate, ``n* = p(1-p) / SE_cl^2`` (at most n; n when p is 0 or 1), times their degrees-of-
+    freedom factor ``(t_{n-1} / t_{C-1})^2``; Wilson (1927, JASA 22) for the interval on n*,
+    the choice Dean & Pagano (2015, J. Survey Stat. Methodol. 3) found closest to nominal among
+    design-adjusted binomial intervals. A score in [0, 1] with mean p has variance at most
+    p(1-p), so on F1 the interval is the one a right-or-wrong score would get. A cell where
+    every task scored 0 gets [0, 3.84 / (n* + 3.84)], not [0, 0]. ``se``, ``df`` and
+    ``clusters`` are the t interval's (:func:`mean_interval`), which averages combine."""
+    from scipy import stats as st
+
+    x = np.asarray(values, dtype=float)
+    t_ci = mean_interval(x, clusters, level)
+    if t_ci.low != t_ci.low:  # no task, or one cluster: no spread to size the interval by
+        return t_ci
+    if x.min() < 0 or x.max() > 1:
+        raise ValueError("score_interval takes scores in [0, 1]; use mean_interval")
+    n, p, se = len(x), t_ci.estimate, t_ci.se
+    n_eff = min(n, p * (1 - p) / se**2) if se > 0 and 0 < p < 1 else float(n)
+    q = 0.5 + level / 2
+    n_eff *= (float(st.t.ppf(q, n - 1)) / float(st.t.ppf(q, t_ci.df))) ** 2
+    z2 = float(st.norm.ppf(q)) ** 2
+    centre = (p + z2 / (2 * n_eff)) / (1 + z2 / n_eff)
+    half = math.sqrt(z2) / (1 + z2 / n_eff) * math.sqrt(p * (1 - p) / n_eff + z2 / (4 * n_eff**2))
+    # at p = 0 (or 1) the near end is exactly 0 (1); rounding must not lift it off
+    low = 0.0 if p == 0 else max(0.0, centre - half)
+    high = 1.0 if p == 1 else min(1.0, centre + half)
+    return Interval(p, low, high, t_ci.se, t_ci.df, t_ci.clusters)
+
+
 @dataclass(frozen=True)
 class PairedDifference:
     diff: Interval  # mean(a - b) over the shared units, clustered t interval
@@ -166,6 +202,52 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (len(idx) - rank) * float(p[i])))
         out[i] = running
     return [float(v) for v in out]
+
+
+def holm_intervals(
+    diffs: Sequence[Interval], p_holm: Sequence[float], alpha: float = 0.05
+) -> list[Interval]:
+    """Intervals of paired differences that agree with Holm's verdicts.
+
+    Each difference gets Bonferroni's simultaneous interval, level ``1 - alpha / m`` over the
+    m comparisons, unless that holds 0 where Holm rejects; then the level is ``1 - alpha /
+    m'``, with m' the comparisons Holm leaves open (1 when it rejects them all): a rejected
+    comparison has p < alpha / m' (Holm 1979's step-down order), so that interval excludes 0.
+    A comparison Holm leaves open has p >= alpha / m' >= alpha / m: its interval holds 0.
+    Narrowing only the rejected comparisons follows Strassburger & Bretz (2008, Stat. Med.
+    27), whose exact simultaneous bounds for Holm say no more than the sign there;
+    ``benchmarks/stats_calibration.py`` measures the family-wise coverage. ``diffs`` are t
+    intervals (:func:`paired_difference`); an SE of 0 (every cluster moved alike, p from the
+    sign-flip test) gives the point when rejected and no interval otherwise."""
+    from scipy import stats as st
+
+    if len(diffs) != len(p_holm):
+        raise ValueError(f"{len(diffs)} differences for {len(p_holm)} p-values")
+    tested = sum(1 for p in p_holm if p == p)
+    open_ = sum(1 for p in p_holm if p == p and p >= alpha)
+    out = []
+    for d, p in zip(diffs, p_holm, strict=True):
+        if d.se != d.se or p != p:
+            out.append(Interval(d.estimate, float("nan"), float("nan"), d.se, d.df, d.clusters))
+            continue
+        if d.se == 0:
+            point = d.estimate if p < alpha or d.estimate == 0 else float("nan")
+            out.append(Interval(d.estimate, point, point, d.se, d.df, d.clusters))
+            continue
+        h = float(st.t.ppf(1 - alpha / (2 * tested), d.df)) * d.se
+        if p < alpha and abs(d.estimate) <= h:  # rejected, yet Bonferroni's interval holds 0
+            h = float(st.t.ppf(1 - alpha / (2 * max(open_, 1)), d.df)) * d.se
+        out.append(Interval(d.estimate, d.estimate - h, d.estimate + h, d.se, d.df, d.clusters))
+    return out
+
+
+def disagrees(interval: Interval, p_holm: float, alpha: float = 0.05) -> bool:
+    """True when a Holm verdict (p < alpha: differ) and its adjusted interval say otherwise
+    (an interval that excludes 0 beside "inside", or holds 0 beside "differ")."""
+    if p_holm != p_holm:
+        return False
+    excludes = interval.low == interval.low and (interval.low > 0 or interval.high < 0)
+    return excludes != (p_holm < alpha)
 
 
 @dataclass(frozen=True)

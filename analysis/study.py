@@ -6,11 +6,12 @@ a system (workflow x model) on a row and merge its cells of one **arm**: the gen
 episodes, F1 with its clustered 95% interval (task means as units, clustered by template;
 ``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
 episodes that stopped on unparseable output (the taxonomy's stop reason: ReAct's invalid
-format, a PAL program that does not parse), and seconds and tokens per episode. An interval is
-shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). For
-the generated arm a second table compares systems on the tasks both ran: the models on each
-workflow and each workflow against ReAct on each model, the clustered paired difference, Holm
-over the table's pairs, and the minimum detectable difference (``raleval.analysis.stats``,
+format, a PAL program that does not parse), and seconds and tokens per episode. F1's interval
+is Wilson's on the clustered effective size (``score_interval``): inside [0, 1], and not
+[0, 0] for a cell where every task scored 0. For each arm a second table compares systems on
+the tasks both ran: the models on each workflow and each workflow against ReAct on each model,
+the clustered paired difference with its interval at Holm's simultaneous level, Holm over the
+table's pairs, and the minimum detectable difference (``raleval.analysis.stats``,
 checked by simulation in ``benchmarks/stats_calibration.py``). The text is deterministic:
 docs/study.md holds a copy and a test recomputes it.
 """
@@ -25,7 +26,7 @@ from raleval.analysis.compare import run_units
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
-from raleval.analysis.stats import holm, paired_difference
+from raleval.analysis.stats import holm, holm_intervals, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
 
 GENERATED = "generated"
@@ -35,10 +36,13 @@ LABELS = [e.value for e in ErrorType]
 
 def arm_of(run: Run) -> str:
     """``generated`` for a cell of the environments' default task sets or a named set, else
-    the stem of the task file it ran (``hotpotqa-dev``)."""
-    tasks = (run.header.config if run.header else {}).get("tasks")
+    the stem of the task file it ran (``hotpotqa-dev``); a cell run at a matched token budget
+    (``max_episode_tokens``) is an arm of its own, ``generated @ N tokens``."""
+    config = run.header.config if run.header else {}
+    tasks = config.get("tasks")
+    budget = (config.get("workflow_options") or {}).get("max_episode_tokens")
     if not tasks or not str(tasks).endswith((".jsonl", ".json", ".jsonl.gz")):
-        return GENERATED
+        return GENERATED if budget is None else f"{GENERATED} @ {budget} tokens"
     name = Path(str(tasks)).name
     return name.split(".", 1)[0]
 
@@ -62,7 +66,9 @@ def load_study(folder: Path) -> dict[str, dict[tuple[str, str], Run]]:
         cells[arm_of(run)][key].append(run)
     return {
         arm: {key: merged(runs) for key, runs in sorted(systems.items())}
-        for arm, systems in sorted(cells.items(), key=lambda kv: (kv[0] != GENERATED, kv[0]))
+        for arm, systems in sorted(
+            cells.items(), key=lambda kv: (not kv[0].startswith(GENERATED), kv[0])
+        )
     }
 
 
@@ -76,10 +82,8 @@ def _f1(run: Run, trajs: Iterable[Trajectory]) -> str:
 def _row(run: Run) -> dict[str, str]:
     scored = run.scored
     n = len(scored)
-    interval = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0))
-    # a t interval over few clusters can pass 0 or 1; F1 cannot: shown clipped
-    low, high = max(0.0, interval.low), min(1.0, interval.high)
-    ci = "n/a" if interval.low != interval.low else f"[{low:.3f}, {high:.3f}]"
+    interval = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0), score=True)
+    ci = "n/a" if interval.low != interval.low else f"[{interval.low:.3f}, {interval.high:.3f}]"
     labels = Counter(t.error_type.value for t in scored if t.error_type)
     levels = defaultdict(list)
     for t in scored:
@@ -103,13 +107,20 @@ def _row(run: Run) -> dict[str, str]:
     # answers that were a demonstration's answer and not the gold (analysis/demonstrations.py)
     row["copied"] = str(sum(t.scores.get(COPIED, 0.0) > 0 for t in scored))
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
-    tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored)
-    row["tokens/ep"] = f"{tokens / max(1, n):.0f}"
+    tokens = unit_interval(run, scored, lambda t: t.prompt_tokens + t.completion_tokens)
+    row["tokens/ep"] = f"{tokens.estimate:.0f}" if n else "0"
+    # cost as tokens, machine-independent, with its interval (a t interval: tokens are no rate)
+    ci = "n/a" if tokens.low != tokens.low else f"[{tokens.low:.0f}, {tokens.high:.0f}]"
+    row["tokens CI"] = ci
+    row["calls/ep"] = f"{sum(t.n_llm_calls for t in scored) / max(1, n):.1f}"
     row["failed"] = str(len(run.results) - n)
     return row
 
 
-_TAIL = [*LABELS, "unparseable", "prog. error", "copied", "s/ep", "tokens/ep"]
+_TAIL = [
+    *LABELS, "unparseable", "prog. error", "copied", "s/ep", "tokens/ep", "tokens CI",
+    "calls/ep",
+]  # fmt: skip
 COLUMNS = {  # the generated arm's tasks carry R-Eval levels; a loaded file's need not
     GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *_TAIL],
     "real": ["n", "F1", "95% CI", "correct", *_TAIL],
@@ -130,34 +141,77 @@ def _pairs(systems: dict[tuple[str, str], Run]) -> list[tuple[tuple[str, str], t
     return out
 
 
-def comparison_table(systems: dict[tuple[str, str], Run]) -> list[str]:
-    """Markdown rows: each pair of :func:`_pairs` on the tasks both ran, the clustered paired
-    difference in F1 (template clusters), its 95% interval, Holm's p over every pair of the
-    table, and the minimum difference the shared tasks could detect (80% power)."""
-    units = {key: run_units(run) for key, run in systems.items()}
-    found = []
-    for a, b in _pairs(systems):
+Declared = list[tuple[tuple[str, str], tuple[str, str], str | None]]
+
+
+def comparison_table(
+    systems: dict[tuple[str, str], Run], declared: Declared | None = None, cluster: str = "auto"
+) -> list[str]:
+    """Markdown rows: each tested pair on the tasks both ran, the clustered paired difference
+    in F1, its interval at Holm's simultaneous level (it holds 0 exactly when the verdict is
+    "inside": :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the tested pairs,
+    and the minimum difference the shared tasks could detect (80% power).
+
+    Without ``declared`` the pairs of :func:`_pairs` are tested. With a design's declared
+    comparisons (A, B, level or None), exactly those are tested, Holm over them; every other
+    pair of :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked
+    exploratory."""
+    units = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
+
+    def level_of(run: Run, task_id: str) -> str | None:
+        task = run.tasks.get(task_id)
+        return task.level.value if task is not None else None
+
+    def test(a: tuple[str, str], b: tuple[str, str], level: str | None) -> tuple | None:
+        if a not in units or b not in units:
+            return None
         ua, ub = units[a], units[b]
         ids = sorted(set(ua.samples) & set(ub.samples))
+        if level is not None:
+            ids = [k for k in ids if level_of(systems[a], k) == level]
         if len(ids) < 2:
-            continue
+            return None
         ma, mb = ua.means, ub.means
         res = paired_difference(
             [ma[k] for k in ids], [mb[k] for k in ids], [ua.clusters[k] for k in ids]
         )
-        found.append((a, b, len(ids), res))
+        return (a, b, level, len(ids), res)
+
+    tested = [(a, b, None) for a, b in _pairs(systems)] if declared is None else list(declared)
+    found = [r for r in (test(*t) for t in tested) if r is not None]
     adjusted = holm([r.p for *_, r in found])
+    intervals = holm_intervals([r.diff for *_, r in found], adjusted)
     rows = []
-    for (a, b, n, res), p_holm in zip(found, adjusted, strict=True):
-        d = res.diff
+
+    def name(a: tuple[str, str], level: str | None) -> str:
+        return f"{a[0]} / {a[1]}" + (f" ({level})" if level else "")
+
+    for (a, b, level, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True):
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
         verdict = "differ" if p_holm == p_holm and p_holm < 0.05 else "inside"
         p_text = "-" if p_holm != p_holm else ("<0.001" if p_holm < 1e-3 else f"{p_holm:.3f}")
         mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
         rows.append(
-            f"| {a[0]} / {a[1]} | {b[0]} / {b[1]} | {n} | {d.clusters} | {d.estimate:+.3f} "
+            f"| {name(a, level)} | {name(b, level)} | {n} | {d.clusters} | {d.estimate:+.3f} "
             f"| {ci} | {p_text} | {mdd} | {verdict} |"
         )
+    if declared is not None:
+        asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
+        for a, b in _pairs(systems):
+            if (a, b, None) in asked:
+                continue
+            r = test(a, b, None)
+            if r is None:
+                continue
+            res = r[4]
+            d = res.diff
+            ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
+            p_text = "-" if res.p != res.p else ("<0.001" if res.p < 1e-3 else f"{res.p:.3f}")
+            mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
+            rows.append(
+                f"| {name(a, None)} | {name(b, None)} | {r[3]} | {d.clusters} "
+                f"| {d.estimate:+.3f} | {ci} | {p_text} (raw) | {mdd} | exploratory |"
+            )
     return rows
 
 
@@ -181,13 +235,21 @@ def _cause_table(folder: Path) -> list[str]:
     return [*out, ""] if out else []
 
 
-def study_tables(folder: Path) -> str:
+def study_tables(folder: Path, declared: Declared | None = None, cluster: str = "auto") -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
-    its paired comparisons (:func:`comparison_table`, Holm over that arm's pairs)."""
+    its paired comparisons (:func:`comparison_table`, Holm over that arm's tested pairs; with
+    a design's ``declared`` comparisons, those on the generated arm, the rest exploratory)."""
     out = []
     for arm, systems in load_study(folder).items():
-        columns = COLUMNS[GENERATED if arm == GENERATED else "real"]
-        title = "generated task sets" if arm == GENERATED else f"real data: {arm}"
+        generated = arm.startswith(GENERATED)
+        columns = COLUMNS[GENERATED if generated else "real"]
+        if arm == GENERATED:
+            title = "generated task sets"
+        elif generated:  # the matched-compute arm, beside the default budgets' table
+            title = f"generated task sets, matched compute: {arm.split('@', 1)[1].strip()}"
+            title += " per episode"
+        else:
+            title = f"real data: {arm}"
         out.append(f"#### {title}\n")
         out.append("| workflow | model | " + " | ".join(columns) + " |")
         out.append("|---|---|" + "---:|" * len(columns))
@@ -195,14 +257,21 @@ def study_tables(folder: Path) -> str:
             row = _row(run)
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
-        rows = comparison_table(systems)
+        rows = comparison_table(
+            systems, declared if generated else None, cluster if generated else "auto"
+        )
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
             out.append(
-                "| A | B | tasks | clusters | F1 A - B | 95% CI | p (Holm) | MDD | verdict |"
+                "| A | B | tasks | clusters | F1 A - B | Holm 95% CI | p (Holm) | MDD | verdict |"
             )
             out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
+            if declared is not None and generated:
+                out.append(
+                    "\n*exploratory*: a pair the design did not declare: its raw p and "
+                    "unadjusted 95% interval, no verdict"
+                )
             out.append("")
     out.extend(_cause_table(folder))
     return "\n".join(out).rstrip() + "\n"

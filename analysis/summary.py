@@ -1,7 +1,7 @@
 """Per-family summary of a run: episodes, accuracy, mean F1/EM, abstentions and the error-type
 mix, all read from the per-episode verdicts through ``raleval.analysis.scoring.aggregate``;
 mean F1 with the half-width of its 95% interval, clustered by template (task means over epochs
-as units: ``raleval.analysis.stats.mean_interval``)."""
+as units: ``raleval.analysis.stats.score_interval``, Wilson on the clustered effective size)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.runs import cluster_of
 from raleval.analysis.scoring import KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE
-from raleval.analysis.stats import Interval, mean_interval
+from raleval.analysis.stats import Interval, score_interval
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
 
@@ -153,7 +153,7 @@ def _f1_interval(trajs: list[Trajectory], tasks: dict[str, Task]) -> Interval:
     for t in trajs:
         per_task[t.task_id].append(t.scores.get("f1", 0.0))
     ids = sorted(per_task)
-    return mean_interval(
+    return score_interval(
         [sum(per_task[k]) / len(per_task[k]) for k in ids],
         [cluster_of(tasks.get(k), k) for k in ids],
     )

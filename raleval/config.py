@@ -40,6 +40,9 @@ class RunConfig(BaseModel):
     # --limit N: N tasks taken round-robin across families (raleval.tasks.sampling)
     limit: int | None = Field(None, ge=1)
     sample_ids: list[str] | None = None  # --sample-id: exactly these tasks
+    # a seeded random order within each family before --limit takes its round-robin (a
+    # study's declared sample, shared by every cell; raleval.tasks.sampling)
+    sample_seed: int | None = None
     seed: int = 0
     # episodes in flight at once; "auto": found by AIMD from the endpoint's answers
     # (raleval.concurrency), within one process
@@ -158,6 +161,7 @@ class RunConfig(BaseModel):
             exclude={
                 "limit",
                 "sample_ids",
+                "sample_seed",
                 "retry_failed",
                 "force",
                 "max_connections",

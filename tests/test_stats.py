@@ -324,12 +324,17 @@ def test_compare_shows_a_mean_interval_clipped_to_f1s_range():
         "b", "b", {k: [float(k != "t0")] for k in ids}, {k: [k != "t0"] for k in ids},
         {k: k for k in ids},
     )  # fmt: skip
-    assert low.mean().low < 0 < 1 < high.mean().high  # 0.25 and 0.75 over 4 clusters
+    # 0.25 and 0.75 over 4 clusters: the t interval passes 0 and 1; a run's F1 now gets
+    # Wilson's on the clustered effective size (issue 48), inside [0, 1] by construction
+    units = [float(k == "t0") for k in ids]
+    assert mean_interval(units, ids).low < 0 < 1 < mean_interval([1 - u for u in units]).high
+    assert low.mean().low > 0 and high.mean().high < 1
     result = compare_runs([low, high], 0.05, 0.8)
     console = Console(width=200, record=True)
     console.print(render_comparison(result, ["A", "B"]))
     rows = {line.split()[0]: line for line in console.export_text().splitlines() if line.strip()}
-    assert "[0.000, " in rows["A"] and ", 1.000]" in rows["B"]
+    assert f"[{low.mean().low:.3f}, {low.mean().high:.3f}]" in rows["A"]
+    assert f"[{high.mean().low:.3f}, {high.mean().high:.3f}]" in rows["B"]
     assert "-0." not in rows["A"] and "1.5" not in rows["B"]
     # the difference -0.5 with its interval inside [-1, +1]
     assert "[-1.000, " in rows["A-B"]

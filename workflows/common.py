@@ -388,6 +388,11 @@ class EpisodeRecord:
             self.price = model.capabilities.price
         if self._over_cost_budget(model, config):
             return None
+        budget = config.max_episode_tokens
+        if budget is not None and self.prompt_tokens + self.completion_tokens >= budget:
+            # the call that crossed it is kept (its tokens are known only when it returns)
+            self.finish(Termination.cost_limit, "episode_tokens")
+            return None
         delta, is_delta = prompt_text, False
         # Store only what was added since the last call (with or without its output).
         for prefix in (self._last_prompt + self._last_output, self._last_prompt):

@@ -27,6 +27,7 @@ from raleval.analysis.judging import JudgedRun, judge_section, load_judged
 from raleval.analysis.runs import (
     Run,
     crag_slices,
+    domain_level_counts,
     domain_level_f1,
     load_run,
     long_form_rows,
@@ -533,30 +534,38 @@ def report_figures(
     points, front, cost_points, cost_front = time_and_cost(summaries)
     figures: list[tuple[str, str, Any]] = []
     by_level = domain_level_f1(runs)
+    n_level = domain_level_counts(runs)
     by_workflow: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    n_workflow: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
     for system, values in by_level.items():
         workflow, _, model = system.partition("/")
         by_workflow[workflow][model] = values
+        n_workflow[workflow][model] = n_level.get(system, {})
     for workflow, series in sorted(by_workflow.items()):
         # a radar needs three axes; with fewer, the bars below show the same numbers
         if wanted(f"radar-{workflow}") and len({a for v in series.values() for a in v}) >= 3:
             title = f"{workflow}: F1 by domain and level"
-            figures.append(("radar", f"radar-{workflow}", plots.radar(title, series)))
+            figure = plots.radar(title, series, n_workflow[workflow])
+            figures.append(("radar", f"radar-{workflow}", figure))
     if by_level and wanted("bars"):  # no empty panels
-        figures.append(("bars", "bars", plots.level_bars("F1 by domain x level", by_level)))
+        figure = plots.level_bars("F1 by domain x level", by_level, counts=n_level)
+        figures.append(("bars", "bars", figure))
     by_progress = domain_level_f1(runs, "progress") if wanted("progress") else {}
     if by_progress:
         title = "Progress rate by domain x level"
-        figure = plots.level_bars(title, by_progress, "progress rate")
+        n_progress = domain_level_counts(runs, "progress")
+        figure = plots.level_bars(title, by_progress, "progress rate", n_progress)
         figures.append(("progress", "progress", figure))
     labels = {s.system: dict(s.labels) for s in summaries if sum(s.labels.values())}
     if labels and wanted("errors"):
         figures.append(("errors", "errors", plots.error_bars(labels)))
+    # F1's interval and n on every point of the time and cost figures
+    extras = {s.system: (s.f1.low, s.f1.high, s.n) for s in summaries if s.n}
     if points and wanted("deployment"):
-        figures.append(("deployment", "deployment", plots.deployment(points, front)))
+        figures.append(("deployment", "deployment", plots.deployment(points, front, extras)))
     # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)
     if any(v[0] > 0 for v in cost_points.values()) and wanted("cost"):
-        figures.append(("cost", "cost", plots.cost(cost_points, cost_front)))
+        figures.append(("cost", "cost", plots.cost(cost_points, cost_front, extras)))
     noise = robustness(runs) if wanted("robustness") else None
     if noise:
         figures.append(("robustness", "robustness", plots.robustness(noise)))

@@ -234,7 +234,7 @@ def run_tasks(
         pool, selection = fit_to_view(config, env, pool, context_tokens)
     else:
         selection = {}
-    chosen = select(pool, config.limit, config.sample_ids)
+    chosen = select(pool, config.limit, config.sample_ids, config.sample_seed)
     recorded = {t.id: t for t in recorded_tasks(config.run_dir)}
     return [_as_recorded(t, recorded.get(t.id)) for t in chosen], selection
 

@@ -83,6 +83,13 @@ def study_tables_command(
             "instead of printing (default: print)"
         ),
     ] = None,
+    design: Annotated[
+        Path | None,
+        typer.Option(
+            help="a design file: test exactly its declared comparisons on the generated arm, "
+            "clustered at its level; every other pair is marked exploratory"
+        ),
+    ] = None,
 ) -> None:
     """Print the study's headline tables as Markdown: a row per workflow x model, one table per
     arm (generated task sets, each real-data file), F1 with clustered 95% intervals, F1 by
@@ -92,7 +99,14 @@ def study_tables_command(
     if not folder.exists():
         fail(f"no study folder {folder}")
     try:
-        text = study_tables(folder)
+        if design is None:
+            text = study_tables(folder)
+        else:
+            from raleval.analysis.design import load_design
+
+            plan = load_design(design)
+            declared = [(*c.systems, c.level) for c in plan.comparisons]
+            text = study_tables(folder, declared, plan.cluster)
     except user_errors() as exc:
         fail(str(exc))
     if into is None:
@@ -108,6 +122,62 @@ def study_tables_command(
     tail = rest.split(END, 1)[1]
     into.write_text(f"{head}{START}\n{text}{END}{tail}", encoding="utf-8")
     typer.echo(f"tables written into {into}")
+
+
+@study_app.command("plan")
+def study_plan(
+    design: Annotated[Path, typer.Argument(help="a design file (studies/<study>.design.yaml)")],
+    pilot: Annotated[
+        Path, typer.Option(help="a pilot's or a stored study's folder of cells to size it by")
+    ],
+    arm: Annotated[
+        str, typer.Option(help="the pilot's arm: 'generated' or a real-data file's stem")
+    ] = "generated",
+) -> None:
+    """Before a study runs: each declared comparison's minimum detectable difference at the
+    planned size (from the pilot's paired differences) and the machine time of its cells."""
+    from raleval.analysis.design import load_design, plan_design, render_plan
+    from raleval.analysis.study import load_study
+
+    if not pilot.exists():
+        fail(f"no pilot folder {pilot}")
+    try:
+        declared = load_design(design)
+        arms = load_study(pilot)
+        if arm not in arms:
+            fail(f"{pilot} has no arm {arm!r}; it has: {', '.join(arms) or 'none'}")
+        typer.echo(render_plan(plan_design(declared, arms[arm]), declared), nl=False)
+    except (OSError, *user_errors()) as exc:
+        fail(str(exc))
+
+
+@study_app.command("timing")
+def study_timing(
+    config: Annotated[Path, typer.Option(help="the study's run config (YAML, as raleval run)")],
+    out: Annotated[Path, typer.Option(help="folder for the timing cells and timing.jsonl")],
+    per_cell: Annotated[
+        int | None, typer.Option(help="tasks per cell (default: all the cell selects)")
+    ] = None,
+) -> None:
+    """The timing pass: wall time apart from the study, one episode at a time, every cell of an
+    environment on the same tasks in interleaved order, the load recorded per episode
+    (``out/<env>/timing.jsonl``; resumable)."""
+    from collections import defaultdict
+
+    from raleval.app.timing import timing_pass
+    from raleval.config import load_matrix
+
+    try:
+        groups: dict[tuple[str, str], list] = defaultdict(list)
+        for cfg in load_matrix(config, {}):
+            full = cfg.with_defaults()
+            groups[(full.env, str(full.tasks))].append(cfg)
+        one_set_per_env = len(groups) == len({env for env, _ in groups})
+        for (env, tasks), cells in groups.items():
+            folder = out / (env if one_set_per_env else f"{env}-{Path(tasks).stem}")
+            typer.echo(f"wrote {timing_pass(cells, folder, per_cell)}")
+    except (OSError, ValueError, *user_errors()) as exc:
+        fail(str(exc))
 
 
 @study_app.command("figures")

@@ -1,0 +1,76 @@
+"""Matched compute (issue 48): one token budget per episode, enforced by the harness where an
+episode's model calls are counted, the same for every workflow: no model call begins once the
+episode has spent it, and an episode it stops is a budget stop."""
+
+from __future__ import annotations
+
+import pytest
+
+from raleval.analysis.taxonomy import stop_reason
+from raleval.records import StopReason, Termination
+
+from .conftest import run_config
+
+WORKFLOWS = ["react", "function_calling", "pal", "dfsdt", "direct", "planned"]
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_every_workflow_stops_at_the_same_token_budget(tmp_path, workflow):
+    _, free = run_config(tmp_path, workflow=workflow, limit=3, run_name="free")
+    assert free and all(t.prompt_tokens > 0 for t in free)
+    if workflow not in ("pal", "direct"):  # the oracle answers these in one call
+        assert all(t.n_llm_calls > 1 for t in free)
+    # the smallest first call: every episode has spent the budget after its first call
+    budget = min(t.llm_calls[0].prompt_tokens + t.llm_calls[0].completion_tokens for t in free)
+    _, capped = run_config(
+        tmp_path,
+        workflow=workflow,
+        limit=3,
+        workflow_options={"max_episode_tokens": budget},
+        run_name="capped",
+    )
+    assert len(capped) == len(free)
+    unbounded = {t.task_id: t for t in free}
+    for t in capped:
+        spent_before_last = sum(c.prompt_tokens + c.completion_tokens for c in t.llm_calls[:-1])
+        assert spent_before_last < budget  # no call began after the budget was spent
+        if unbounded[t.task_id].n_llm_calls > 1:  # the budget binds: one call, then a stop
+            assert t.n_llm_calls == 1
+            assert (t.termination, t.termination_cause) == (
+                Termination.cost_limit,
+                "episode_tokens",
+            )
+            assert stop_reason(t) is StopReason.cost_budget
+            assert t.answer is None and t.error_type is not None
+        else:  # a one-call workflow (direct) finishes as before
+            assert t.termination is unbounded[t.task_id].termination
+
+
+def test_the_matched_compute_arm_has_its_table_beside_the_default_budgets(tmp_path):
+    """Cells run at ``max_episode_tokens`` form an arm of their own, shown right after the
+    default budgets' table, with tokens and model calls per episode and the tokens' interval."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from raleval.analysis.study import study_tables
+
+    stored = Path(__file__).resolve().parents[1] / "studies" / "local-models"
+    for name in ("scholar__react__local_qwen2.5-0.5b__scholar",
+                 "scholar__direct__local_qwen2.5-0.5b__scholar"):  # fmt: skip
+        shutil.copytree(stored / name, tmp_path / name)
+        matched = tmp_path / f"matched-{name}"
+        shutil.copytree(stored / name, matched)
+        header = json.loads((matched / "header.json").read_text())
+        header["config"]["workflow_options"]["max_episode_tokens"] = 2000
+        (matched / "header.json").write_text(json.dumps(header))
+    text = study_tables(tmp_path)
+    titles = [line for line in text.splitlines() if line.startswith("#### ")]
+    assert titles[:4] == [
+        "#### generated task sets",
+        "#### generated task sets: paired comparisons",
+        "#### generated task sets, matched compute: 2000 tokens per episode",
+        "#### generated task sets, matched compute: 2000 tokens per episode: paired comparisons",
+    ]
+    header = next(line for line in text.splitlines() if line.startswith("| workflow"))
+    assert header.endswith("| tokens/ep | tokens CI | calls/ep |")

@@ -1,0 +1,132 @@
+"""Prose from data (issue 48): every number in docs/study.md's account of the generated arm is
+found in what the stored cells regenerate, at the precision the prose prints it; the comparison
+with R-Eval quotes the paper's table model by model; the design's plan block is what `raleval
+study plan` prints now."""
+
+from __future__ import annotations
+
+import csv
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from itertools import combinations
+from pathlib import Path
+
+from raleval.analysis.compare import run_units
+from raleval.analysis.stats import paired_difference
+from raleval.analysis.study import load_study, study_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = ROOT / "studies" / "local-models"
+DOC = ROOT / "docs" / "study.md"
+REVAL = ROOT.parent / "shared" / "reference" / "reval_table3_table5.csv"
+NUMBER = re.compile(r"(?<![\w.])[+-]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w.])")
+# names and labels that carry digits but are no measurement
+NAMES = re.compile(
+    r"Qwen2\.5[-\w.]*|SmolLM2[-\w]*|\b\d+(?:\.\d+)?[BM]\b|gpt-[\d.]+[-\w]*|Tables? \d+(?: and \d+)?"
+    r"|RQ\d+|issue \d+|\b\d-\d\b(?=[ /])|two-core|2-core"
+)
+
+
+def _section(text: str, title: str) -> str:
+    return text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
+def _matched_numbers() -> str:
+    """What the prose quotes beyond the tables: ReAct minus direct of every model on the 40
+    tasks the 1.5B model ran (template clusters, unadjusted)."""
+    arm = load_study(STUDY)["generated"]
+    ids = sorted(run_units(arm[("react", "local/qwen2.5-1.5b")]).samples)
+    out = []
+    for model in ("local/smollm2-135m", "local/qwen2.5-0.5b", "local/qwen2.5-1.5b"):
+        react, direct = run_units(arm[("react", model)]), run_units(arm[("direct", model)])
+        res = paired_difference(
+            [react.means[k] for k in ids], [direct.means[k] for k in ids],
+            [react.clusters[k] for k in ids],
+        )  # fmt: skip
+        out.append(f"{res.diff.estimate:+.3f} [{res.diff.low:+.3f}, {res.diff.high:+.3f}]")
+    return " ".join(out)
+
+
+def _cause_sums(tables: str) -> str:
+    """The counterfactual table summed over failed episodes (labels other than EM and AM) for
+    every group of systems: the prose counts "the small models' failed episodes"."""
+    block = tables.split("#### why episodes failed", 1)[1]
+    rows = [r.strip("|").split(" | ") for r in block.splitlines() if r.startswith("| ")][1:]
+    failed = [r for r in rows if r[2].strip() not in ("EM", "AM")]
+    systems = sorted({r[1] for r in failed})
+    out = []
+    for size in range(1, len(systems) + 1):
+        for group in combinations(systems, size):
+            chosen = [r for r in failed if r[1] in group]
+            out += [str(sum(int(r[c]) for r in chosen)) for c in range(3, len(rows[0]))]
+            out.append(str(sum(int(r[c]) for r in chosen for c in range(4, 7))))  # fixed
+    return " ".join(out)
+
+
+def _suffix(text: str, end: int) -> str:
+    """What follows a number: "%" for a percentage, "t" for "... thousand", else ""."""
+    rest = text[end : end + 40]
+    if rest.startswith("%"):
+        return "%"
+    return "t" if re.match(r"(?:-\d+)? thousand", rest) else ""
+
+
+def _pool(text: str) -> set[float]:
+    return {float(n.replace(",", "")) for n in NUMBER.findall(text)}
+
+
+def _found(token: str, suffix: str, pool: set[float]) -> bool:
+    """``token`` is some pooled value at the token's precision, rounded half up as people do
+    (128.5 s is "129 s"); a percentage may be a share x 100, "4 thousand" a count / 1000."""
+    places = len(token.split(".", 1)[1]) if "." in token else 0
+    value = Decimal(token.replace(",", "").lstrip("+-"))
+    scale = Decimal(100) if suffix == "%" else Decimal("0.001") if suffix == "t" else None
+    quantum = Decimal(1).scaleb(-places)
+    for v in pool:
+        base = abs(Decimal(repr(v)))
+        for candidate in (base, base * scale) if scale else (base,):
+            if candidate.quantize(quantum, rounding=ROUND_HALF_UP) == value:
+                return True
+    return False
+
+
+def test_every_number_of_the_generated_arms_account_is_in_the_regenerated_data():
+    tables = study_tables(STUDY)
+    pool = _pool(tables) | _pool(_matched_numbers()) | _pool(_cause_sums(tables))
+    prose = NAMES.sub(" ", _section(DOC.read_text(encoding="utf-8"), "What the study shows"))
+    missing = [
+        m.group(0)
+        for m in NUMBER.finditer(prose)
+        if not _found(m.group(0), _suffix(prose, m.end()), pool)
+    ]
+    assert not missing, f"numbers in docs/study.md's prose not in the stored cells: {missing}"
+
+
+def test_the_r_eval_block_quotes_the_paper_model_by_model():
+    with open(REVAL, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    by = {(r["workflow"], r["llm"]): float(r["avg_all"]) for r in rows}
+    models = [m for (w, m) in by if w == "ReAct" and ("PAL", m) in by]
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- reval-react-pal:start -->", 1)[1].split("<!-- reval-react-pal")[0]
+    quoted = [r.strip("|").split(" | ") for r in block.splitlines() if r.startswith("| ")][1:]
+    assert sorted(q[0].strip() for q in quoted) == sorted(models)
+    for model, react, pal, higher in quoted:
+        key = model.strip()
+        assert (float(react), float(pal)) == (by[("ReAct", key)], by[("PAL", key)])
+        assert higher.strip() == ("ReAct" if by[("ReAct", key)] > by[("PAL", key)] else "PAL")
+    pal_wins = sum(by[("PAL", m)] > by[("ReAct", m)] for m in models)
+    assert f"of the {len(models)} that ran both ReAct and PAL, PAL has the higher" in " ".join(
+        text.split()
+    )
+    assert f"avg_all for {pal_wins}" in " ".join(text.split())
+
+
+def test_the_design_plan_block_is_what_study_plan_prints():
+    from raleval.analysis.design import load_design, plan_design, render_plan
+
+    design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
+    plan = render_plan(plan_design(design, load_study(STUDY)["generated"]), design)
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("<!-- study-plan:start -->\n", 1)[1].split("<!-- study-plan:end -->")[0]
+    assert block == plan
