@@ -238,7 +238,11 @@ def tasks_expand(
 @tasks_app.command("load")
 def tasks_load(
     kind: Annotated[
-        str, typer.Argument(help="hotpotqa | 2wiki | musique | kqapro | crag | soay | reval")
+        str,
+        typer.Argument(
+            help="hotpotqa | 2wiki | musique | kqapro | crag | soay | reval; with a document "
+            "collection for --env docs: crud | rageval | rgb | rgb-negative"
+        ),
     ],
     path: Annotated[Path, typer.Argument(help="the public task file")],
     out: Annotated[Path, typer.Option(help="raleval tasks JSON lines, for --tasks")] = Path(
@@ -265,11 +269,15 @@ def tasks_load(
     """Convert a public dataset file into raleval task records (bad records are skipped and
     listed with file:line and the reason); ``--examples K`` sets K aside for demonstrations."""
     from raleval.store import write_tasks
+    from raleval.tasks.collection_loaders import COLLECTION_LOADERS, load_collection
     from raleval.tasks.demonstrations import pool_path, set_aside
     from raleval.tasks.loaders import TaskFileError, load_report
 
     try:
-        report = load_report(kind, path, strict)
+        if kind in COLLECTION_LOADERS:
+            report = load_collection(kind, path, strict)
+        else:
+            report = load_report(kind, path, strict)
         checker = None
         if env is not None:
             from raleval import registry
@@ -285,6 +293,12 @@ def tasks_load(
     if len(report.skipped) > 20:
         typer.echo(f"... and {len(report.skipped) - 20} more skipped", err=True)
     typer.echo(report.summary(), err=True)
+    collection = getattr(report, "collection", None)
+    if collection is not None:
+        from raleval.tasks.collection_loaders import write_collection
+
+        corpus = write_collection(report, out)
+        typer.echo(f"{len(collection)} documents -> {corpus} (run with --env docs)")
     write_tasks(out, tasks)
     typer.echo(f"{len(tasks)} tasks -> {out}")
     if examples:
