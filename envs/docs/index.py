@@ -44,6 +44,7 @@ def _stopwords() -> frozenset[str]:
 
 
 _STOP: frozenset[str] | None = None
+_JIEBA_READY = False
 
 
 def tokenize(text: str) -> list[str]:
@@ -57,6 +58,10 @@ def tokenize(text: str) -> list[str]:
         return [w for w in _WORD.findall(lowered) if w not in _STOP]
     import jieba
 
+    global _JIEBA_READY
+    if not _JIEBA_READY:
+        _quiet_jieba()  # its dictionary loads once, without a banner on stderr
+        _JIEBA_READY = True
     out = []
     for word in jieba.lcut(lowered):
         word = word.strip()
