@@ -392,6 +392,19 @@ def _holding(passages: list[str], aliases: list[str]) -> int:
     return 0
 
 
+def _group_answers(obj: dict[str, Any], golds: list[list[str]]) -> list[list[str]]:
+    """The answers each of an integration record's passage groups holds: RGB splits its
+    questions in two parts (``asnwer1`` [sic] and ``answer2``, one passage group each);
+    without them, one group per answer."""
+    groups = obj["positive"]
+    parts = [obj.get("asnwer1", obj.get("answer1")), obj.get("answer2")]
+    if len(groups) == 2 and all(isinstance(p, list) for p in parts):
+        return [[str(a) for x in p for a in (x if isinstance(x, list) else [x])] for p in parts]
+    if len(groups) == len(golds):
+        return golds
+    raise RecordError(f"field 'positive': {len(groups)} passage lists for {len(golds)} answers")
+
+
 def load_rgb(path: Path, strict: bool = False, negative: bool = False) -> CollectionReport:
     """An RGB file: noise robustness (``en.json``, ``zh.json``, ``*_refine.json``),
     information integration (``*_int.json``) or counterfactual robustness (``*_fact.json``),
@@ -442,16 +455,12 @@ def load_rgb(path: Path, strict: bool = False, negative: bool = False) -> Collec
                 raise RecordError("field 'positive': no passage")
             if integration:
                 kind = "integration"
-                if len(positives) != len(golds):
-                    raise RecordError(
-                        f"field 'positive': {len(positives)} passage lists for {len(golds)} answers"
-                    )
                 gold_docs = []
-                for group, aliases in zip(positives, golds, strict=True):
+                for group, aliases in zip(positives, _group_answers(obj, golds), strict=True):
                     ids = [report.add_document(p, "", prefix) for p in group]
                     gold_docs.append(ids[_holding(group, aliases)] if ids else None)
                 if None in gold_docs:
-                    raise RecordError("field 'positive': an answer without a passage")
+                    raise RecordError("field 'positive': a part of the question without a passage")
             else:
                 kind = "noise"
                 ids = [report.add_document(p, "", prefix) for p in positives]

@@ -84,9 +84,12 @@ def test_rgb_loads_noise_integration_counterfactual_and_negative_rejection():
     assert two.elements == [["Mira Stanek", "M. Stanek"], ["Northlight Pictures"]]
     assert len(noise.collection) == 7  # every positive and negative passage, once
 
-    integration = load_collection("rgb", FIXTURES["rgb-int"]).tasks[0]
+    integration, two_parts = load_collection("rgb", FIXTURES["rgb-int"]).tasks
     assert integration.family == "rgb-integration" and integration.level is Level.KA
     assert integration.elements == [["陈远航"], ["林晓雨", "林晓雨选手"]]
+    # RGB's two-part questions: a passage group per part (asnwer1, answer2), not per answer
+    assert two_parts.elements == [["剧情片"], ["周立言"], ["唐思琪"]]
+    assert len(two_parts.evidence) == 2
 
     fact = load_collection("rgb", FIXTURES["rgb-fact"])
     task = fact.tasks[0]
