@@ -26,7 +26,7 @@ from pathlib import Path
 from _common import quantile, write_json
 
 # words of a news register, so jieba segments text shaped like CRUD-RAG's
-_WORDS = (
+_WORDS_TEXT = (
     "记者 报道 今年 上半年 同比增长 百分点 市政府 发布 数据 显示 企业 项目 投资 亿元 万元 "
     "居民 消费 市场 经济 发展 建设 城市 农村 交通 铁路 公路 机场 港口 医院 学校 大学 学生 "
     "教师 科技 创新 研发 产业 制造业 服务业 旅游 文化 体育 比赛 冠军 选手 活动 举办 开幕 "
@@ -35,14 +35,18 @@ _WORDS = (
     "电力 新能源 汽车 销量 出口 进口 贸易 金融 银行 贷款 利率 股票 基金 保险 公司 集团 "
     "董事长 总经理 负责人 专家 表示 认为 指出 强调 预计 计划 完成 启动 推进 加快 提升 "
     "提高 降低 增加 减少 超过 达到 突破 创新高 首次 全面 重点 主要 重要 进一步 持续 稳定"
-).split()
-_PLACES = "青林 南川 北岭 云溪 安平 槐江 柳城 桑田 渔湾 石桥 明镜 金橡 东湖 西陵".split()
+)
+_WORDS = _WORDS_TEXT.split()
+_PLACES_TEXT = "青林 南川 北岭 云溪 安平 槐江 柳城 桑田 渔湾 石桥 明镜 金橡 东湖 西陵"
+_PLACES = _PLACES_TEXT.split()
 
 
 def _sentence(rng: random.Random) -> str:
     words = rng.choices(_WORDS, k=rng.randint(8, 16))
     words.insert(rng.randrange(len(words)), rng.choice(_PLACES) + rng.choice(("市", "县", "镇")))
-    words.insert(rng.randrange(len(words)), f"{rng.randint(2, 9999)}{rng.choice(('人', '万元', '%'))}")
+    words.insert(
+        rng.randrange(len(words)), f"{rng.randint(2, 9999)}{rng.choice(('人', '万元', '%'))}"
+    )
     return "".join(words) + "。"
 
 
@@ -108,7 +112,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=80_000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--corpus", type=Path, help="measure this corpus instead of a generated one")
+    parser.add_argument(
+        "--corpus", type=Path, help="measure this corpus instead of a generated one"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,9 +125,9 @@ def main() -> None:
         build = _child(corpus, "build")
         opened = _child(corpus, "open")
         latency = query_latency(corpus, args.queries)
-        index_mb = sum(
-            f.stat().st_size for f in corpus.with_name(corpus.name + ".bm25").iterdir()
-        ) / 2**20
+        index_mb = (
+            sum(f.stat().st_size for f in corpus.with_name(corpus.name + ".bm25").iterdir()) / 2**20
+        )
     payload = {
         "corpus": str(args.corpus) if args.corpus else f"generated, {args.docs} documents",
         "corpus_mb": round(size_mb, 1),
