@@ -28,6 +28,10 @@ def validate_cmd(
     per_type: Annotated[int, typer.Option(help="items per answer type")] = 40,
     concurrency: Annotated[int, typer.Option(help="items judged at once")] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
+    model_option: Annotated[
+        list[str] | None,
+        typer.Option("-M", "--model-option", help="judge model option key=value (threads=1)"),
+    ] = None,
     keypoints: Annotated[
         bool,
         typer.Option(
@@ -41,8 +45,11 @@ def validate_cmd(
     accuracy, false-accept and false-reject rates and Cohen's kappa against the truth, per
     answer type, and store them beside the judge's cached verdicts. ``--keypoints``: the
     key-point judge on its hand-labelled set, per language."""
+    from raleval.config import parse_key_values
+
+    options = parse_key_values(model_option, "-M") if model_option else {}
     if keypoints:
-        _validate_keypoints(judge, concurrency, as_json)
+        _validate_keypoints(judge, concurrency, as_json, options)
         return
     from rich.console import Console
     from rich.table import Table
@@ -65,7 +72,7 @@ def validate_cmd(
     out: list[dict[str, Any]] = []
     for spec in judge:
         try:
-            j = resolve_judge([spec], cache_path=cache_path)
+            j = resolve_judge([spec], cache_path=cache_path, **options)
         except user_errors() as exc:
             fail(str(exc))
         try:
@@ -117,7 +124,9 @@ def validate_cmd(
         typer.echo(json.dumps(out))
 
 
-def _validate_keypoints(specs: list[str], concurrency: int, as_json: bool) -> None:
+def _validate_keypoints(
+    specs: list[str], concurrency: int, as_json: bool, options: dict[str, Any]
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -130,7 +139,7 @@ def _validate_keypoints(specs: list[str], concurrency: int, as_json: bool) -> No
     out = []
     for spec in specs:
         try:
-            judge = KeyPointJudge([spec])
+            judge = KeyPointJudge([spec], **options)
         except user_errors() as exc:
             fail(str(exc))
         try:
