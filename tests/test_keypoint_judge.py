@@ -132,3 +132,21 @@ def test_validation_measures_agreement_with_the_labels():
     assert set(labels) == {IRRELEVANT}
     assert constant.overall.kappa == 0.0
     assert constant.overall.accuracy == pytest.approx(constant.labels[IRRELEVANT] / len(items))
+
+
+def test_judge_validate_keypoints_prints_the_agreement(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path))
+    # scripted/abstain replies "I don't know": no label, so every point is irrelevant
+    result = CliRunner().invoke(
+        app, ["judge", "validate", "--keypoints", "--judge", "scripted/abstain"]
+    )
+    assert result.exit_code == 0, result.output
+    items = load_items()
+    share = sum(i.truth == IRRELEVANT for i in items) / len(items)
+    assert f"{len(items)} hand-labelled key points" in result.output
+    assert f"all      │ {len(items)} │    {share:.3f}" in result.output.replace("┃", "│")
+    assert "unreadable judge replies (counted irrelevant): 53" in result.output
