@@ -119,3 +119,21 @@ def test_every_workflow_has_a_docs_prompt(tmp_path):
     for workflow in ("react", "function_calling", "pal", "dfsdt"):
         text = env.prompt_template(workflow)
         assert text and "document collection" in text, workflow
+
+
+@pytest.mark.parametrize(
+    "query", ["the of and a", "？！。，", "x" * 20000, "'; DROP TABLE docs; --", "\x00\x01"]
+)
+def test_hostile_or_empty_queries_find_nothing_or_rank_and_leave_the_index_whole(tmp_path, query):
+    env = registry.envs.get("docs")(corpus=str(_corpus(tmp_path)))
+    result = env.call_sync("search", {"query": query})
+    assert result.kind is OutcomeKind.ok
+    assert result.observation == "No document matches." or isinstance(result.data, list)
+    assert env.call_sync("search", {"query": "cargo harbor"}).data[0]["doc_id"] == "en1"
+
+
+def test_read_takes_ids_only_never_paths(tmp_path):
+    env = registry.envs.get("docs")(corpus=str(_corpus(tmp_path)))
+    for doc_id in ("../../etc/passwd", "/etc/passwd", "sh/../cd", "0"):
+        result = env.call_sync("read", {"doc_id": doc_id})
+        assert (result.kind, result.cause) == (OutcomeKind.misuse, "unknown_id"), doc_id
