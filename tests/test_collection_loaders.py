@@ -161,3 +161,13 @@ def test_the_oracle_answers_every_loaded_task_through_react_on_docs(tmp_path, ki
         assert r.error_type.value == "EM", (r.task_id, r.error_cause)
         if expected:
             assert r.error_cause == expected
+
+
+def test_examples_set_aside_are_solved_on_the_written_collection(tmp_path):
+    out = tmp_path / "rageval.jsonl"
+    args = ["tasks", "load", "rageval", str(FIXTURES["rageval"]), "--out", str(out),
+            "--examples", "1", "--env", "docs"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "1 examples -> " in result.output
+    assert len(read_tasks(out)) == 5

@@ -278,12 +278,20 @@ def tasks_load(
             report = load_collection(kind, path, strict)
         else:
             report = load_report(kind, path, strict)
+        corpus = None
+        if getattr(report, "collection", None) is not None:
+            from raleval.tasks.collection_loaders import write_collection
+
+            # written first: the examples set aside are solved on it (--env docs)
+            corpus = write_collection(report, out)
         checker = None
         if env is not None:
             from raleval import registry
             from raleval.config import parse_key_values
 
             options = parse_key_values(env_option, "-E") if env_option else {}
+            if env == "docs" and corpus is not None:
+                options.setdefault("corpus", str(corpus))
             checker = registry.envs.get(env)(**options)
         tasks, pool = set_aside(report.tasks, examples, checker)
     except (TaskFileError, *user_errors()) as exc:
@@ -293,12 +301,9 @@ def tasks_load(
     if len(report.skipped) > 20:
         typer.echo(f"... and {len(report.skipped) - 20} more skipped", err=True)
     typer.echo(report.summary(), err=True)
-    collection = getattr(report, "collection", None)
-    if collection is not None:
-        from raleval.tasks.collection_loaders import write_collection
-
-        corpus = write_collection(report, out)
-        typer.echo(f"{len(collection)} documents -> {corpus} (run with --env docs)")
+    if corpus is not None:
+        n_docs = len(report.collection)  # type: ignore[attr-defined]
+        typer.echo(f"{n_docs} documents -> {corpus} (run with --env docs)")
     write_tasks(out, tasks)
     typer.echo(f"{len(tasks)} tasks -> {out}")
     if examples:
