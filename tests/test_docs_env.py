@@ -137,3 +137,18 @@ def test_read_takes_ids_only_never_paths(tmp_path):
     for doc_id in ("../../etc/passwd", "/etc/passwd", "sh/../cd", "0"):
         result = env.call_sync("read", {"doc_id": doc_id})
         assert (result.kind, result.cause) == (OutcomeKind.misuse, "unknown_id"), doc_id
+
+
+def test_processes_opening_a_new_corpus_at_once_build_it_once(tmp_path):
+    import multiprocessing
+
+    corpus = _corpus(tmp_path)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(3) as pool:
+        sizes = pool.map(_open_size, [str(corpus)] * 3)
+    assert sizes == [4, 4, 4]
+    assert CorpusIndex(corpus).get("sh").title == "上海体育消费券"
+
+
+def _open_size(path: str) -> int:
+    return len(CorpusIndex(Path(path)))

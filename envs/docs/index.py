@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,30 @@ def build_index(corpus: Path, workers: int | None = None) -> Path:
     return folder
 
 
+def _current(corpus: Path) -> bool:
+    manifest = index_dir(corpus) / "manifest.json"
+    try:
+        return json.loads(manifest.read_text()) == _stamp(corpus)
+    except (OSError, ValueError):
+        return False
+
+
+@contextmanager
+def _build_lock(corpus: Path) -> Iterator[None]:
+    """One builder at a time per corpus (processes opening it at once wait for the first)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; builds are rare, last one wins
+        yield
+        return
+    with corpus.with_name(corpus.name + ".bm25.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 class CorpusIndex:
     """An opened collection: BM25 search over it and documents read by id."""
 
@@ -197,10 +222,11 @@ class CorpusIndex:
         if not corpus.is_file():
             raise FileNotFoundError(f"{corpus}: no such corpus file")
         folder = index_dir(corpus)
-        manifest = folder / "manifest.json"
-        current = manifest.is_file() and json.loads(manifest.read_text()) == _stamp(corpus)
-        if rebuild or not current:
-            build_index(corpus)
+        if rebuild or not _current(corpus):
+            with _build_lock(corpus):
+                # another process (a worker of the same run) may have built it meanwhile
+                if rebuild or not _current(corpus):
+                    build_index(corpus)
         self.retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
         self.offsets = np.load(folder / "offsets.npy", mmap_mode="r")
         docs = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
