@@ -29,9 +29,12 @@ OPT_IN_SETS = {"scholar": "scholar-longform", "wiki": "wiki-longform"}
 def test_built_in_envs_have_default_sets():
     # "remote" and "mcp" evaluate another server's tools: tests/test_serve.py and
     # tests/test_mcp.py run the oracle through them; "crag-pages" answers loaded CRAG tasks
-    # from their own pages (tests/test_crag_pages.py)
+    # from their own pages (tests/test_crag_pages.py); "docs" answers the seeds' loaded
+    # benchmarks over their collections (tests/test_collection_loaders.py)
     assert set(ENV_TASKS) == {"scholar", "wiki", "crag"}
-    assert set(registry.envs.names()) == {"scholar", "wiki", "crag", "crag-pages", "remote", "mcp"}
+    assert set(registry.envs.names()) == {
+        "scholar", "wiki", "crag", "crag-pages", "remote", "mcp", "docs"
+    }  # fmt: skip
     assert registry.envs.get("remote").default_tasks is None
     assert registry.envs.get("crag-pages").default_tasks is None
 

@@ -121,9 +121,17 @@ def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
 def episode_view(
     i: int, run: Run, t: Trajectory, threshold: float, judged: JudgedRun | None = None
 ) -> dict[str, Any]:
+    from raleval.analysis.keypoint_view import key_point_rows, long_form_reason
+
     task = run.tasks.get(t.task_id)
     verdicts = judged.verdicts.get((t.task_id, t.epoch)) if judged else None
     golds = task.answers if task else []
+    points = key_point_rows(task, t.answer)
+    reason = (
+        long_form_reason(points, t.error_cause)
+        if task is not None and task.key_points
+        else label_reason(t, golds, threshold)
+    )
     return {
         "i": i,
         "system": run.system,
@@ -135,7 +143,9 @@ def episode_view(
         "f1": t.scores.get("f1", 0.0),
         "label": t.error_type.value if t.error_type else "-",
         "cause": _clip(t.error_cause, MAX_TEXT),
-        "reason": label_reason(t, golds, threshold),
+        "reason": reason,
+        # each key point of a long-form answer: its verdict and the words that decided it
+        "key_points": [{k: _clip(v, MAX_TEXT) for k, v in row.items()} for row in points],
         # the judge's verdict beside the rules' (raleval score --judge), when there is one
         "judge": (
             f"{verdicts['judge']} (rules: {verdicts['rule']}; judge {judged.spec})"

@@ -56,6 +56,11 @@ const raleval = (function () {
       `</span></h3><p><b>question:</b> ${esc(e.question)}</p>` +
       `<p><b>gold:</b> ${esc(e.gold)} &nbsp; <b>answer:</b> ${esc(e.answer)}</p>` +
       `<p><b>why ${esc(e.label)}:</b> ${esc(e.reason)}</p>` +
+      ((e.key_points || []).length ? `<table class="keypoints"><thead><tr><th>key point</th>` +
+        `<th>verdict</th><th>the answer's words</th></tr></thead><tbody>` +
+        e.key_points.map((k) => `<tr><td>${esc(k.point)}</td><td class="kp-${esc(k.verdict)}">` +
+          `${esc(k.verdict)}</td><td>${esc(k.words)}</td></tr>`).join("") +
+        `</tbody></table>` : "") +
       (e.judge ? `<p><b>judge:</b> ${esc(e.judge)}</p>` : "") +
       `<p class="muted">${esc(e.system)} &middot; ended: ${esc(e.termination)} &middot; ` +
       `wall ${e.wall.toFixed(2)} s, model ${e.model.toFixed(2)} s, tool ${e.tool.toFixed(3)} s` +

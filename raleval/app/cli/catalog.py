@@ -244,7 +244,11 @@ def tasks_expand(
 @tasks_app.command("load")
 def tasks_load(
     kind: Annotated[
-        str, typer.Argument(help="hotpotqa | 2wiki | musique | kqapro | crag | soay | reval")
+        str,
+        typer.Argument(
+            help="hotpotqa | 2wiki | musique | kqapro | crag | soay | reval; with a document "
+            "collection for --env docs: crud | rageval | rgb | rgb-negative"
+        ),
     ],
     path: Annotated[Path, typer.Argument(help="the public task file")],
     out: Annotated[Path, typer.Option(help="raleval tasks JSON lines, for --tasks")] = Path(
@@ -271,17 +275,29 @@ def tasks_load(
     """Convert a public dataset file into raleval task records (bad records are skipped and
     listed with file:line and the reason); ``--examples K`` sets K aside for demonstrations."""
     from raleval.store import write_tasks
+    from raleval.tasks.collection_loaders import COLLECTION_LOADERS, load_collection
     from raleval.tasks.demonstrations import pool_path, set_aside
     from raleval.tasks.loaders import TaskFileError, load_report
 
     try:
-        report = load_report(kind, path, strict)
+        if kind in COLLECTION_LOADERS:
+            report = load_collection(kind, path, strict)
+        else:
+            report = load_report(kind, path, strict)
+        corpus = None
+        if getattr(report, "collection", None) is not None:
+            from raleval.tasks.collection_loaders import write_collection
+
+            # written first: the examples set aside are solved on it (--env docs)
+            corpus = write_collection(report, out)
         checker = None
         if env is not None:
             from raleval import registry
             from raleval.config import parse_key_values
 
             options = parse_key_values(env_option, "-E") if env_option else {}
+            if env == "docs" and corpus is not None:
+                options.setdefault("corpus", str(corpus))
             checker = registry.envs.get(env)(**options)
         tasks, pool = set_aside(report.tasks, examples, checker)
     except (TaskFileError, *user_errors()) as exc:
@@ -291,6 +307,9 @@ def tasks_load(
     if len(report.skipped) > 20:
         typer.echo(f"... and {len(report.skipped) - 20} more skipped", err=True)
     typer.echo(report.summary(), err=True)
+    if corpus is not None:
+        n_docs = len(report.collection)  # type: ignore[attr-defined]
+        typer.echo(f"{n_docs} documents -> {corpus} (run with --env docs)")
     write_tasks(out, tasks)
     typer.echo(f"{len(tasks)} tasks -> {out}")
     if examples:

@@ -28,10 +28,29 @@ def validate_cmd(
     per_type: Annotated[int, typer.Option(help="items per answer type")] = 40,
     concurrency: Annotated[int, typer.Option(help="items judged at once")] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON")] = False,
+    model_option: Annotated[
+        list[str] | None,
+        typer.Option("-M", "--model-option", help="judge model option key=value (threads=1)"),
+    ] = None,
+    keypoints: Annotated[
+        bool,
+        typer.Option(
+            "--keypoints",
+            help="validate the free-text key-point judge (RAGEval's relevant / irrelevant / "
+            "wrong) on hand-labelled key points of real model answers instead",
+        ),
+    ] = False,
 ) -> None:
     """Grade a seeded set of reworded right answers and near misses with each judge; print
     accuracy, false-accept and false-reject rates and Cohen's kappa against the truth, per
-    answer type, and store them beside the judge's cached verdicts."""
+    answer type, and store them beside the judge's cached verdicts. ``--keypoints``: the
+    key-point judge on its hand-labelled set, per language."""
+    from raleval.config import parse_key_values
+
+    options = parse_key_values(model_option, "-M") if model_option else {}
+    if keypoints:
+        _validate_keypoints(judge, concurrency, as_json, options)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -53,7 +72,7 @@ def validate_cmd(
     out: list[dict[str, Any]] = []
     for spec in judge:
         try:
-            j = resolve_judge([spec], cache_path=cache_path)
+            j = resolve_judge([spec], cache_path=cache_path, **options)
         except user_errors() as exc:
             fail(str(exc))
         try:
@@ -101,6 +120,53 @@ def validate_cmd(
             for b in specs[k + 1 :]:
                 kappa = cohen_kappa(all_verdicts[a], all_verdicts[b])
                 console.print(f"inter-judge kappa {a} vs {b}: {_fmt(kappa)}")
+    if as_json:
+        typer.echo(json.dumps(out))
+
+
+def _validate_keypoints(
+    specs: list[str], concurrency: int, as_json: bool, options: dict[str, Any]
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval.grading.keypoint_judge import KeyPointJudge
+    from raleval.grading.keypoint_validation import load_items, validate_keypoints
+
+    console = Console(stderr=as_json)
+    items = load_items()
+    console.print(f"{len(items)} hand-labelled key points of real model answers")
+    out = []
+    for spec in specs:
+        try:
+            judge = KeyPointJudge([spec], **options)
+        except user_errors() as exc:
+            fail(str(exc))
+        try:
+            result, _ = validate_keypoints(judge, items, concurrency)
+        finally:
+            judge.close()
+        out.append(result.model_dump())
+        if as_json:
+            continue
+        table = Table(
+            title=f"{spec} (prompt {result.prompt_version}; {result.elapsed_s:.1f} s)",
+            title_justify="left",
+        )
+        for col in ("language", "n", "accuracy", "false accept", "false reject", "kappa"):
+            table.add_column(col, justify="left" if col == "language" else "right")
+        for name, a in [*result.per_language.items(), ("all", result.overall)]:
+            table.add_row(
+                name, str(a.n), _fmt(a.accuracy), _fmt(a.false_accept), _fmt(a.false_reject),
+                _fmt(a.kappa),
+            )  # fmt: skip
+        console.print(table)
+        labels = ", ".join(f"{k} {v}" for k, v in result.labels.items())
+        console.print(
+            f"labels: {labels}; {result.by_rule} decided by rule (abstentions are irrelevant)"
+        )
+        if result.unreadable:
+            console.print(f"unreadable judge replies (counted irrelevant): {result.unreadable}")
     if as_json:
         typer.echo(json.dumps(out))
 
