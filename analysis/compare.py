@@ -18,6 +18,10 @@ import numpy as np
 
 from raleval.analysis.runs import Run, cluster_of
 from raleval.analysis.stats import (
+    DIFFERENCE_INTERVAL,
+    HOLM_INTERVAL,
+    MEAN_INTERVAL,
+    SCORE_INTERVAL,
     EpochSpread,
     Interval,
     design_effect,
@@ -233,7 +237,7 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
     for col in ("run", "tasks", "clusters", "mean", f"{level} CI", "epochs", "epoch sd"):
         runs.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     runs.add_column("flips", justify="right", no_wrap=True)
-    runs.caption = "CI: Wilson on the clustered effective size for scores in [0, 1], else t "
+    runs.caption = f"CI: the {SCORE_INTERVAL} for scores in [0, 1], else the {MEAN_INTERVAL} "
     runs.caption += "clipped to F1's range; epoch sd: between-epoch "
     runs.caption += "sd of a task's score; flips: share of tasks whose match differs across epochs"
     for letter, r in zip(letters, cmp.runs, strict=True):
@@ -264,8 +268,8 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
         )  # fmt: skip
     pairs.caption = (
         f"MDD: the smallest true difference this many tasks detect with {100 * cmp.power:g}% "
-        f"power at alpha {cmp.alpha:g}; Holm CI: A - B at the simultaneous level that agrees "
-        "with p Holm (docs/statistics.md); McNemar: exact, unclustered, on matches "
+        f"power at alpha {cmp.alpha:g}; CI: the {DIFFERENCE_INTERVAL} of A - B; Holm CI: its "
+        f"{HOLM_INTERVAL} (docs/statistics.md); McNemar: exact, unclustered, on matches "
         "(single-epoch runs only)"
     )
     return Group(runs, pairs)

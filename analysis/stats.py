@@ -16,6 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# Every interval raleval prints, named once: tables, the report and compare take their captions
+# from here, and docs/statistics.md gives each one's formula and sources.
+SCORE_INTERVAL = "95% Wilson interval on the clustered effective size"  # F1, EM, rates
+MEAN_INTERVAL = "95% clustered t interval"  # seconds, tokens, USD: unbounded means
+AVERAGE_INTERVAL = "95% interval of an unweighted mean of family means (combined)"
+DIFFERENCE_INTERVAL = "95% clustered paired t interval"
+HOLM_INTERVAL = "Holm-simultaneous 95% interval (agrees with the Holm verdict)"
+
 
 @dataclass(frozen=True)
 class Interval:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.runs import cluster_of
 from raleval.analysis.scoring import KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE
-from raleval.analysis.stats import Interval, score_interval
+from raleval.analysis.stats import SCORE_INTERVAL, Interval, score_interval
 from raleval.failures import failure_cause, latest_attempts
 from raleval.records import ErrorType, Task, Trajectory
 
@@ -222,7 +222,7 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
         cells += [frac(r.call_precision), frac(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)
-    scores.caption = "±: 95% interval of F1, clustered by template"
+    scores.caption = f"±: half the width of F1's {SCORE_INTERVAL}, clustered by template"
     if fam_mean is not None:
         scores.caption = (
             f"all: mean over episodes; mean of family F1 {fam_mean:.3f}; {scores.caption}"

@@ -17,7 +17,7 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from raleval.analysis.stats import Interval, combine_means
+from raleval.analysis.stats import AVERAGE_INTERVAL, SCORE_INTERVAL, Interval, combine_means
 
 # R-Eval's 12 tasks: family id -> (domain, level)
 REVAL_TASKS: dict[str, tuple[str, str]] = {
@@ -240,7 +240,10 @@ class RevalTable:
         header, body = self.rows(ci=ci)
         body = [[escape(c) for c in r] for r in body]
         if ci:
-            title += " (± 95% interval, clustered by template)"
+            title += (
+                f" (±: half the width of a family's {SCORE_INTERVAL}, an average's "
+                f"{AVERAGE_INTERVAL}; clustered by template)"
+            )
         table = Table(title=title)
         for h in header:
             table.add_column(h, justify="left" if h == "system" else "right")

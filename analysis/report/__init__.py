@@ -40,6 +40,7 @@ from raleval.analysis.runs import (
     summarize_system,
     untouched_rates,
 )
+from raleval.analysis.stats import MEAN_INTERVAL, SCORE_INTERVAL
 from raleval.analysis.summary import LABELS
 from raleval.analysis.taxonomy import DEFAULT_THRESHOLD, evidence_found
 from raleval.records import Trajectory
@@ -303,7 +304,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         for family, ci in fams.items()
     ]
     reval_html = section("Per-task F1 (x100), averages and ranks", reval_html) + section(
-        "Per-task F1 intervals", _table(["system", "task family", "F1 [95% interval]"], ci_rows),
+        "Per-task F1 intervals",
+        f'<p class="muted">[low, high]: the {SCORE_INTERVAL} of F1 (docs/statistics.md).</p>'
+        + _table(["system", "task family", "F1 [95% interval]"], ci_rows),
         open_=False,
     )  # fmt: skip
 
@@ -491,7 +494,10 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
         + "".join(f"<li>{_text(p)}</li>" for p in paths)
         + "</ul></details>",
         "reval_table": reval_html,
-        "systems_table": systems_html,
+        "systems_table": (
+            f'<p class="muted">F1 and exact match [low, high]: the {SCORE_INTERVAL}; seconds, '
+            f"tokens and USD: the {MEAN_INTERVAL} (docs/statistics.md).</p>" + systems_html
+        ),
         "errors_table": errors_html,
         "crag_section": crag_html,
         "plots": "".join(f'<div data-figure="{kind}">{f}</div>' for kind, f in figures),
