@@ -29,7 +29,7 @@ from raleval.grading.rules import (
 from raleval.records import Task, Trajectory
 
 # What a trajectory's scores hold after scoring (besides the task's own metric).
-SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")
+SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing", "ungraded")
 # Scored too on a long-form answer, against its reference text, where registered (CRUD-RAG).
 LONG_FORM_METRICS = ("rouge_l", "bleu")
 # RAGEval's key-point shares on a long-form answer (keys of ``Trajectory.scores``).
@@ -87,6 +87,8 @@ def score_trajectory(
         "relaxed_f1": verdict.relaxed_f1,
         "crag": CRAG_POINTS[verdict.crag],
         "missing": float(verdict.abstained and not verdict.correct),
+        # rules could not decide (grading/freetext.py): not correct, counted apart
+        "ungraded": float(verdict.ungraded),
     }
     if rejects_correctly(task, verdict):
         # CRAG and RGB count a rejection as the right answer where no answer exists.
@@ -153,6 +155,7 @@ class Aggregate:
     missing: float
     hallucination: float  # CRAG: answered and wrong
     crag_score: float  # CRAG: accuracy - hallucination
+    ungraded: float = 0.0  # share the rules could not decide: neither missing nor wrong
 
     @classmethod
     def of(cls, trajs: list[Trajectory]) -> Aggregate:
@@ -164,7 +167,11 @@ class Aggregate:
             return sum(t.scores.get(key, 0.0) for t in trajs) / n
 
         correct = mean("correct")
-        missing = sum(t.scores.get("crag", 0.0) == 0.0 for t in trajs) / n
+        ungraded = sum(t.scores.get("ungraded", 0.0) > 0 for t in trajs) / n
+        missing = (
+            sum(t.scores.get("crag", 0.0) == 0.0 and not t.scores.get("ungraded") for t in trajs)
+            / n
+        )
         hall = sum(t.scores.get("crag", 0.0) < 0 for t in trajs) / n
         return cls(
             n=n,
@@ -176,6 +183,7 @@ class Aggregate:
             missing=missing,
             hallucination=hall,
             crag_score=correct - hall,
+            ungraded=ungraded,
         )
 
 

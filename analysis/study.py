@@ -90,6 +90,8 @@ def _row(run: Run) -> dict[str, str]:
         "F1": f"{interval.estimate:.3f}",
         "95% CI": ci,
         "correct": f"{sum(t.scores.get('correct', 0.0) for t in scored) / max(1, n):.3f}",
+        # answers the rules could not decide (grading/freetext.py): not correct, not wrong
+        "ungraded": str(sum(t.scores.get("ungraded", 0.0) > 0 for t in scored)),
     }
     row.update({lv: _f1(run, levels.get(lv, [])) for lv in LEVELS})
     row.update({lb: f"{100 * labels.get(lb, 0) / max(1, n):.0f}" for lb in LABELS})
@@ -109,7 +111,7 @@ def _row(run: Run) -> dict[str, str]:
 _TAIL = [*LABELS, "unparseable", "prog. error", "s/ep", "tokens/ep"]
 COLUMNS = {  # the generated arm's tasks carry R-Eval levels; a loaded file's need not
     GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *_TAIL],
-    "real": ["n", "F1", "95% CI", "correct", *_TAIL],
+    "real": ["n", "F1", "95% CI", "correct", "ungraded", *_TAIL],
 }
 
 

@@ -30,6 +30,16 @@ from raleval.text import contains_tokens, normalize_answer
 
 CORRECT, WRONG, UNGRADED = "correct", "wrong", "ungraded"
 
+# A gold that is not an answer (CRAG's dev file holds the string 'nan'): nothing to grade by.
+NOT_ANSWERS = frozenset({"", "nan", "null"})
+
+
+def is_answer(gold: str | None) -> bool:
+    """Whether ``gold`` is an answer at all: not empty, not whitespace, and not a missing value
+    written out ('nan', 'null'; "none" can be an answer and is kept)."""
+    return gold is not None and gold.strip().lower() not in NOT_ANSWERS
+
+
 # Function words: never answer-bearing on their own (they join the question to its answer).
 _FUNCTION_WORDS_TEXT = """a an the and or nor but of in on at to for from by with as into onto
 about over under up down out off than then so if is are was were be been being am has have had

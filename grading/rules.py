@@ -74,6 +74,7 @@ from raleval.grading.freetext import (
     UNGRADED,
     answer_bearing_text,
     grade_free_text,
+    is_answer,
     question_alternatives,
     strip_restated_question,
 )
@@ -483,6 +484,36 @@ def entity_match(prediction: str | None, aliases: Sequence[str]) -> bool:
     return False
 
 
+def _run_at(tokens: list[str], run: list[str]) -> int:
+    """Where ``run`` first starts in ``tokens`` as a whole run; -1 when it does not."""
+    n = len(run)
+    return next((i for i in range(len(tokens) - n + 1) if n and tokens[i : i + n] == run), -1)
+
+
+_NEGATION = re.compile(r"\b(?:not|never|no|neither|nor)\b|n't\b", re.IGNORECASE)
+
+
+def _comparative_pick(
+    answer: str, said: list[str], golds: Sequence[str], other: str
+) -> bool | None:
+    """For an answer naming both options of an either-or question: whether it picks the gold,
+    read from "A <comparative> than B" (or "A ... compared to/with B"), where A is the pick;
+    ``None`` when it has no such form or holds a negation, so a rule cannot tell."""
+    if _NEGATION.search(_apostrophes(answer)):
+        return None
+    at_other = _run_at(said, _tokens(other))
+    for gold in golds:
+        run = _tokens(gold)
+        at_gold = _run_at(said, run)
+        if at_gold < 0 or at_other < 0:
+            continue
+        first, second = sorted((at_gold, at_other))
+        between = said[first + 1 : second]
+        if "than" in between or "compared" in between:
+            return at_gold < at_other
+    return None
+
+
 _SPLIT = re.compile(r"\s*(?:[,;\n]|\band\b|&|\u2022|^\s*[-*]\s+)\s*", re.IGNORECASE | re.MULTILINE)
 
 
@@ -541,13 +572,6 @@ def list_precision_recall(
 ACCURATE, MISSING, INCORRECT = "accurate", "missing", "incorrect"
 # An ungraded answer scores 0 and is counted apart: CRAG's protocol hands it to its judge.
 CRAG_POINTS = {ACCURATE: 1.0, MISSING: 0.0, INCORRECT: -1.0, UNGRADED: 0.0}
-# A gold that is not an answer (CRAG's dev file holds the string 'nan'): nothing to grade by.
-NOT_ANSWERS = frozenset({"", "nan", "none", "null", "n/a"})
-
-
-def is_answer(gold: str | None) -> bool:
-    """Whether ``gold`` is an answer at all (not empty, whitespace, or 'nan'/'null')."""
-    return gold is not None and gold.strip().lower() not in NOT_ANSWERS
 
 
 @dataclass
@@ -699,8 +723,13 @@ def grade(
         said = _tokens(answer or "")
         named = [o for o in others if contains_tokens(said, _tokens(o))]
         if correct and named:
-            correct, ungraded, score = False, True, 0.0
-            why.append(f"names the other option too ({named[0]!r}): ungraded")
+            pick = _comparative_pick(answer or "", said, golds, named[0])
+            if pick is None:
+                correct, ungraded, score = False, True, 0.0
+                why.append(f"names the other option too ({named[0]!r}): ungraded")
+            elif not pick:
+                correct, score = False, 0.0
+                why.append(f"says the other option ({named[0]!r}) is the one, 'A ... than B'")
     if not answerable:
         # RGB's negative rejection: the answer is not in the environment, declining is right.
         correct = abstained or invalid
