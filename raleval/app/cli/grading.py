@@ -135,9 +135,19 @@ def score(
             "panel); its spec, prompt version and validated kappa go into scores.jsonl"
         ),
     ] = None,
+    protocol: Annotated[
+        str,
+        typer.Option(
+            help="rules: raleval's typed grading; crag: also CRAG's protocol (exact match, "
+            "then the judge: --judge MODEL, else the rules, leaving what they cannot decide "
+            "ungraded), its accurate/missing/hallucinated and score = accuracy - hallucination"
+        ),
+    ] = "rules",
 ) -> None:
     """Recompute scores and error types from stored trajectories (no model or tool calls,
     except the judge's when --judge is given); each run's scores go to its scores.jsonl."""
+    if protocol not in ("rules", "crag"):
+        fail(f"--protocol takes rules or crag, not {protocol!r}")
     from raleval.analysis.runs import find_runs
 
     try:
@@ -145,10 +155,12 @@ def score(
     except user_errors() as exc:
         fail(str(exc))
     for run_dir in found:
-        score_run(run_dir, threshold, judge)
+        score_run(run_dir, threshold, judge, protocol)
 
 
-def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
+def score_run(
+    run_dir: Path, threshold: float, judge: list[str] | None, protocol: str = "rules"
+) -> None:
     """``raleval score`` of one run directory."""
     from raleval.analysis.runs import load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
@@ -168,6 +180,9 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
             from raleval.app.cli.judging import agreement_line, judge_run_verdicts
 
             about, judged = judge_run_verdicts(run, judge)
+        crag: list[str | None] = [None] * len(scored)
+        if protocol == "crag":
+            crag = crag_protocol_verdicts(run, judge)
         lines = "".join(
             json.dumps(
                 {
@@ -179,11 +194,12 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
                     "stop_reason": t.stop_reason.value if t.stop_reason else None,
                     "error_subcause": t.error_subcause,
                     **({"judge": j} if j else {}),
+                    **({"crag_protocol": c} if c else {}),
                 },
                 sort_keys=True,
             )
             + "\n"
-            for t, j in zip(scored, judged, strict=True)
+            for t, j, c in zip(scored, judged, crag, strict=True)
         )
         write_atomic(run_dir / "scores.jsonl", lines)
         console = make_console()
@@ -193,6 +209,8 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
         console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
         for line in changes:
             console.print(f"  {line}", highlight=False, markup=False)
+        if protocol == "crag":
+            console.print(crag_protocol_line(crag, judge), highlight=False, markup=False)
         if judge:
             kappa = about["kappa"]
             console.print(
@@ -204,6 +222,60 @@ def score_run(run_dir: Path, threshold: float, judge: list[str] | None) -> None:
             )
     except user_errors() as exc:
         fail(str(exc))
+
+
+def crag_protocol_verdicts(run, judge_specs: list[str] | None) -> list[str | None]:
+    """CRAG's protocol verdict on every scored episode of ``run`` (None where its task is
+    missing); the judge is the model panel ``judge_specs`` names, else the rules."""
+    import asyncio
+
+    from raleval.cache import default_cache_path
+    from raleval.grading.crag_protocol import protocol_verdict
+    from raleval.grading.judge import resolve_judge
+
+    judge = resolve_judge(judge_specs, cache_path=default_cache_path()) if judge_specs else None
+
+    async def all_verdicts() -> list[str | None]:
+        out: list[str | None] = []
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            if task is None:
+                out.append(None)
+                continue
+            out.append(
+                await protocol_verdict(
+                    judge,
+                    task.question,
+                    task.answers,
+                    t.answer,
+                    (task.answer_type.value if task.answer_type else "entity"),
+                    task.elements,
+                    task.tags.answerable,
+                )
+            )
+        return out
+
+    try:
+        return asyncio.run(all_verdicts())
+    finally:
+        if judge is not None:
+            judge.close()
+
+
+def crag_protocol_line(verdicts: list[str | None], judge_specs: list[str] | None) -> str:
+    """One line: CRAG's rates and score over the judged episodes."""
+    from raleval.grading.crag_protocol import protocol_summary
+
+    s = protocol_summary([v for v in verdicts if v is not None])
+    c = s["counts"]
+    by = "+".join(judge_specs) if judge_specs else "scripted/rules (no model judge)"
+    return (
+        f"CRAG protocol (exact match, then {by}) on {s['n']} episode(s): accurate "
+        f"{c['accurate']}, missing {c['missing']}, hallucinated {c['hallucinated']}, "
+        f"ungraded {c['ungraded']}; accuracy {s['accuracy']:.3f}, hallucination "
+        f"{s['hallucination']:.3f}, score {s['score']:+.3f}"
+        + (" (ungraded answers need a model judge: --judge MODEL)" if c["ungraded"] else "")
+    )
 
 
 @app.command()
