@@ -134,3 +134,67 @@ def test_the_real_answer_set_is_large_labelled_and_covers_every_source():
         "entity", "boolean", "count", "number", "year", "date", "list", "free_text",
         "invalid_premise",
     }  # fmt: skip
+
+
+def _cli():
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    return CliRunner(), app
+
+
+def test_judge_validate_real_prints_rules_agreement_per_type(tmp_path, monkeypatch):
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    runner, app = _cli()
+    result = runner.invoke(
+        app, ["judge", "validate", "--judge", "scripted/rules", "--set", "real", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (out,) = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["judge"] == "scripted/rules" and out["n"] >= 150
+    assert set(out["per_type"]) >= {"entity", "boolean", "count", "free_text", "number"}
+    # the floor of issue 45: the rules on the short-answer types
+    assert out["short_answer"]["accuracy"] >= 0.95
+    for kind in ("entity", "boolean", "count", "number", "year", "date", "list"):
+        assert out["per_type"][kind]["accuracy"] >= 0.95, kind
+    # free text is never accepted by overlap: no wrong free-text answer is accepted
+    assert out["per_type"]["free_text"]["false_accept"] == 0.0
+    table = runner.invoke(app, ["judge", "validate", "--judge", "scripted/rules", "--set", "real"])
+    assert table.exit_code == 0 and "short" in table.output and "generated" in table.output
+    bad = runner.invoke(app, ["judge", "validate", "--judge", "scripted/rules", "--set", "nope"])
+    assert bad.exit_code != 0 and "--set takes generated or real" in bad.output
+
+
+def test_score_protocol_crag_on_a_stored_crag_pages_cell(tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("RALEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    cell = "crag-pages__direct__local_qwen2.5-0.5b__crag-dev-f8fbbbc9"
+    run = tmp_path / cell
+    shutil.copytree(ROOT / "studies" / "local-models" / cell, run)
+    runner, app = _cli()
+    result = runner.invoke(app, ["score", str(run), "--protocol", "crag"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("CRAG protocol"))
+    # the no-tools baseline's 3 of 8 'correct' were restated questions: none is accurate now
+    assert "accurate 0," in line and "score -0.750" in line and "ungraded 2" in line
+    stored = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+    assert sorted(s["crag_protocol"] for s in stored).count("ungraded") == 2
+    bad = runner.invoke(app, ["score", str(run), "--protocol", "nope"])
+    assert bad.exit_code != 0
+
+
+def test_protocol_order_exact_match_then_rules():
+    from raleval.grading.crag_protocol import protocol_summary, rules_protocol_verdict
+
+    q = "what is the shortest highway in the us in feet?"
+    gold = ["the shortest highway in the us, i-878 in new york, is only 3,696 feet long."]
+    got = [
+        rules_protocol_verdict(q, gold, a, "free_text")
+        for a in (gold[0].upper(), "I don't know", "17 feet", "I-878", "3,696 ft")
+    ]
+    assert got == ["accurate", "missing", "hallucinated", "ungraded", "accurate"]
+    s = protocol_summary(got)
+    assert s["score"] == pytest.approx(2 / 5 - 1 / 5) and s["counts"]["ungraded"] == 1
