@@ -198,3 +198,53 @@ def test_protocol_order_exact_match_then_rules():
     assert got == ["accurate", "missing", "hallucinated", "ungraded", "accurate"]
     s = protocol_summary(got)
     assert s["score"] == pytest.approx(2 / 5 - 1 / 5) and s["counts"]["ungraded"] == 1
+
+
+def test_the_corrected_crag_numbers_in_docs_are_the_stored_cells():
+    """docs/study.md's sentences about the re-scored CRAG arm, recomputed from the cells."""
+    import re
+
+    from raleval.analysis.study import load_study
+    from raleval.grading.crag_protocol import protocol_summary, rules_protocol_verdict
+
+    doc = " ".join((ROOT / "docs" / "study.md").read_text(encoding="utf-8").split())
+    arm = load_study(ROOT / "studies" / "local-models")["crag-dev"]
+    correct, ungraded_nan, scores = [], 0, []
+    for (workflow, model), run in arm.items():
+        verdicts = []
+        for t in run.scored:
+            task = run.tasks[t.task_id]
+            if t.scores["correct"]:
+                correct.append((workflow, model, task, t.answer))
+            if task.answers == ["nan"]:
+                # graded against nothing: ungraded, or missing when the answer declines
+                ungraded_nan += t.scores["ungraded"] == 1.0 or t.scores["missing"] == 1.0
+            verdicts.append(
+                rules_protocol_verdict(
+                    task.question, task.answers, t.answer, task.answer_type.value, task.elements
+                )
+            )
+        scores.append(protocol_summary(verdicts)["score"])
+
+    # no restated question is graded correct: every correct answer has a word the question
+    # does not (a yes/no answer's "yes" counts)
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+    assert all(words(a) - words(task.question) for _, _, task, a in correct)
+    assert ungraded_nan == len(arm)  # the 'nan' gold grades no answer right or wrong
+    assert len(correct) == 2 and {task.answer_type.value for *_, task, _ in correct} == {"boolean"}
+    assert f"Re-scored, {len(correct)} CRAG episodes are correct" in doc
+    assert f"a score of {min(scores):.3f} to {max(scores):.3f}" in doc
+    direct = [sum(t.scores["correct"] for t in arm[("direct", m)].scored) for m in (
+        "local/qwen2.5-0.5b", "local/smollm2-135m")]  # fmt: skip
+    assert direct == [0, 0] and "`direct` answers none (0 of 8 for each model" in doc
+    react = {m: sum(t.scores["f1"] for t in r.scored) / len(r.scored)
+             for (w, m), r in arm.items() if w == "react"}  # fmt: skip
+    want = (
+        f"CRAG {react['local/qwen2.5-0.5b']:.3f} (Qwen2.5-0.5B) and "
+        f"{react['local/smollm2-135m']:.3f} (SmolLM2)"
+    )
+    assert want in doc, want
+    f1s = [sum(t.scores["f1"] for t in r.scored) / len(r.scored) for r in arm.values()]
+    assert re.search(rf"F1 {min(f1s):.3f}-{max(f1s):.3f}\)", doc)
