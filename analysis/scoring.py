@@ -29,7 +29,8 @@ from raleval.grading.rules import (
 from raleval.records import Task, Trajectory
 
 # What a trajectory's scores hold after scoring (besides the task's own metric).
-SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing", "ungraded")
+# (and "ungraded", 1.0, on an answer the rules could not decide)
+SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")
 # Scored too on a long-form answer, against its reference text, where registered (CRUD-RAG).
 LONG_FORM_METRICS = ("rouge_l", "bleu")
 # RAGEval's key-point shares on a long-form answer (keys of ``Trajectory.scores``).
@@ -87,9 +88,9 @@ def score_trajectory(
         "relaxed_f1": verdict.relaxed_f1,
         "crag": CRAG_POINTS[verdict.crag],
         "missing": float(verdict.abstained and not verdict.correct),
-        # rules could not decide (grading/freetext.py): not correct, counted apart
-        "ungraded": float(verdict.ungraded),
     }
+    if verdict.ungraded:  # rules could not decide (grading/freetext.py): counted apart
+        traj.scores["ungraded"] = 1.0
     if rejects_correctly(task, verdict):
         # CRAG and RGB count a rejection as the right answer where no answer exists.
         traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed_f1": 1.0})

@@ -218,7 +218,7 @@ def test_the_corrected_crag_numbers_in_docs_are_the_stored_cells():
                 correct.append((workflow, model, task, t.answer))
             if task.answers == ["nan"]:
                 # graded against nothing: ungraded, or missing when the answer declines
-                ungraded_nan += t.scores["ungraded"] == 1.0 or t.scores["missing"] == 1.0
+                ungraded_nan += t.scores.get("ungraded") == 1.0 or t.scores["missing"] == 1.0
             verdicts.append(
                 rules_protocol_verdict(
                     task.question, task.answers, t.answer, task.answer_type.value, task.elements
