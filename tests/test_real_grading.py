@@ -251,3 +251,46 @@ def test_the_corrected_crag_numbers_in_docs_are_the_stored_cells():
     assert want in doc, want
     f1s = [sum(t.scores["f1"] for t in r.scored) / len(r.scored) for r in arm.values()]
     assert re.search(rf"F1 {min(f1s):.3f}-{max(f1s):.3f}\)", doc)
+
+
+def test_tables_count_ungraded_apart_from_missing_and_wrong():
+    from datetime import datetime, timezone
+
+    from raleval.analysis.scoring import aggregate, score_trajectory
+    from raleval.analysis.summary import render_table, summarize
+    from raleval.records import AgentSpec, Trajectory
+
+    q = "what is the shortest highway in the us in feet?"
+    task = Task(
+        id="t",
+        domain="crag/open",
+        level="KA",
+        family="crag-multihop",
+        question=q,
+        answers=["the shortest highway in the us, i-878 in new york, is only 3,696 feet long."],
+        answer_type="free_text",
+    )
+    trajs = []
+    for k, answer in enumerate(("I-878 in New York", "I don't know", "17 feet", "3,696 feet")):
+        t = Trajectory(
+            task_id="t",
+            epoch=k,
+            agent=AgentSpec(workflow="direct", model="m", env="e"),
+            answer=answer,
+            termination="finished",
+            started_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            wall_time_s=1.0,
+        )
+        score_trajectory(t, task)
+        trajs.append(t)
+    assert [t.scores.get("ungraded") for t in trajs] == [1.0, None, None, None]
+    agg = aggregate(trajs)["all"]
+    assert (agg.correct, agg.missing, agg.ungraded, agg.hallucination) == (0.25, 0.25, 0.25, 0.25)
+    assert agg.crag_score == 0.0
+    (row,) = summarize(trajs, {"t": task})
+    assert row.ungraded == 0.25
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(render_table([row]))
+    assert "ungr." in console.export_text()
