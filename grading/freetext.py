@@ -184,18 +184,21 @@ def strip_restated_question(answer: str | None, question: str) -> str | None:
     return re.sub(pattern, " ", answer, count=1, flags=re.IGNORECASE)
 
 
-_ALTERNATIVES = re.compile(r"([^,:;?]+?)\s+or\s+([^,:;?]+?)\s*\??\s*$", re.IGNORECASE)
-
-
 def question_alternatives(question: str) -> list[str]:
     """The options an either-or question offers ("..., Melbelva Road or Velvet Tide?" ->
     both; "owned by time warner or universal pictures?" -> "time warner", "universal
     pictures": the left option is taken as long as the right one, or as the text after the
-    last comma or colon)."""
-    m = _ALTERNATIVES.search((question or "").strip())
-    if m is None:
+    last comma or colon). Found by the last " or ", with no regex backtracking on long text."""
+    text = (question or "").strip().rstrip("?").strip()
+    at = text.lower().rfind(" or ")
+    if at < 0:
         return []
-    left, right = m.group(1).split(), m.group(2).split()
+    right_text = text[at + 4 :]
+    if re.search(r"[,:;?]", right_text):
+        return []
+    left, right = re.split(r"[,:;?]", text[:at])[-1].split(), right_text.split()
+    if not left or not right:
+        return []
     options = [" ".join(right), " ".join(left[-len(right) :])]
     if len(left) <= 4:
         options.append(" ".join(left))
