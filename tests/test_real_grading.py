@@ -294,3 +294,14 @@ def test_tables_count_ungraded_apart_from_missing_and_wrong():
     console = Console(width=200, record=True)
     console.print(render_table([row]))
     assert "ungr." in console.export_text()
+
+
+def test_hostile_long_questions_and_answers_are_graded():
+    # a question with thousands of words and ' or ' far from its end, an answer repeating it:
+    # the rules return a verdict (a backtracking regex here once took cubic time)
+    question = "which " + "word " * 3000 + "or " + "other, " * 3000 + "?"
+    answer = ("word other " * 3000) + "(((" + "\u2028" * 10
+    for kind in ("entity", "free_text", "number", "boolean"):
+        v = grade(answer, ["word"], kind, question=question)
+        assert not v.correct or kind == "entity"
+    assert grade("", ["nan"], "free_text", question=question).crag == "missing"
