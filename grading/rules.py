@@ -791,7 +791,9 @@ def grade_task(
     )
 
 
-def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool) -> str:
+def grade_cli(
+    golds: Sequence[str], answer: str, answer_type: str, as_json: bool, question: str = ""
+) -> str:
     """What ``raleval grade`` prints: for ``list`` each gold is a JSON array of elements (an
     element may itself be an array of aliases); otherwise the golds are aliases."""
     try:
@@ -821,12 +823,12 @@ def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool
                 raise ValueError(f"--type list takes the gold as a JSON array, got {g!r}")
             elements += [[str(a) for a in x] if isinstance(x, list) else [str(x)] for x in items]
         golds = [", ".join(e[0] for e in elements)]
-    verdict = grade(answer, list(golds), kind, elements=elements)
+    verdict = grade(answer, list(golds), kind, elements=elements, question=question)
     if as_json:
         return json.dumps(verdict.to_dict(), sort_keys=True)
+    said = "correct" if verdict.correct else "ungraded" if verdict.ungraded else "not correct"
     lines = [
-        f"{'correct' if verdict.correct else 'not correct'} ({verdict.answer_type}); "
-        f"score {verdict.score:.3f}",
+        f"{said} ({verdict.answer_type}); score {verdict.score:.3f}",
         *(f"  {w}" for w in verdict.explanation),
         f"  abstained: {verdict.abstained}; says invalid premise: {verdict.claims_invalid}",
         f"  CRAG: {verdict.crag}; F1 {verdict.f1:.3f}; EM {verdict.em:.0f}; "

@@ -305,3 +305,16 @@ def test_hostile_long_questions_and_answers_are_graded():
         v = grade(answer, ["word"], kind, question=question)
         assert not v.correct or kind == "entity"
     assert grade("", ["nan"], "free_text", question=question).crag == "missing"
+
+
+def test_grade_command_takes_the_question():
+    runner, app = _cli()
+    gold = "the shortest highway in the us, i-878 in new york, is only 3,696 feet long."
+    q = "what is the shortest highway in the us in feet?"
+    args = ["grade", "--gold", gold, "--type", "free_text", "--question", q, "--answer"]
+    wrong = runner.invoke(app, [*args, "The shortest highway in the US in feet is 17 feet."])
+    assert wrong.exit_code == 0 and wrong.output.startswith("not correct (free_text)")
+    part = runner.invoke(app, [*args, "I-878"])
+    assert part.output.startswith("ungraded (free_text)")
+    right = runner.invoke(app, [*args, "3,696 feet"])
+    assert right.output.startswith("correct (free_text)")

@@ -292,11 +292,18 @@ def grade(
         ),
     ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    question: Annotated[
+        str,
+        typer.Option(
+            help="the question: never graded as part of the answer, and free text is graded "
+            "on what the gold says beyond it (without it, free text is correct only on EM)"
+        ),
+    ] = "",
 ) -> None:
     """Grade one answer against a gold and explain the verdict (the rules episodes use)."""
     from raleval.grading.rules import grade_cli
 
     try:
-        print(grade_cli(gold, answer, answer_type, as_json))
+        print(grade_cli(gold, answer, answer_type, as_json, question))
     except user_errors() as exc:
         fail(str(exc))
