@@ -4,7 +4,8 @@ A study folder holds one cell per environment x workflow x model x task source. 
 a system (workflow x model) on a row and merge its cells of one **arm**: the generated arm
 (the environments' default task sets) or one loaded file (HotpotQA dev, CRAG dev). Per row:
 episodes, F1 with its clustered 95% interval (task means as units, clustered by template;
-``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
+``raleval.analysis.stats``), the share correct, on a loaded file the episodes the rules left
+ungraded (``raleval.grading.freetext``), F1 by R-Eval level, the error-type mix, the
 episodes that stopped on unparseable output (the taxonomy's stop reason: ReAct's invalid
 format, a PAL program that does not parse), and seconds and tokens per episode. An interval is
 shown clipped to [0, 1] (a t interval over few clusters can pass either end; F1 cannot). For
