@@ -30,6 +30,7 @@ from raleval.grading.rules import (
 from raleval.records import Task, Trajectory
 
 # What a trajectory's scores hold after scoring (besides the task's own metric).
+# (and "ungraded", 1.0, on an answer the rules could not decide)
 SCORE_KEYS = ("correct", "score", "f1", "em", "relaxed_f1", "crag", "missing")
 # Scored too on a long-form answer, against its reference text, where registered (CRUD-RAG).
 LONG_FORM_METRICS = ("rouge_l", "bleu")
@@ -91,6 +92,8 @@ def score_trajectory(
         "crag": CRAG_POINTS[verdict.crag],
         "missing": float(verdict.abstained and not verdict.correct),
     }
+    if verdict.ungraded:  # rules could not decide (grading/freetext.py): counted apart
+        traj.scores["ungraded"] = 1.0
     if rejects_correctly(task, verdict):
         # CRAG and RGB count a rejection as the right answer where no answer exists.
         traj.scores.update({"f1": 1.0, "em": 1.0, "relaxed_f1": 1.0})
@@ -155,6 +158,7 @@ class Aggregate:
     missing: float
     hallucination: float  # CRAG: answered and wrong
     crag_score: float  # CRAG: accuracy - hallucination
+    ungraded: float = 0.0  # share the rules could not decide: neither missing nor wrong
 
     @classmethod
     def of(cls, trajs: list[Trajectory]) -> Aggregate:
@@ -166,7 +170,11 @@ class Aggregate:
             return sum(t.scores.get(key, 0.0) for t in trajs) / n
 
         correct = mean("correct")
-        missing = sum(t.scores.get("crag", 0.0) == 0.0 for t in trajs) / n
+        ungraded = sum(t.scores.get("ungraded", 0.0) > 0 for t in trajs) / n
+        missing = (
+            sum(t.scores.get("crag", 0.0) == 0.0 and not t.scores.get("ungraded") for t in trajs)
+            / n
+        )
         hall = sum(t.scores.get("crag", 0.0) < 0 for t in trajs) / n
         return cls(
             n=n,
@@ -178,6 +186,7 @@ class Aggregate:
             missing=missing,
             hallucination=hall,
             crag_score=correct - hall,
+            ungraded=ungraded,
         )
 
 

@@ -4,7 +4,8 @@ A study folder holds one cell per environment x workflow x model x task source. 
 a system (workflow x model) on a row and merge its cells of one **arm**: the generated arm
 (the environments' default task sets) or one loaded file (HotpotQA dev, CRAG dev). Per row:
 episodes, F1 with its clustered 95% interval (task means as units, clustered by template;
-``raleval.analysis.stats``), the share correct, F1 by R-Eval level, the error-type mix, the
+``raleval.analysis.stats``), the share correct, on a loaded file the episodes the rules left
+ungraded (``raleval.grading.freetext``), F1 by R-Eval level, the error-type mix, the
 episodes that stopped on unparseable output (the taxonomy's stop reason: ReAct's invalid
 format, a PAL program that does not parse), and seconds and tokens per episode. F1's interval
 is Wilson's on the clustered effective size (``score_interval``): inside [0, 1], and not
@@ -95,6 +96,8 @@ def _row(run: Run) -> dict[str, str]:
         "F1": f"{interval.estimate:.3f}",
         "95% CI": ci,
         "correct": f"{sum(t.scores.get('correct', 0.0) for t in scored) / max(1, n):.3f}",
+        # answers the rules could not decide (grading/freetext.py): not correct, not wrong
+        "ungraded": str(sum(t.scores.get("ungraded", 0.0) > 0 for t in scored)),
     }
     row.update({lv: _f1(run, levels.get(lv, [])) for lv in LEVELS})
     row.update({lb: f"{100 * labels.get(lb, 0) / max(1, n):.0f}" for lb in LABELS})
@@ -123,7 +126,7 @@ _TAIL = [
 ]  # fmt: skip
 COLUMNS = {  # the generated arm's tasks carry R-Eval levels; a loaded file's need not
     GENERATED: ["n", "F1", "95% CI", "correct", *LEVELS, *_TAIL],
-    "real": ["n", "F1", "95% CI", "correct", *_TAIL],
+    "real": ["n", "F1", "95% CI", "correct", "ungraded", *_TAIL],
 }
 
 

@@ -28,6 +28,7 @@ class SummaryRow:
     f1: float = 0.0
     em: float = 0.0
     missing: float = 0.0
+    ungraded: float = 0.0  # share the rules could not decide (grading/freetext.py)
     wall_s: float = 0.0
     labels: Counter[str] = field(default_factory=Counter)
     failed: int = 0  # episodes that failed for infrastructure reasons: not in the scores
@@ -109,6 +110,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 f1=agg.f1,
                 em=agg.em,
                 missing=agg.missing,
+                ungraded=agg.ungraded,
                 wall_s=sum(t.wall_time_s for t in trajs) / n,
                 labels=Counter(t.error_type.value for t in trajs if t.error_type),
                 copied=copied_count(trajs),
@@ -132,6 +134,7 @@ def summarize(trajectories: Iterable[Trajectory], tasks: dict[str, Task]) -> lis
                 agg.em,
                 agg.missing,
             )
+            total.ungraded = agg.ungraded
             total.wall_s = sum(t.wall_time_s for t in everything) / len(everything)
             total.call_precision = _mean_score(everything, "call_precision")
             total.call_recall = _mean_score(everything, "call_recall")
@@ -195,12 +198,13 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     calls = any(r.call_precision is not None for r in rows)
     progress = any(r.progress is not None for r in rows)
     failed = any(r.failed for r in rows)
+    ungraded = any(r.ungraded for r in rows)
     fam_mean = next((r.family_mean_f1 for r in rows if r.family_mean_f1 is not None), None)
     scores = Table(title=title, padding=(0, 1), collapse_padding=True)
     columns = ["family", "level", "n", *(["failed"] if failed else []), "correct", "F1", "±"]
     # "miss": the missing rate (abstentions); exact match is left to the report: with the full
     # word and it the table would pass 80 columns
-    columns += ["prog." if progress else "", "miss"]
+    columns += ["prog." if progress else "", "miss", "ungr." if ungraded else ""]
     columns += [*(["call P", "call R"] if calls else []), "s/ep"]
     columns = [c for c in columns if c]
     for col in columns:
@@ -212,17 +216,19 @@ def render_table(rows: list[SummaryRow], title: str = "results") -> object:
     for r in rows:
         cells = [r.family, r.level, str(r.n), *([str(r.failed)] if failed else [])]
         if r.n == 0:  # every episode failed: nothing was scored
-            cells += ["-"] * (5 + (2 if calls else 0) + (1 if progress else 0))
+            cells += ["-"] * (5 + (2 if calls else 0) + (1 if progress else 0) + int(ungraded))
             scores.add_row(*cells)
             continue
         ci = r.f1_ci
         half = "-" if ci is None or ci.low != ci.low else f"{ci.half_width:.3f}"
         cells += [frac(r.correct), frac(r.f1), half, *([frac(r.progress)] if progress else [])]
-        cells += [frac(r.missing)]
+        cells += [frac(r.missing), *([frac(r.ungraded)] if ungraded else [])]
         cells += [frac(r.call_precision), frac(r.call_recall)] if calls else []
         cells.append(f"{r.wall_s:.2f}")
         scores.add_row(*cells)
-    scores.caption = f"±: half the width of F1's {SCORE_INTERVAL}, clustered by template"
+    scores.caption = f"±: half the width of F1's {SCORE_INTERVAL}, clustered by template" + (
+        "; ungr.: share the rules could not decide (not correct)" if ungraded else ""
+    )
     if fam_mean is not None:
         scores.caption = (
             f"all: mean over episodes; mean of family F1 {fam_mean:.3f}; {scores.caption}"

@@ -135,7 +135,10 @@ class RulesJudge:
         answer_type: str,
         elements: Sequence[Sequence[str]] | None = None,
     ) -> str:
-        verdict = rule_grade(answer, golds, answer_type, elements=elements, grammar=self.grammar)
+        verdict = rule_grade(
+            answer, golds, answer_type, elements=elements, grammar=self.grammar, question=question
+        )
+        # three ways only: an answer the rules leave ungraded is not accepted
         return {"accurate": ACCURATE, "missing": MISSING}.get(verdict.crag, HALLUCINATED)
 
     def close(self) -> None:

@@ -31,9 +31,13 @@ date               the first date, in any of the common formats, equals the gold
 boolean            the answer opens with a yes-phrasing (yes/true/correct/indeed) or a
                    no-phrasing (no/false/not/incorrect/never) matching the gold (HotpotQA's
                    yes/no rule, kept by R-Eval).
-free_text          normalised EM, or token F1 >= ``free_text_threshold`` (0.5); for
-                   structured profiles (metric ``fields``) every field right. (score: F1 or
-                   field accuracy)
+free_text          graded on the gold's answer-bearing part, never on the question it
+                   restates (:mod:`raleval.grading.freetext`): EM, every number of it, or
+                   every run of it named is correct; nothing beyond the question, other
+                   numbers, or nothing shared is wrong; anything else is ``ungraded``. Token
+                   overlap alone never makes free text correct. For structured profiles
+                   (metric ``fields``) every field right. (score: F1 of the answer-bearing
+                   parts, or field accuracy)
 invalid_premise    the answer says the premise is false by the phrase grammar ("invalid
                    question", "false premise", ...), CRAG's expected "invalid question".
 long_form          RAGEval's key points, judged by rule (``raleval.keypoints``): it covers at
@@ -41,6 +45,13 @@ long_form          RAGEval's key points, judged by rule (``raleval.keypoints``):
                    (score: completeness; the verdict also carries hallucination and
                    irrelevance, and token F1 against the reference text)
 =================  ===========================================================================
+
+Every type is graded on the answer with a restatement of the whole question taken out
+(:func:`~raleval.grading.freetext.strip_restated_question`), so the question's own words never
+count for it; an entity answer to an either-or question that names the other option too is
+``ungraded`` ("Terry Richardson is older than Annie Morton" and "Universal Pictures is not
+owned by Time Warner" read alike to a rule). An ungraded verdict is not correct, and tables
+count it apart from wrong and missing answers.
 
 An abstention (:class:`PhraseGrammar`) is never correct, except on a task whose answer is not
 in the environment (``tags.answerable`` false: RGB's negative rejection) where declining is
@@ -59,6 +70,14 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import AnswerType, infer_answer_type, list_elements
+from raleval.grading.freetext import (
+    UNGRADED,
+    answer_bearing_text,
+    grade_free_text,
+    is_answer,
+    question_alternatives,
+    strip_restated_question,
+)
 from raleval.grading.metrics import (
     exact_match,
     f1_score,
@@ -68,6 +87,7 @@ from raleval.grading.metrics import (
 )
 from raleval.keypoints import score_key_points
 from raleval.registry import register_metric
+from raleval.text import contains_tokens
 
 NUMBER_REL_TOL = 0.005
 FREE_TEXT_THRESHOLD = 0.5
@@ -121,8 +141,13 @@ DEFAULT_ABSTAIN = (
     r"not (?:sure|available|enough information)",
     r"(?:i )?(?:have )?no idea",
 )
-# CRAG's evaluator counts an answer as missing when it contains "i don't know" anywhere.
-DEFAULT_ABSTAIN_ANYWHERE = (r"\bi (?:do not|don't) know\b",)
+# CRAG's evaluator counts an answer as missing when it contains "i don't know" anywhere; an
+# answer that says it cannot be answered declines wherever it says so ("No, the answer to this
+# question is not possible to answer ...").
+DEFAULT_ABSTAIN_ANYWHERE = (
+    r"\bi (?:do not|don't) know\b",
+    r"\b(?:not possible|impossible) to (?:answer|determine|tell)\b",
+)
 # Searched anywhere; specific enough that a title holding "invalid" ("Invalid Litter Dept.")
 # or "no" never matches.
 DEFAULT_INVALID = (
@@ -459,6 +484,36 @@ def entity_match(prediction: str | None, aliases: Sequence[str]) -> bool:
     return False
 
 
+def _run_at(tokens: list[str], run: list[str]) -> int:
+    """Where ``run`` first starts in ``tokens`` as a whole run; -1 when it does not."""
+    n = len(run)
+    return next((i for i in range(len(tokens) - n + 1) if n and tokens[i : i + n] == run), -1)
+
+
+_NEGATION = re.compile(r"\b(?:not|never|no|neither|nor)\b|n't\b", re.IGNORECASE)
+
+
+def _comparative_pick(
+    answer: str, said: list[str], golds: Sequence[str], other: str
+) -> bool | None:
+    """For an answer naming both options of an either-or question: whether it picks the gold,
+    read from "A <comparative> than B" (or "A ... compared to/with B"), where A is the pick;
+    ``None`` when it has no such form or holds a negation, so a rule cannot tell."""
+    if _NEGATION.search(_apostrophes(answer)):
+        return None
+    at_other = _run_at(said, _tokens(other))
+    for gold in golds:
+        run = _tokens(gold)
+        at_gold = _run_at(said, run)
+        if at_gold < 0 or at_other < 0:
+            continue
+        first, second = sorted((at_gold, at_other))
+        between = said[first + 1 : second]
+        if "than" in between or "compared" in between:
+            return at_gold < at_other
+    return None
+
+
 _SPLIT = re.compile(r"\s*(?:[,;\n]|\band\b|&|\u2022|^\s*[-*]\s+)\s*", re.IGNORECASE | re.MULTILINE)
 
 
@@ -515,7 +570,8 @@ def list_precision_recall(
 # --- the verdict --------------------------------------------------------------------------------
 
 ACCURATE, MISSING, INCORRECT = "accurate", "missing", "incorrect"
-CRAG_POINTS = {ACCURATE: 1.0, MISSING: 0.0, INCORRECT: -1.0}
+# An ungraded answer scores 0 and is counted apart: CRAG's protocol hands it to its judge.
+CRAG_POINTS = {ACCURATE: 1.0, MISSING: 0.0, INCORRECT: -1.0, UNGRADED: 0.0}
 
 
 @dataclass
@@ -532,6 +588,9 @@ class Verdict:
     relaxed_f1: float
     crag: str
     precision: float | None = None
+    # rules cannot decide it (free text naming part of the gold's answer, an either-or answer
+    # naming both options, a gold that is not an answer): not correct, counted apart
+    ungraded: bool = False
     recall: float | None = None
     explanation: list[str] = field(default_factory=list)
     # long-form answers only (RAGEval's key-point shares; raleval.keypoints)
@@ -555,20 +614,28 @@ def grade(
     grammar: PhraseGrammar = DEFAULT_GRAMMAR,
     free_text_threshold: float = FREE_TEXT_THRESHOLD,
     key_points: Sequence[Any] | None = None,
+    question: str = "",
 ) -> Verdict:
     """Grade ``answer`` against ``golds`` (aliases of one answer; for a list, ``elements``
     holds one alias list per element, else the golds are split as generators join them; for
     a long-form answer, ``key_points`` are what it is graded by and ``golds[0]`` is the
-    reference text)."""
+    reference text). ``question``, when given, is never graded as part of the answer."""
     kind = AnswerType(answer_type)
     golds = [g for g in golds if g is not None]
     abstained = grammar.abstains(answer)
     invalid = grammar.claims_invalid(answer)
+    raw = answer
+    if question and kind is not AnswerType.long_form:
+        answer = strip_restated_question(answer, question)
     f1, em = f1_score(answer, golds), exact_match(answer, golds)
     why: list[str] = []
     precision = recall = None
     shares = None
-    if kind is AnswerType.long_form:
+    ungraded = False
+    if not any(is_answer(g) for g in golds) and kind is not AnswerType.long_form and answerable:
+        score, correct, ungraded = 0.0, False, True
+        why.append(f"the gold {golds[0] if golds else None!r} is not an answer: ungraded")
+    elif kind is AnswerType.long_form:
         if not key_points:
             raise ValueError("a long-form answer is graded by its key points; the task has none")
         shares = score_key_points(answer, key_points)
@@ -626,14 +693,43 @@ def grade(
             score = field_accuracy(answer, golds)
             correct = score == 1.0
             why.append(f"profile fields right: {score:.2f}")
-        else:
+        elif question:
+            free = grade_free_text(answer, golds, question)
+            correct, ungraded = free.state == "correct", free.state == UNGRADED
+            # F1 on what the gold says beyond the question, not on the question it restates
+            part = answer_bearing_text(answer, question)
+            parts = [p for g in golds if (p := answer_bearing_text(g, question))]
+            f1 = 1.0 if em else f1_score(part, parts) if part and parts else 0.0
             score = f1
-            correct = bool(em) or f1 >= free_text_threshold
-            why.append(f"free text: token F1 {f1:.2f} (correct at >= {free_text_threshold})")
+            why.append(free.why + f" (F1 of the answer-bearing parts {f1:.2f})")
+        else:
+            # no question to take out: only the gold itself is correct, never overlap alone
+            score = f1
+            correct = bool(em)
+            ungraded = not correct and f1 >= free_text_threshold
+            why.append(
+                f"free text without its question: token F1 {f1:.2f}; only EM is correct"
+                + (", the rest ungraded" if ungraded else "")
+            )
     else:
         correct = entity_match(answer, golds)
         score = float(correct)
         why.append(f"entity: {'matches' if correct else 'does not match'} a gold alias")
+        others = [
+            o
+            for o in question_alternatives(question)
+            if not exact_match(o, golds) and not entity_match(o, golds)
+        ]
+        said = _tokens(answer or "")
+        named = [o for o in others if contains_tokens(said, _tokens(o))]
+        if correct and named:
+            pick = _comparative_pick(answer or "", said, golds, named[0])
+            if pick is None:
+                correct, ungraded, score = False, True, 0.0
+                why.append(f"names the other option too ({named[0]!r}): ungraded")
+            elif not pick:
+                correct, score = False, 0.0
+                why.append(f"says the other option ({named[0]!r}) is the one, 'A ... than B'")
     if not answerable:
         # RGB's negative rejection: the answer is not in the environment, declining is right.
         correct = abstained or invalid
@@ -641,9 +737,11 @@ def grade(
         why.append("unanswerable: only declining is correct")
     elif abstained and kind is not AnswerType.invalid_premise:
         correct, score = False, 0.0
+    if abstained or correct:
+        ungraded = False
     if abstained and not correct:
         why.append("abstained")
-    crag = ACCURATE if correct else MISSING if abstained else INCORRECT
+    crag = ACCURATE if correct else MISSING if abstained else UNGRADED if ungraded else INCORRECT
     return Verdict(
         answer_type=kind.value,
         correct=correct,
@@ -652,10 +750,11 @@ def grade(
         claims_invalid=invalid,
         f1=f1,
         em=em,
-        relaxed_f1=relaxed_f1(answer, golds),
+        relaxed_f1=relaxed_f1(raw, golds),
         crag=crag,
         precision=precision,
         recall=recall,
+        ungraded=ungraded,
         explanation=why,
         completeness=shares.completeness if shares else None,
         hallucination=shares.hallucination if shares else None,
@@ -688,10 +787,13 @@ def grade_task(
         grammar=grammar,
         free_text_threshold=free_text_threshold,
         key_points=getattr(task, "key_points", None),
+        question=task.question,
     )
 
 
-def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool) -> str:
+def grade_cli(
+    golds: Sequence[str], answer: str, answer_type: str, as_json: bool, question: str = ""
+) -> str:
     """What ``raleval grade`` prints: for ``list`` each gold is a JSON array of elements (an
     element may itself be an array of aliases); otherwise the golds are aliases."""
     try:
@@ -721,12 +823,12 @@ def grade_cli(golds: Sequence[str], answer: str, answer_type: str, as_json: bool
                 raise ValueError(f"--type list takes the gold as a JSON array, got {g!r}")
             elements += [[str(a) for a in x] if isinstance(x, list) else [str(x)] for x in items]
         golds = [", ".join(e[0] for e in elements)]
-    verdict = grade(answer, list(golds), kind, elements=elements)
+    verdict = grade(answer, list(golds), kind, elements=elements, question=question)
     if as_json:
         return json.dumps(verdict.to_dict(), sort_keys=True)
+    said = "correct" if verdict.correct else "ungraded" if verdict.ungraded else "not correct"
     lines = [
-        f"{'correct' if verdict.correct else 'not correct'} ({verdict.answer_type}); "
-        f"score {verdict.score:.3f}",
+        f"{said} ({verdict.answer_type}); score {verdict.score:.3f}",
         *(f"  {w}" for w in verdict.explanation),
         f"  abstained: {verdict.abstained}; says invalid premise: {verdict.claims_invalid}",
         f"  CRAG: {verdict.crag}; F1 {verdict.f1:.3f}; EM {verdict.em:.0f}; "

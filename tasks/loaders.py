@@ -25,6 +25,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from raleval.answers import LIST_JOINER, AnswerType, infer_answer_type
+from raleval.grading.freetext import is_answer
 from raleval.records import Level, Task, TaskTags
 from raleval.tasks.catalog import MADE_FOR
 
@@ -173,6 +174,11 @@ def _golds(value: Any, name: str, extra: list[Any] = ()) -> list[str]:
     golds = [g for g in dict.fromkeys(golds) if g.strip()]
     if not golds:
         raise RecordError(f"field {name!r}: no gold answer")
+    # a gold that is not an answer (CRAG's dev file holds the string 'nan', a missing value
+    # written out) would grade every answer wrong, or free text by overlap with 'nan'
+    bad = [g for g in golds if not is_answer(g)]
+    if bad:
+        raise RecordError(f"field {name!r}: {bad[0]!r} is not an answer")
     return golds
 
 
@@ -434,7 +440,7 @@ _SOAY_LEVELS = {"1-3": Level.KS, "2-4": Level.KU, "3-5": Level.KA}
 def _soay_gold(value: Any) -> tuple[list[str], list[list[str]] | None, Any]:
     """(answers, list elements or None, the structured gold kept in metadata)."""
     if isinstance(value, list):
-        items = [_text(x) for x in value if x is not None and _text(x).strip()]
+        items = [_text(x) for x in value if x is not None and is_answer(_text(x))]
         if not items:
             raise RecordError("field 'Answer': empty list")
         return [LIST_JOINER.join(items)], [[x] for x in items], None
@@ -449,6 +455,8 @@ def _soay_gold(value: Any) -> tuple[list[str], list[list[str]] | None, Any]:
         raise RecordError(f"field 'Answer': expected str/number/list/record, got {value!r:.60}")
     if not str(value).strip():
         raise RecordError("field 'Answer': empty")
+    if not is_answer(_text(value)):
+        raise RecordError(f"field 'Answer': {_text(value)!r} is not an answer")
     return [_text(value)], None, None
 
 

@@ -30,7 +30,7 @@ def test_passages_are_the_snippet_then_cut_text():
 
 
 def test_each_real_task_searches_its_own_pages():
-    tasks = load_file("crag", CRAG_DEV, strict=True)
+    tasks = load_file("crag", CRAG_DEV)  # its line 8 (gold 'nan') is skipped
     env = registry.envs.get("crag-pages")()
     for task in tasks:
         urls = {p["page_url"] for p in task.metadata["search_results"]}

@@ -145,9 +145,19 @@ def score(
             "RAGEval's ROUGE-L; docs/longform.md)",
         ),
     ] = None,
+    protocol: Annotated[
+        str,
+        typer.Option(
+            help="rules: raleval's typed grading; crag: also CRAG's protocol (exact match, "
+            "then the judge: --judge MODEL, else the rules, leaving what they cannot decide "
+            "ungraded), its accurate/missing/hallucinated and score = accuracy - hallucination"
+        ),
+    ] = "rules",
 ) -> None:
     """Recompute scores and error types from stored trajectories (no model or tool calls,
     except the judge's when --judge is given); each run's scores go to its scores.jsonl."""
+    if protocol not in ("rules", "crag"):
+        fail(f"--protocol takes rules or crag, not {protocol!r}")
     from raleval.analysis.runs import find_runs
 
     options = score_options(score_option or [])
@@ -156,7 +166,7 @@ def score(
     except user_errors() as exc:
         fail(str(exc))
     for run_dir in found:
-        score_run(run_dir, threshold, judge, **options)
+        score_run(run_dir, threshold, judge, protocol=protocol, **options)
 
 
 SCORE_OPTIONS = ("profile",)
@@ -182,9 +192,14 @@ def score_options(pairs: list[str]) -> dict[str, str]:
 
 
 def score_run(
-    run_dir: Path, threshold: float, judge: list[str] | None, profile: str = "standard"
+    run_dir: Path,
+    threshold: float,
+    judge: list[str] | None,
+    protocol: str = "rules",
+    profile: str = "standard",
 ) -> None:
-    """``raleval score`` of one run directory (long-form overlap metrics by ``profile``)."""
+    """``raleval score`` of one run directory (long-form overlap metrics by ``profile``;
+    ``protocol`` crag adds CRAG's protocol verdicts)."""
     from raleval.analysis.runs import load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.console import make_console
@@ -203,6 +218,9 @@ def score_run(
             from raleval.app.cli.judging import agreement_line, judge_run_verdicts
 
             about, judged = judge_run_verdicts(run, judge)
+        crag: list[str | None] = [None] * len(scored)
+        if protocol == "crag":
+            crag = crag_protocol_verdicts(run, judge)
         lines = "".join(
             json.dumps(
                 {
@@ -215,11 +233,12 @@ def score_run(
                     "error_subcause": t.error_subcause,
                     **({"judge": j} if j else {}),
                     **({"metric_profile": profile} if profile != "standard" else {}),
+                    **({"crag_protocol": c} if c else {}),
                 },
                 sort_keys=True,
             )
             + "\n"
-            for t, j in zip(scored, judged, strict=True)
+            for t, j, c in zip(scored, judged, crag, strict=True)
         )
         write_atomic(run_dir / "scores.jsonl", lines)
         console = make_console()
@@ -228,6 +247,8 @@ def score_run(
         console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
         for line in changes:
             console.print(f"  {line}", highlight=False, markup=False)
+        if protocol == "crag":
+            console.print(crag_protocol_line(crag, judge), highlight=False, markup=False)
         if judge:
             kappa = about["kappa"]
             console.print(
@@ -239,6 +260,60 @@ def score_run(
             )
     except user_errors() as exc:
         fail(str(exc))
+
+
+def crag_protocol_verdicts(run, judge_specs: list[str] | None) -> list[str | None]:
+    """CRAG's protocol verdict on every scored episode of ``run`` (None where its task is
+    missing); the judge is the model panel ``judge_specs`` names, else the rules."""
+    import asyncio
+
+    from raleval.cache import default_cache_path
+    from raleval.grading.crag_protocol import protocol_verdict
+    from raleval.grading.judge import resolve_judge
+
+    judge = resolve_judge(judge_specs, cache_path=default_cache_path()) if judge_specs else None
+
+    async def all_verdicts() -> list[str | None]:
+        out: list[str | None] = []
+        for t in run.results:
+            task = run.tasks.get(t.task_id)
+            if task is None:
+                out.append(None)
+                continue
+            out.append(
+                await protocol_verdict(
+                    judge,
+                    task.question,
+                    task.answers,
+                    t.answer,
+                    (task.answer_type.value if task.answer_type else "entity"),
+                    task.elements,
+                    task.tags.answerable,
+                )
+            )
+        return out
+
+    try:
+        return asyncio.run(all_verdicts())
+    finally:
+        if judge is not None:
+            judge.close()
+
+
+def crag_protocol_line(verdicts: list[str | None], judge_specs: list[str] | None) -> str:
+    """One line: CRAG's rates and score over the judged episodes."""
+    from raleval.grading.crag_protocol import protocol_summary
+
+    s = protocol_summary([v for v in verdicts if v is not None])
+    c = s["counts"]
+    by = "+".join(judge_specs) if judge_specs else "scripted/rules (no model judge)"
+    return (
+        f"CRAG protocol (exact match, then {by}) on {s['n']} episode(s): accurate "
+        f"{c['accurate']}, missing {c['missing']}, hallucinated {c['hallucinated']}, "
+        f"ungraded {c['ungraded']}; accuracy {s['accuracy']:.3f}, hallucination "
+        f"{s['hallucination']:.3f}, score {s['score']:+.3f}"
+        + (" (ungraded answers need a model judge: --judge MODEL)" if c["ungraded"] else "")
+    )
 
 
 @app.command()
@@ -255,11 +330,18 @@ def grade(
         ),
     ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    question: Annotated[
+        str,
+        typer.Option(
+            help="the question: never graded as part of the answer, and free text is graded "
+            "on what the gold says beyond it (without it, free text is correct only on EM)"
+        ),
+    ] = "",
 ) -> None:
     """Grade one answer against a gold and explain the verdict (the rules episodes use)."""
     from raleval.grading.rules import grade_cli
 
     try:
-        print(grade_cli(gold, answer, answer_type, as_json))
+        print(grade_cli(gold, answer, answer_type, as_json, question))
     except user_errors() as exc:
         fail(str(exc))

@@ -40,17 +40,32 @@ def validate_cmd(
             "wrong) on hand-labelled key points of real model answers instead",
         ),
     ] = False,
+    which: Annotated[
+        str,
+        typer.Option(
+            "--set",
+            help="generated: answers raleval writes (truth by construction); real: real model "
+            "answers labelled by hand (grading/real_answers.jsonl), shown beside the generated "
+            "set's accuracy",
+        ),
+    ] = "generated",
 ) -> None:
     """Grade a seeded set of reworded right answers and near misses with each judge; print
     accuracy, false-accept and false-reject rates and Cohen's kappa against the truth, per
-    answer type, and store them beside the judge's cached verdicts. ``--keypoints``: the
-    key-point judge on its hand-labelled set, per language."""
+    answer type, and store them beside the judge's cached verdicts. ``--set real``: the hand-
+    labelled real answers instead; ``--keypoints``: the key-point judge on its hand-labelled
+    set, per language."""
     from raleval.config import parse_key_values
 
     options = parse_key_values(model_option, "-M") if model_option else {}
     if keypoints:
         _validate_keypoints(judge, concurrency, as_json, options)
         return
+    if which == "real":
+        validate_real_cmd(judge, seed, per_type, concurrency, as_json)
+        return
+    if which != "generated":
+        fail(f"--set takes generated or real, not {which!r}")
     from rich.console import Console
     from rich.table import Table
 
@@ -120,6 +135,90 @@ def validate_cmd(
             for b in specs[k + 1 :]:
                 kappa = cohen_kappa(all_verdicts[a], all_verdicts[b])
                 console.print(f"inter-judge kappa {a} vs {b}: {_fmt(kappa)}")
+    if as_json:
+        typer.echo(json.dumps(out))
+
+
+def validate_real_cmd(
+    judge: list[str], seed: int, per_type: int, concurrency: int, as_json: bool
+) -> None:
+    """``raleval judge validate --set real``: each judge on the hand-labelled real answers,
+    per answer type, beside its accuracy on the generated set (measured now for the rules,
+    read from the stored validation for a model judge)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from raleval.cache import default_cache_path
+    from raleval.grading.judge import RULES_SPEC, resolve_judge
+    from raleval.grading.judge_validation import build_set, measured, validate
+    from raleval.grading.real_validation import load_real_set, validate_real
+
+    console = Console(stderr=as_json)
+    try:
+        items = load_real_set()
+    except user_errors() as exc:
+        fail(str(exc))
+    right = sum(i.label == "right" for i in items)
+    console.print(
+        f"{len(items)} real answers ({right} labelled right, {len(items) - right} wrong; "
+        f"{len({i.run for i in items})} stored cells)"
+    )
+    cache_path = default_cache_path()
+    out = []
+    for spec in judge:
+        try:
+            j = resolve_judge([spec], cache_path=cache_path)
+        except user_errors() as exc:
+            fail(str(exc))
+        try:
+            result, _ = validate_real(j, items, concurrency=concurrency)
+            if spec == RULES_SPEC:
+                generated, _ = validate(j, build_set(seed=seed, per_type=per_type), seed=seed)
+            else:
+                generated = measured(j.spec, j.prompt_version, cache_path)
+        finally:
+            j.close()
+        out.append(result.model_dump())
+        if as_json:
+            continue
+        table = Table(
+            title=f"{spec} on real answers (set {result.set_id}; {result.elapsed_s:.1f} s)",
+            title_justify="left",
+        )
+        cols = ("type", "n", "right", "accuracy", "false acc.", "false rej.", "ungraded")
+        for col in (*cols, "kappa", "generated"):
+            table.add_column(col, justify="left" if col == "type" else "right")
+        rows = [
+            *result.per_type.items(),
+            ("short", result.short_answer),
+            ("all", result.overall),
+        ]
+        for name, a in rows:
+            gen = None
+            if generated is not None:
+                gen = generated.per_type.get(name) if name in generated.per_type else None
+                if name == "all":
+                    gen = generated.overall
+            table.add_row(
+                name,
+                str(a.n),
+                str(a.right),
+                _fmt(a.accuracy),
+                _fmt(a.false_accept),
+                _fmt(a.false_reject),
+                str(a.ungraded),
+                _fmt(a.kappa),
+                _fmt(gen.accuracy if gen is not None else None),
+            )
+        console.print(table)
+        if generated is None:
+            console.print(
+                f"generated set: not measured for {spec}: run raleval judge validate --judge {spec}"
+            )
+        console.print(
+            "short: every type but free_text and long_form, pooled; ungraded: answers the "
+            "rules could not decide (not accepted); generated: accuracy on the generated set"
+        )
     if as_json:
         typer.echo(json.dumps(out))
 
