@@ -270,6 +270,11 @@ def study_tables(folder: Path, declared: Declared | None = None, cluster: str = 
             )
             out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
+            out.append(
+                "\n*verdict*: *differ* where Holm's p is below 0.05 (its Holm 95% CI then "
+                "leaves out 0), else *inside* (no difference detected: one smaller than the MDD "
+                "could go unseen)"
+            )
             if declared is not None and generated:
                 out.append(
                     "\n*exploratory*: a pair the design did not declare: its raw p and "
