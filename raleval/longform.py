@@ -21,10 +21,15 @@ decide whether the task is fit to emit:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from raleval.families import TaskFamily
 from raleval.keypoints import judge_key_points, oracle_text, score_key_points, writes_value
-from raleval.records import KeyPoint
+from raleval.records import KeyPoint, Level, Task, ToolCall
+from raleval.registry import register_task_family, register_task_set
 
 MIN_POINTS = 3
 MAX_POINTS = 8
@@ -71,3 +76,240 @@ def rejection(
         if verdict != want:
             return f"the question read as an answer: key point {i} is {verdict}, not {want}"
     return None
+
+
+# --- the key points of a scholar's facts ---------------------------------------------------------
+# The scholar database and the encyclopedia state the same facts of a scholar in other shapes (a
+# database row, a generated page); their long-form families build the key points here, from
+# plain values, so that a fact is named by the same cues and stated by the same sentence in both.
+
+PHD_CUES = ["Ph.D", "PhD", "doctorate", "doctoral"]
+PAPERS_CUES = ["paper", "publication", "published"]
+CITATION_CUES = ["cit"]
+# "is a"/"is an" (prefix "a"): "X is an Associate Professor" names the position with no word
+# for it, and must contradict "Assistant Professor"
+POSITION_CUES = ["position", "is a", "works as", "rank"]
+
+
+def with_cues(point: KeyPoint, *cues: str) -> KeyPoint:
+    """``point`` with more words that name its slot (a source that phrases the fact its own way)."""
+    return point.model_copy(update={"cues": [*point.cues, *cues]})
+
+
+@dataclass(frozen=True)
+class ScholarPoints:
+    """The key points of the scholar ``name``. ``value`` is the world's; a ``shown`` value is
+    what the statement writes instead (a correction task's planted error); ``choices`` are the
+    world's other values of a closed slot, which an answer naming contradicts."""
+
+    name: str
+
+    def position(self, value: str, choices: list[str], shown: str | None = None) -> KeyPoint:
+        return KeyPoint(
+            slot="position",
+            kind="entity",
+            value=value,
+            cues=POSITION_CUES,
+            choices=choices,
+            statement=f"{self.name} holds the position of {shown or value}.",
+        )
+
+    def gender(self, value: str, choices: list[str]) -> KeyPoint:
+        return KeyPoint(
+            slot="gender",
+            kind="entity",
+            value=value,
+            cues=["gender"],
+            choices=choices,
+            statement=f"The gender of {self.name} is {value}.",
+        )
+
+    def organization(self, value: str, choices: list[str]) -> KeyPoint:
+        return KeyPoint(
+            slot="organization",
+            kind="entity",
+            value=value,
+            cues=["works at", "affiliat", "organization"],
+            choices=choices,
+            statement=f"{self.name} works at {value}.",
+        )
+
+    def papers(self, value: int, shown: int | None = None) -> KeyPoint:
+        return KeyPoint(
+            slot="papers",
+            kind="number",
+            value=str(value),
+            cues=PAPERS_CUES,
+            statement=f"{self.name} has published {value if shown is None else shown} papers.",
+        )
+
+    def citations(self, value: int, shown: int | None = None) -> KeyPoint:
+        return KeyPoint(
+            slot="citations",
+            kind="number",
+            value=str(value),
+            cues=CITATION_CUES,
+            statement=(
+                f"The papers of {self.name} have been cited "
+                f"{value if shown is None else shown} times."
+            ),
+        )
+
+    def phd_institution(self, value: str, organization: str, orgs: list[str]) -> KeyPoint:
+        """``organization``: where the scholar works, left out of the choices: an answer naming
+        it in the sentence about their doctorate does not claim they took it there."""
+        return KeyPoint(
+            slot="phd_institution",
+            kind="entity",
+            value=value,
+            cues=PHD_CUES,
+            choices=[o for o in orgs if o != organization or o == value],
+            statement=f"{self.name} received a Ph.D. from {value}.",
+        )
+
+    def phd_year(self, value: int, shown: int | None = None) -> KeyPoint:
+        return KeyPoint(
+            slot="phd_year",
+            kind="year",
+            value=str(value),
+            cues=PHD_CUES,
+            statement=f"{self.name} received a Ph.D. in {value if shown is None else shown}.",
+        )
+
+    def interest(self, value: str) -> KeyPoint:
+        return KeyPoint(
+            slot="interest",
+            kind="member",
+            value=value,
+            cues=["interest", "works on"],
+            statement=f"{self.name} works on {value}.",
+        )
+
+    def top_paper(self, title: str, titles: list[str]) -> KeyPoint:
+        """``titles``: the scholar's own, the ones an agent can confuse with the most cited."""
+        return KeyPoint(
+            slot="top_paper",
+            kind="entity",
+            value=title,
+            cues=["most cited paper"],
+            choices=titles,
+            statement=f"The most cited paper of {self.name} is {title}.",
+        )
+
+    def top_paper_year(self, value: int, shown: int | None = None) -> KeyPoint:
+        return KeyPoint(
+            slot="top_paper_year",
+            kind="year",
+            value=str(value),
+            cues=["published in", "appeared in"],
+            statement=(
+                f"The most cited paper of {self.name} was published in "
+                f"{value if shown is None else shown}."
+            ),
+        )
+
+    def top_paper_citations(self, value: int) -> KeyPoint:
+        return KeyPoint(
+            slot="top_paper_citations",
+            kind="number",
+            value=str(value),
+            cues=CITATION_CUES,
+            statement=f"That paper has been cited {value} times.",
+        )
+
+    def top_paper_venue(self, value: str, venues: list[str], subject: str = "It") -> KeyPoint:
+        """``subject``: how the statement names the paper (after one about it: "It")."""
+        return KeyPoint(
+            slot="top_paper_venue",
+            kind="entity",
+            value=value,
+            cues=["venue", "appeared in"],
+            choices=venues,
+            statement=f"{subject} appeared in {value}.",
+        )
+
+    def coauthor(self, name: str, names: list[str]) -> KeyPoint:
+        return KeyPoint(
+            slot="top_coauthor",
+            kind="entity",
+            value=name,
+            cues=["coauthor", "collaborator", "writes with"],
+            choices=names,
+            statement=f"{self.name} most often writes with {name}.",
+        )
+
+
+# --- what the long-form families of every environment share --------------------------------------
+
+
+@dataclass
+class Draft:
+    """A long-form task before its checks: the question, the gold calls, the key points (before
+    those the question gives away are dropped, except for a correction), the reference text."""
+
+    template: str
+    question: str
+    calls: list[ToolCall]
+    points: list[KeyPoint]
+    reference: str | None = None  # None: the statements of the key points, joined
+    planted: tuple[int, ...] = ()
+    metadata: dict[str, Any] | None = None
+
+
+def plant(
+    rng: random.Random,
+    truth: dict[str, Any],
+    others: Callable[[], Iterable[Mapping[str, Any]]],
+) -> dict[str, Any] | None:
+    """The wrong values a correction task's statement writes: for one or two of ``truth``'s
+    slots (drawn by ``rng``), the value of the slot's kind another scholar of the world has
+    (``others``, asked once the slots are drawn), never the true one; None when no other
+    scholar has a different value for a drawn slot."""
+    slots = rng.sample(list(truth), rng.choice((1, 2)))
+    pool = list(others())
+    shown: dict[str, Any] = {}
+    for slot in slots:
+        values = [w for o in pool if (w := o.get(slot)) is not None and w != truth[slot]]
+        if not values:
+            return None
+        shown[slot] = rng.choice(values)
+    return shown
+
+
+def correction(
+    shown: Mapping[str, Any], make: Callable[[Mapping[str, Any]], list[KeyPoint]]
+) -> tuple[str, tuple[int, ...], list[KeyPoint]]:
+    """A correction task's statement, the indices of its planted key points and its key points,
+    from ``make``: the key points whose statements write the ``shown`` values (``{}``: the true
+    ones). The statement writes the planted values; each key point states the corrected one."""
+    wrong, right = make(shown), make({})
+    statement = " ".join(p.statement for p in wrong)
+    planted = tuple(i for i, p in enumerate(wrong) if p.slot in shown)
+    return statement, planted, right
+
+
+Generator = Callable[[Any, int, int], list[Task]]
+Spec = tuple[str, Level, Any, str]  # (family id, level, its draft maker, what it asks)
+
+
+def register_longform(
+    env: str, title: str, specs: Sequence[Spec], generator: Callable[[str, Level, Any], Generator]
+) -> dict[str, TaskFamily]:
+    """Register an environment's long-form families (graded by F1 over the key points) and the
+    set ``<env>-longform`` of them (the default sets do not include them)."""
+    families = {
+        fid: TaskFamily(
+            id=fid,
+            level=level,
+            domain=env,
+            env=env,
+            metric="f1",
+            description=f"{title} long-form {level.value}: {what}",
+            generate=generator(fid, level, make),
+        )
+        for fid, level, make, what in specs
+    }
+    for fid, family in families.items():
+        register_task_family(fid)(family)
+    register_task_set(f"{env}-longform")(list(families))
+    return families
