@@ -96,147 +96,73 @@ def with_cues(point: KeyPoint, *cues: str) -> KeyPoint:
     return point.model_copy(update={"cues": [*point.cues, *cues]})
 
 
+# slot: (kind, cues, statement); the statement names the scholar ({name}) or the paper
+# ({subject}) and writes the value shown ({value})
+SLOTS: dict[str, tuple[str, list[str], str]] = {
+    "position": ("entity", POSITION_CUES, "{name} holds the position of {value}."),
+    "gender": ("entity", ["gender"], "The gender of {name} is {value}."),
+    "organization": (
+        "entity",
+        ["works at", "affiliat", "organization"],
+        "{name} works at {value}.",
+    ),
+    "papers": ("number", PAPERS_CUES, "{name} has published {value} papers."),
+    "citations": ("number", CITATION_CUES, "The papers of {name} have been cited {value} times."),
+    "phd_institution": ("entity", PHD_CUES, "{name} received a Ph.D. from {value}."),
+    "phd_year": ("year", PHD_CUES, "{name} received a Ph.D. in {value}."),
+    "interest": ("member", ["interest", "works on"], "{name} works on {value}."),
+    "top_paper": ("entity", ["most cited paper"], "The most cited paper of {name} is {value}."),
+    "top_paper_year": (
+        "year",
+        ["published in", "appeared in"],
+        "The most cited paper of {name} was published in {value}.",
+    ),
+    "top_paper_citations": ("number", CITATION_CUES, "That paper has been cited {value} times."),
+    "top_paper_venue": ("entity", ["venue", "appeared in"], "{subject} appeared in {value}."),
+    "top_coauthor": (
+        "entity",
+        ["coauthor", "collaborator", "writes with"],
+        "{name} most often writes with {value}.",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class ScholarPoints:
-    """The key points of the scholar ``name``. ``value`` is the world's; a ``shown`` value is
-    what the statement writes instead (a correction task's planted error); ``choices`` are the
-    world's other values of a closed slot, which an answer naming contradicts."""
+    """The key points of the scholar ``name``, one slot of :data:`SLOTS` each."""
 
     name: str
 
-    def position(self, value: str, choices: list[str], shown: str | None = None) -> KeyPoint:
+    def point(
+        self,
+        slot: str,
+        value: str | int,
+        shown: str | int | None = None,
+        choices: Sequence[str] = (),
+        subject: str = "It",
+    ) -> KeyPoint:
+        """The key point of ``slot`` whose value is ``value`` (the world's). ``shown``: what
+        the statement writes instead (a correction task's planted error); ``choices``: the
+        values the slot takes in the world, for a closed slot (position, gender, an
+        organization, the scholar's own titles or coauthors), whose others an answer naming
+        contradicts; ``subject``: how a statement about the paper names it ("It", after one
+        that names it)."""
+        kind, cues, statement = SLOTS[slot]
+        said = value if shown is None else shown
         return KeyPoint(
-            slot="position",
-            kind="entity",
-            value=value,
-            cues=POSITION_CUES,
-            choices=choices,
-            statement=f"{self.name} holds the position of {shown or value}.",
-        )
-
-    def gender(self, value: str, choices: list[str]) -> KeyPoint:
-        return KeyPoint(
-            slot="gender",
-            kind="entity",
-            value=value,
-            cues=["gender"],
-            choices=choices,
-            statement=f"The gender of {self.name} is {value}.",
-        )
-
-    def organization(self, value: str, choices: list[str]) -> KeyPoint:
-        return KeyPoint(
-            slot="organization",
-            kind="entity",
-            value=value,
-            cues=["works at", "affiliat", "organization"],
-            choices=choices,
-            statement=f"{self.name} works at {value}.",
-        )
-
-    def papers(self, value: int, shown: int | None = None) -> KeyPoint:
-        return KeyPoint(
-            slot="papers",
-            kind="number",
+            slot=slot,
+            kind=kind,
             value=str(value),
-            cues=PAPERS_CUES,
-            statement=f"{self.name} has published {value if shown is None else shown} papers.",
+            cues=cues,
+            choices=list(choices),
+            statement=statement.format(name=self.name, value=said, subject=subject),
         )
 
-    def citations(self, value: int, shown: int | None = None) -> KeyPoint:
-        return KeyPoint(
-            slot="citations",
-            kind="number",
-            value=str(value),
-            cues=CITATION_CUES,
-            statement=(
-                f"The papers of {self.name} have been cited "
-                f"{value if shown is None else shown} times."
-            ),
-        )
-
-    def phd_institution(self, value: str, organization: str, orgs: list[str]) -> KeyPoint:
+    def phd_institution(self, value: str, organization: str, orgs: Sequence[str]) -> KeyPoint:
         """``organization``: where the scholar works, left out of the choices: an answer naming
         it in the sentence about their doctorate does not claim they took it there."""
-        return KeyPoint(
-            slot="phd_institution",
-            kind="entity",
-            value=value,
-            cues=PHD_CUES,
-            choices=[o for o in orgs if o != organization or o == value],
-            statement=f"{self.name} received a Ph.D. from {value}.",
-        )
-
-    def phd_year(self, value: int, shown: int | None = None) -> KeyPoint:
-        return KeyPoint(
-            slot="phd_year",
-            kind="year",
-            value=str(value),
-            cues=PHD_CUES,
-            statement=f"{self.name} received a Ph.D. in {value if shown is None else shown}.",
-        )
-
-    def interest(self, value: str) -> KeyPoint:
-        return KeyPoint(
-            slot="interest",
-            kind="member",
-            value=value,
-            cues=["interest", "works on"],
-            statement=f"{self.name} works on {value}.",
-        )
-
-    def top_paper(self, title: str, titles: list[str]) -> KeyPoint:
-        """``titles``: the scholar's own, the ones an agent can confuse with the most cited."""
-        return KeyPoint(
-            slot="top_paper",
-            kind="entity",
-            value=title,
-            cues=["most cited paper"],
-            choices=titles,
-            statement=f"The most cited paper of {self.name} is {title}.",
-        )
-
-    def top_paper_year(self, value: int, shown: int | None = None) -> KeyPoint:
-        return KeyPoint(
-            slot="top_paper_year",
-            kind="year",
-            value=str(value),
-            cues=["published in", "appeared in"],
-            statement=(
-                f"The most cited paper of {self.name} was published in "
-                f"{value if shown is None else shown}."
-            ),
-        )
-
-    def top_paper_citations(self, value: int) -> KeyPoint:
-        return KeyPoint(
-            slot="top_paper_citations",
-            kind="number",
-            value=str(value),
-            cues=CITATION_CUES,
-            statement=f"That paper has been cited {value} times.",
-        )
-
-    def top_paper_venue(self, value: str, venues: list[str], subject: str = "It") -> KeyPoint:
-        """``subject``: how the statement names the paper (after one about it: "It")."""
-        return KeyPoint(
-            slot="top_paper_venue",
-            kind="entity",
-            value=value,
-            cues=["venue", "appeared in"],
-            choices=venues,
-            statement=f"{subject} appeared in {value}.",
-        )
-
-    def coauthor(self, name: str, names: list[str]) -> KeyPoint:
-        return KeyPoint(
-            slot="top_coauthor",
-            kind="entity",
-            value=name,
-            cues=["coauthor", "collaborator", "writes with"],
-            choices=names,
-            statement=f"{self.name} most often writes with {name}.",
-        )
+        choices = [o for o in orgs if o != organization or o == value]
+        return self.point("phd_institution", value, choices=choices)
 
 
 # --- what the long-form families of every environment share --------------------------------------

@@ -158,14 +158,14 @@ def _profile(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | 
         PROFILE.format(name=s.name, org=s.p["organization"]),
         [_search(s), _by_id("getPersonBasicInfo", pid), _by_id("getPersonInterest", pid)],
         [
-            k.position(s.p["position"], v.positions),
-            k.gender(s.p["gender"], v.genders),
+            k.point("position", s.p["position"], choices=v.positions),
+            k.point("gender", s.p["gender"], choices=v.genders),
             k.phd_institution(s.phd_org, s.p["organization"], v.orgs),
-            k.phd_year(s.phd_year),
-            k.papers(s.p["n_pubs"]),
-            k.citations(s.p["n_citation"]),
-            k.interest(s.p["interests"][0]),
-            k.interest(s.p["interests"][1]),
+            k.point("phd_year", s.phd_year),
+            k.point("papers", s.p["n_pubs"]),
+            k.point("citations", s.p["n_citation"]),
+            k.point("interest", s.p["interests"][0]),
+            k.point("interest", s.p["interests"][1]),
         ],
     )
 
@@ -192,13 +192,13 @@ def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | 
             _by_id("getPublication", s.top[0], "pub_id"),
         ],
         [
-            k.position(s.p["position"], v.positions),
-            k.phd_year(s.phd_year),
-            k.citations(s.p["n_citation"]),
-            k.top_paper(s.top[1], s.titles),
-            k.top_paper_year(s.top[3]),
-            k.top_paper_venue(pub["venue"], v.venues),
-            k.top_paper_citations(s.top[2]),
+            k.point("position", s.p["position"], choices=v.positions),
+            k.point("phd_year", s.phd_year),
+            k.point("citations", s.p["n_citation"]),
+            k.point("top_paper", s.top[1], choices=s.titles),
+            k.point("top_paper_year", s.top[3]),
+            k.point("top_paper_venue", pub["venue"], choices=v.venues),
+            k.point("top_paper_citations", s.top[2]),
         ],
     )
 
@@ -234,14 +234,14 @@ def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft |
             _by_id("getCoauthors", pid),
         ],
         [
-            k.interest(i0),
-            k.interest(i1),
+            k.point("interest", i0),
+            k.point("interest", i1),
             k.phd_institution(s.phd_org, s.p["organization"], v.orgs),
-            k.phd_year(s.phd_year),
-            k.papers(s.p["n_pubs"]),
-            k.citations(s.p["n_citation"]),
-            k.top_paper(s.top[1], s.titles),
-            k.coauthor(s.co[1], [name for _, name, _ in s.coauthors]),
+            k.point("phd_year", s.phd_year),
+            k.point("papers", s.p["n_pubs"]),
+            k.point("citations", s.p["n_citation"]),
+            k.point("top_paper", s.top[1], choices=s.titles),
+            k.point("top_coauthor", s.co[1], choices=[name for _, name, _ in s.coauthors]),
         ],
         reference=remainder,
         metadata={"opening": opening},
@@ -268,11 +268,11 @@ def _correct(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | 
 
     def points(shown: Mapping[str, Any]) -> list[KeyPoint]:
         return [
-            k.position(s.p["position"], v.positions, shown.get("position")),
-            k.phd_year(s.phd_year, shown.get("phd_year")),
-            k.papers(s.p["n_pubs"], shown.get("papers")),
-            k.citations(s.p["n_citation"], shown.get("citations")),
-            k.top_paper_year(s.top[3], shown.get("top_paper_year")),
+            k.point("position", s.p["position"], shown.get("position"), v.positions),
+            k.point("phd_year", s.phd_year, shown.get("phd_year")),
+            k.point("papers", s.p["n_pubs"], shown.get("papers")),
+            k.point("citations", s.p["n_citation"], shown.get("citations")),
+            k.point("top_paper_year", s.top[3], shown.get("top_paper_year")),
         ]
 
     statement, planted, right = correction(shown, points)
