@@ -26,9 +26,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from raleval.answers import AnswerType
 from raleval.families import TaskFamily
 from raleval.keypoints import judge_key_points, oracle_text, score_key_points, writes_value
-from raleval.records import KeyPoint, Level, Task, ToolCall
+from raleval.records import KeyPoint, Level, Task, TaskTags, ToolCall
 from raleval.registry import register_task_family, register_task_set
 
 MIN_POINTS = 3
@@ -180,6 +181,42 @@ class Draft:
     reference: str | None = None  # None: the statements of the key points, joined
     planted: tuple[int, ...] = ()
     metadata: dict[str, Any] | None = None
+
+    def key_points(self) -> list[KeyPoint]:
+        """The key points the task keeps: a value the question names is given away, not a key
+        point (a correction's question names them all by design)."""
+        if self.planted:
+            return list(self.points)
+        return unstated(self.points, self.question)[:MAX_POINTS]
+
+    def task(
+        self,
+        points: list[KeyPoint],
+        reference: str,
+        at: tuple[str, str, Level, int, int],
+        popularity: str,
+        **metadata: Any,
+    ) -> Task:
+        """The task, once it passed its checks; ``at``: (domain, family, level, seed, the
+        task's index in its batch); ``metadata`` goes before the draft's own."""
+        domain, family, level, seed, k = at
+        return Task(
+            id=f"{family}-s{seed}-{k:04d}",
+            domain=domain,
+            level=level,
+            family=family,
+            question=self.question,
+            answers=[reference],
+            answer_type=AnswerType.long_form,
+            key_points=points,
+            tags=TaskTags(
+                question_type=family.removeprefix(f"{domain}-lf-"), popularity=popularity
+            ),
+            solution=self.calls,
+            evidence=[p.value for p in points],
+            metric="f1",
+            metadata={"template": self.template, **metadata, **(self.metadata or {})},
+        )
 
 
 def plant(

@@ -25,20 +25,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from raleval.answers import AnswerType
 from raleval.envs.scholar.families import MAX_OBSERVATION_CHARS
 from raleval.families import SolutionMismatch, run_solution
 from raleval.longform import (
-    MAX_POINTS,
     Draft,
     ScholarPoints,
     correction,
     plant,
     register_longform,
     rejection,
-    unstated,
 )
-from raleval.records import KeyPoint, Level, Task, TaskTags, ToolCall
+from raleval.records import KeyPoint, Level, Task, ToolCall
 
 
 @dataclass
@@ -305,9 +302,7 @@ def _ids_followed(calls: list[ToolCall], data: list[Any]) -> bool:
 def _build(
     draft: Draft, s: _Scholar, env: Any, family: str, level: Level, seed: int, k: int
 ) -> Task | None:
-    points = list(draft.points)
-    if not draft.planted:  # a value the question names is given away: not a key point
-        points = unstated(points, draft.question)[:MAX_POINTS]
+    points = draft.key_points()
     try:
         results = run_solution(env, draft.calls)
     except SolutionMismatch:
@@ -325,24 +320,9 @@ def _build(
     observations = [r.observation for r in results]
     if rejection(points, reference, observations, draft.question, draft.planted):
         return None
-    return Task(
-        id=f"{family}-s{seed}-{k:04d}",
-        domain="scholar",
-        level=level,
-        family=family,
-        question=draft.question,
-        answers=[reference],
-        answer_type=AnswerType.long_form,
-        key_points=points,
-        tags=TaskTags(
-            question_type=family.removeprefix("scholar-lf-"),
-            popularity=env.store.popularity(s.p["n_citation"]),
-        ),
-        solution=draft.calls,
-        evidence=[p.value for p in points],
-        metric="f1",
-        metadata={"template": draft.template, "person_id": s.p["id"], **(draft.metadata or {})},
-    )
+    popularity = env.store.popularity(s.p["n_citation"])
+    at = ("scholar", family, level, seed, k)
+    return draft.task(points, reference, at, popularity, person_id=s.p["id"])
 
 
 Maker = Callable[[_Scholar, _Vocab, random.Random, Any], Draft | None]

@@ -22,7 +22,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from raleval.answers import AnswerType
+from raleval import longform as lf
 from raleval.envs.wiki.families.common import (
     ScholarWorld,
     lookup,
@@ -31,18 +31,7 @@ from raleval.envs.wiki.families.common import (
     search,
 )
 from raleval.families import SolutionMismatch, run_solution
-from raleval.longform import (
-    MAX_POINTS,
-    Draft,
-    ScholarPoints,
-    correction,
-    plant,
-    register_longform,
-    rejection,
-    unstated,
-    with_cues,
-)
-from raleval.records import KeyPoint, Level, Task, TaskTags
+from raleval.records import KeyPoint, Level, Task
 
 
 def _positions(world: ScholarWorld) -> list[str]:
@@ -70,7 +59,9 @@ _VENUES: dict[int, list[str]] = {}
 
 
 def _interest(p: dict[str, Any], i: int) -> KeyPoint:
-    return with_cues(ScholarPoints(p["name"]).point("interest", p["interests"][i]), "working on")
+    return lf.with_cues(
+        lf.ScholarPoints(p["name"]).point("interest", p["interests"][i]), "working on"
+    )
 
 
 def _top(p: dict[str, Any]) -> dict[str, Any] | None:
@@ -84,24 +75,26 @@ def _top(p: dict[str, Any]) -> dict[str, Any] | None:
 def _top_title(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
     # the titles the scholar's page lists, the ones an agent reading it can confuse
     titles = [x["title"] for x in p["pubs"]]
-    return ScholarPoints(p["name"]).point("top_paper", top["title"], choices=titles)
+    return lf.ScholarPoints(p["name"]).point("top_paper", top["title"], choices=titles)
 
 
 def _top_year(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
-    return with_cues(ScholarPoints(p["name"]).point("top_paper_year", top["year"]), "paper from")
+    return lf.with_cues(
+        lf.ScholarPoints(p["name"]).point("top_paper_year", top["year"]), "paper from"
+    )
 
 
 def _top_venue(p: dict[str, Any], top: dict[str, Any], venues: list[str]) -> KeyPoint:
     subject = f"The most cited paper of {p['name']}"
-    k = ScholarPoints(p["name"])
+    k = lf.ScholarPoints(p["name"])
     point = k.point("top_paper_venue", top["venue"], choices=venues, subject=subject)
-    return with_cues(point, "published in")
+    return lf.with_cues(point, "published in")
 
 
 # --- the four families ---------------------------------------------------------------------------
 
 
-Maker = Callable[[ScholarWorld, dict[str, Any], list[str], random.Random, Any], "Draft | None"]
+Maker = Callable[[ScholarWorld, dict[str, Any], list[str], random.Random, Any], "lf.Draft | None"]
 
 PROFILE = (
     "Write a short profile of {name} from the encyclopedia: their organization and position, "
@@ -113,8 +106,8 @@ PROFILE = (
 def _profile(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
     if len(p["interests"]) < 2:
         return None
-    k = ScholarPoints(p["name"])
-    return Draft(
+    k = lf.ScholarPoints(p["name"])
+    return lf.Draft(
         PROFILE,
         PROFILE.format(name=p["name"]),
         [search(p["name"]), lookup("Ph.D.")],
@@ -154,8 +147,8 @@ def _summary(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
         cues=["researchers", "members"],
         statement=f"{p['org']} has {w.orgs[p['org']]} researchers.",
     )
-    k = ScholarPoints(p["name"])
-    return Draft(
+    k = lf.ScholarPoints(p["name"])
+    return lf.Draft(
         SUMMARY,
         SUMMARY.format(name=p["name"]),
         [
@@ -192,8 +185,8 @@ def _continue(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: rando
         return None
     opening, remainder = page.sentences[0], " ".join(page.sentences[1:])
     collaborator = w.people[p["collab"][0]]["title"]
-    k = ScholarPoints(p["name"])
-    return Draft(
+    k = lf.ScholarPoints(p["name"])
+    return lf.Draft(
         CONTINUE,
         CONTINUE.format(name=p["name"], opening=opening),
         [
@@ -210,8 +203,8 @@ def _continue(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: rando
             # the page lists its selected publications most cited first: under that heading
             # the first title and its venue are the most cited paper's (the reference is the
             # page, whose words must state the fact with its cue)
-            with_cues(_top_title(p, top), PAGE_LIST_CUE),
-            with_cues(_top_venue(p, top, _venues(w)), PAGE_LIST_CUE),
+            lf.with_cues(_top_title(p, top), PAGE_LIST_CUE),
+            lf.with_cues(_top_venue(p, top, _venues(w)), PAGE_LIST_CUE),
             KeyPoint(
                 slot="collaborator",
                 kind="member",
@@ -247,10 +240,10 @@ def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
     def others() -> list[dict[str, Any]]:  # drawn once the slots are
         return [facts(w.people[r]) for r in rng.sample(sorted(w.people), 12)]
 
-    shown = plant(rng, facts(p), others)
+    shown = lf.plant(rng, facts(p), others)
     if shown is None:
         return None
-    k = ScholarPoints(p["name"])
+    k = lf.ScholarPoints(p["name"])
 
     def points(shown: Mapping[str, Any]) -> list[KeyPoint]:
         return [
@@ -262,8 +255,8 @@ def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
             k.point("phd_year", p["phd_year"], shown.get("phd_year")),
         ]
 
-    statement, planted, right = correction(shown, points)
-    return Draft(
+    statement, planted, right = lf.correction(shown, points)
+    return lf.Draft(
         CORRECT,
         CORRECT.format(name=p["name"], statement=statement),
         [search(p["name"]), lookup("Ph.D.")],
@@ -276,10 +269,8 @@ def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
 # --- generation ----------------------------------------------------------------------------------
 
 
-def _build(env: Any, draft: Draft, family: str, level: Level, seed: int, k: int, pop: str):
-    points = list(draft.points)
-    if not draft.planted:  # a value the question names is given away: not a key point
-        points = unstated(points, draft.question)[:MAX_POINTS]
+def _build(env: Any, draft: lf.Draft, family: str, level: Level, seed: int, k: int, pop: str):
+    points = draft.key_points()
     try:
         results = run_solution(env.session(), draft.calls)
     except SolutionMismatch:
@@ -288,26 +279,12 @@ def _build(env: Any, draft: Draft, family: str, level: Level, seed: int, k: int,
     if any(o.startswith("Could not find") or o == "No more results." for o in observations):
         return None
     reference = draft.reference
-    if reference is not None and rejection(points, reference, observations, draft.question):
+    if reference is not None and lf.rejection(points, reference, observations, draft.question):
         reference = None  # the page's remainder misses a key point: state them instead
     reference = reference or " ".join(x.statement for x in points)
-    if rejection(points, reference, observations, draft.question, draft.planted):
+    if lf.rejection(points, reference, observations, draft.question, draft.planted):
         return None
-    return Task(
-        id=f"{family}-s{seed}-{k:04d}",
-        domain="wiki",
-        level=level,
-        family=family,
-        question=draft.question,
-        answers=[reference],
-        answer_type=AnswerType.long_form,
-        key_points=points,
-        tags=TaskTags(question_type=family.removeprefix("wiki-lf-"), popularity=pop),
-        solution=draft.calls,
-        evidence=[x.value for x in points],
-        metric="f1",
-        metadata={"template": draft.template, **(draft.metadata or {})},
-    )
+    return draft.task(points, reference, ("wiki", family, level, seed, k), pop)
 
 
 def _generator(family: str, level: Level, make: Maker):
@@ -357,4 +334,4 @@ _SPECS: list[tuple[str, Level, Maker, str]] = [
     ),
 ]
 
-FAMILIES = register_longform("wiki", "Wiki", _SPECS, _generator)
+FAMILIES = lf.register_longform("wiki", "Wiki", _SPECS, _generator)
