@@ -185,6 +185,15 @@ def _s_co_then(tool: str):
     return _chain(_s, lambda c: ("getCoauthors", _pid(c)), _with(tool, "person_id", _co_id))
 
 
+def _s_pubs_then_pub(which: str):
+    """Search, the paper list, then the record of one of its papers (``which``: _BY_ID)."""
+    return _chain(
+        _s,
+        lambda c: ("getPersonPubs", _pid(c)),
+        _with("getPublication", "pub_id", _pub_id(which)),
+    )
+
+
 def _co_id(c: _Ctx) -> str | None:
     return c.co["id"] if c.co else None
 
@@ -438,21 +447,13 @@ KA = [
     ),
     _T(
         "In which venue was the most cited paper of {name} of {org} published?",
-        _chain(
-            _s,
-            lambda c: ("getPersonPubs", _pid(c)),
-            _with("getPublication", "pub_id", _pub_id("top_pub")),
-        ),
+        _s_pubs_then_pub("top_pub"),
         _const("r2['venue']"),
         _venue_of("top_pub"),
     ),
     _T(
         "What is the PDF link of the most cited paper by {name} of {org}?",
-        _chain(
-            _s,
-            lambda c: ("getPersonPubs", _pid(c)),
-            _with("getPublication", "pub_id", _pub_id("top_pub")),
-        ),
+        _s_pubs_then_pub("top_pub"),
         _const("r2['pdf_link']"),
         _maybe(lambda c: c.top_pub, lambda x: f"https://papers.raleval.invalid/{x['id']}.pdf"),
     ),
@@ -496,11 +497,7 @@ KA = [
     ),
     _T(
         "In which venue did {name} of {org} publish their latest paper?",
-        _chain(
-            _s,
-            lambda c: ("getPersonPubs", _pid(c)),
-            _with("getPublication", "pub_id", _pub_id("latest")),
-        ),
+        _s_pubs_then_pub("latest"),
         _const("r2['venue']"),
         _venue_of("latest"),
     ),
