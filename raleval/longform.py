@@ -252,14 +252,29 @@ def correction(
 
 
 Generator = Callable[[Any, int, int], list[Task]]
-Spec = tuple[str, Level, Any, str]  # (family id, level, its draft maker, what it asks)
+
+# CRUD-RAG's four uses of long-form generation and the R-Eval level each is graded at: reading
+# (profile), deleting the redundant across documents (summary), creating the unseen
+# (continuation), updating the wrong (correction)
+USES: dict[str, Level] = {
+    "profile": Level.KS,
+    "summary": Level.KU,
+    "continue": Level.KA,
+    "correct": Level.KA,
+}
 
 
 def register_longform(
-    env: str, title: str, specs: Sequence[Spec], generator: Callable[[str, Level, Any], Generator]
+    env: str, title: str, generator: Callable[[str, Level, Any], Generator], *makers: Any
 ) -> dict[str, TaskFamily]:
-    """Register an environment's long-form families (graded by F1 over the key points) and the
-    set ``<env>-longform`` of them (the default sets do not include them)."""
+    """Register an environment's long-form families ``<env>-lf-<use>``, one a use of
+    :data:`USES` in its order (``makers``: the uses' draft makers, each saying what it asks in
+    its docstring), graded by F1 over the key points, and the set ``<env>-longform`` of them
+    (the default sets do not include them)."""
+    specs = [
+        (f"{env}-lf-{use}", level, make, " ".join(make.__doc__.split()))
+        for (use, level), make in zip(USES.items(), makers, strict=True)
+    ]
     families = {
         fid: TaskFamily(
             id=fid,

@@ -744,34 +744,22 @@ def _build(c: _Ctx, t: _T, family: str, level: Level, seed: int, k: int, env: An
     )
 
 
+_SPECS: list[tuple[str, Level, list[_T], str]] = [
+    ("1-3", Level.KS, KS, "single-API facts (SoAy-easy: citations, papers, affiliation)"),
+    ("2-4", Level.KU, KU, "profiling (position labels, doctorate, structured profiles)"),
+    ("3-5", Level.KA, KA, "multi-API compositions (SoAy-hard: coauthors, venues, counts)"),
+]
 FAMILIES: dict[str, TaskFamily] = {
-    "1-3": TaskFamily(
-        id="1-3",
-        level=Level.KS,
+    fid: TaskFamily(
+        id=fid,
+        level=level,
         domain="scholar",
         env="scholar",
         metric="f1",
-        description="Scholar KS: single-API facts (SoAy-easy: citations, papers, affiliation)",
-        generate=_generator("1-3", Level.KS, KS),
-    ),
-    "2-4": TaskFamily(
-        id="2-4",
-        level=Level.KU,
-        domain="scholar",
-        env="scholar",
-        metric="f1",
-        description="Scholar KU: profiling (position labels, doctorate, structured profiles)",
-        generate=_generator("2-4", Level.KU, KU),
-    ),
-    "3-5": TaskFamily(
-        id="3-5",
-        level=Level.KA,
-        domain="scholar",
-        env="scholar",
-        metric="f1",
-        description="Scholar KA: multi-API compositions (SoAy-hard: coauthors, venues, counts)",
-        generate=_generator("3-5", Level.KA, KA),
-    ),
+        description=f"Scholar {level.value}: {what}",
+        generate=_generator(fid, level, templates),
+    )
+    for fid, level, templates, what in _SPECS
 }
 TEMPLATE_COUNT = len(KS) + len(KU) + len(KA)
 

@@ -147,6 +147,7 @@ PROFILE = (
 
 
 def _profile(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """profile of a scholar from three APIs (read)"""
     if len(s.p["interests"]) < 2:
         return None
     pid, k = s.p["id"], s.points
@@ -175,6 +176,7 @@ SUMMARY = (
 
 
 def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """a scholar and their most cited paper from four results (delete: summarisation)"""
     if s.top is None:
         return None
     pub = store.pub(s.top[0])
@@ -208,6 +210,7 @@ CONTINUE = (
 
 
 def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """continue a scholar's profile text from its opening (create)"""
     if s.top is None or s.co is None or len(s.p["interests"]) < 2:
         return None
     he, his = s.he, "Her" if s.he == "She" else "His"
@@ -252,6 +255,7 @@ CORRECT = (
 
 
 def _correct(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """correct a statement with one or two planted factual errors (update)"""
     if s.top is None:
         return None
     donors = store.persons_by_rowid(store.sample_person_rowids(12, f"donors/{rng.random()}"))
@@ -351,26 +355,7 @@ def _generator(family: str, level: Level, make: Maker):
     return generate
 
 
-_SPECS: list[tuple[str, Level, Maker, str]] = [
-    ("scholar-lf-profile", Level.KS, _profile, "profile of a scholar from three APIs (read)"),
-    (
-        "scholar-lf-summary",
-        Level.KU,
-        _summary,
-        "a scholar and their most cited paper from four results (delete: summarisation)",
-    ),
-    (
-        "scholar-lf-continue",
-        Level.KA,
-        _continue,
-        "continue a scholar's profile text from its opening (create)",
-    ),
-    (
-        "scholar-lf-correct",
-        Level.KA,
-        _correct,
-        "correct a statement with one or two planted factual errors (update)",
-    ),
-]
-
-FAMILIES = register_longform("scholar", "Scholar", _SPECS, _generator)
+# one family a use, in raleval.longform.USES order; a maker's docstring is its description
+FAMILIES = register_longform(
+    "scholar", "Scholar", _generator, _profile, _summary, _continue, _correct
+)

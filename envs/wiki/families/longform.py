@@ -104,6 +104,7 @@ PROFILE = (
 
 
 def _profile(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """profile of a scholar from their page (read)"""
     if len(p["interests"]) < 2:
         return None
     k = lf.ScholarPoints(p["name"])
@@ -132,6 +133,7 @@ SUMMARY = (
 
 
 def _summary(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """a scholar, their most cited paper and organization from three pages (delete)"""
     top = _top(p)
     if top is None:
         return None
@@ -179,6 +181,7 @@ CONTINUE = (
 
 
 def _continue(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """continue a scholar's page from its opening sentence (create)"""
     top = _top(p)
     page = env.backend.store.get(p["title"])
     if top is None or not p["collab"] or page is None:
@@ -233,6 +236,8 @@ _WRONG: dict[str, str] = {
 
 
 def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """correct a statement with one or two planted factual errors (update)"""
+
     def facts(o: dict[str, Any]) -> dict[str, Any]:
         return {slot: o[field] for slot, field in _WRONG.items()}
 
@@ -312,26 +317,5 @@ def _generator(family: str, level: Level, make: Maker):
     return generate
 
 
-_SPECS: list[tuple[str, Level, Maker, str]] = [
-    ("wiki-lf-profile", Level.KS, _profile, "profile of a scholar from their page (read)"),
-    (
-        "wiki-lf-summary",
-        Level.KU,
-        _summary,
-        "a scholar, their most cited paper and organization from three pages (delete)",
-    ),
-    (
-        "wiki-lf-continue",
-        Level.KA,
-        _continue,
-        "continue a scholar's page from its opening sentence (create)",
-    ),
-    (
-        "wiki-lf-correct",
-        Level.KA,
-        _correct,
-        "correct a statement with one or two planted factual errors (update)",
-    ),
-]
-
-FAMILIES = lf.register_longform("wiki", "Wiki", _SPECS, _generator)
+# one family a use, in raleval.longform.USES order; a maker's docstring is its description
+FAMILIES = lf.register_longform("wiki", "Wiki", _generator, _profile, _summary, _continue, _correct)
