@@ -1,4 +1,5 @@
-"""What a generated long-form task must pass before it is emitted (docs/longform.md, Families).
+"""What a generated long-form task must pass before it is emitted, and what the long-form
+families of every environment share (docs/longform.md, Families).
 
 The long-form families of every environment (profile, summary, continuation, correction) draw
 their key points from the world and run their gold calls; these checks, shared by all of them,
