@@ -185,6 +185,15 @@ def _s_co_then(tool: str):
     return _chain(_s, lambda c: ("getCoauthors", _pid(c)), _with(tool, "person_id", _co_id))
 
 
+def _s_pubs_then_pub(which: str):
+    """Search, the paper list, then the record of one of its papers (``which``: _BY_ID)."""
+    return _chain(
+        _s,
+        lambda c: ("getPersonPubs", _pid(c)),
+        _with("getPublication", "pub_id", _pub_id(which)),
+    )
+
+
 def _co_id(c: _Ctx) -> str | None:
     return c.co["id"] if c.co else None
 
@@ -438,21 +447,13 @@ KA = [
     ),
     _T(
         "In which venue was the most cited paper of {name} of {org} published?",
-        _chain(
-            _s,
-            lambda c: ("getPersonPubs", _pid(c)),
-            _with("getPublication", "pub_id", _pub_id("top_pub")),
-        ),
+        _s_pubs_then_pub("top_pub"),
         _const("r2['venue']"),
         _venue_of("top_pub"),
     ),
     _T(
         "What is the PDF link of the most cited paper by {name} of {org}?",
-        _chain(
-            _s,
-            lambda c: ("getPersonPubs", _pid(c)),
-            _with("getPublication", "pub_id", _pub_id("top_pub")),
-        ),
+        _s_pubs_then_pub("top_pub"),
         _const("r2['pdf_link']"),
         _maybe(lambda c: c.top_pub, lambda x: f"https://papers.raleval.invalid/{x['id']}.pdf"),
     ),
@@ -496,11 +497,7 @@ KA = [
     ),
     _T(
         "In which venue did {name} of {org} publish their latest paper?",
-        _chain(
-            _s,
-            lambda c: ("getPersonPubs", _pid(c)),
-            _with("getPublication", "pub_id", _pub_id("latest")),
-        ),
+        _s_pubs_then_pub("latest"),
         _const("r2['venue']"),
         _venue_of("latest"),
     ),
@@ -747,34 +744,22 @@ def _build(c: _Ctx, t: _T, family: str, level: Level, seed: int, k: int, env: An
     )
 
 
+_SPECS: list[tuple[str, Level, list[_T], str]] = [
+    ("1-3", Level.KS, KS, "single-API facts (SoAy-easy: citations, papers, affiliation)"),
+    ("2-4", Level.KU, KU, "profiling (position labels, doctorate, structured profiles)"),
+    ("3-5", Level.KA, KA, "multi-API compositions (SoAy-hard: coauthors, venues, counts)"),
+]
 FAMILIES: dict[str, TaskFamily] = {
-    "1-3": TaskFamily(
-        id="1-3",
-        level=Level.KS,
+    fid: TaskFamily(
+        id=fid,
+        level=level,
         domain="scholar",
         env="scholar",
         metric="f1",
-        description="Scholar KS: single-API facts (SoAy-easy: citations, papers, affiliation)",
-        generate=_generator("1-3", Level.KS, KS),
-    ),
-    "2-4": TaskFamily(
-        id="2-4",
-        level=Level.KU,
-        domain="scholar",
-        env="scholar",
-        metric="f1",
-        description="Scholar KU: profiling (position labels, doctorate, structured profiles)",
-        generate=_generator("2-4", Level.KU, KU),
-    ),
-    "3-5": TaskFamily(
-        id="3-5",
-        level=Level.KA,
-        domain="scholar",
-        env="scholar",
-        metric="f1",
-        description="Scholar KA: multi-API compositions (SoAy-hard: coauthors, venues, counts)",
-        generate=_generator("3-5", Level.KA, KA),
-    ),
+        description=f"Scholar {level.value}: {what}",
+        generate=_generator(fid, level, templates),
+    )
+    for fid, level, templates, what in _SPECS
 }
 TEMPLATE_COUNT = len(KS) + len(KU) + len(KA)
 

@@ -21,23 +21,21 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from raleval.answers import AnswerType
 from raleval.envs.scholar.families import MAX_OBSERVATION_CHARS
-from raleval.families import SolutionMismatch, TaskFamily, run_solution
-from raleval.longform import MAX_POINTS, rejection, unstated
-from raleval.records import KeyPoint, Level, Task, TaskTags, ToolCall
-from raleval.registry import register_task_family, register_task_set
-
-PHD_CUES = ["Ph.D", "PhD", "doctorate", "doctoral"]
-PAPERS_CUES = ["paper", "publication", "published"]
-CITATION_CUES = ["cit"]
-# "is a"/"is an" (prefix "a"): "X is an Associate Professor" names the position with no word
-# for it, and must contradict "Assistant Professor"
-POSITION_CUES = ["position", "is a", "works as", "rank"]
+from raleval.families import SolutionMismatch, run_solution
+from raleval.longform import (
+    Draft,
+    ScholarPoints,
+    correction,
+    plant,
+    register_longform,
+    rejection,
+)
+from raleval.records import KeyPoint, Level, Task, ToolCall
 
 
 @dataclass
@@ -64,6 +62,26 @@ class _Scholar:
         if not self.pubs or (len(self.pubs) > 1 and self.pubs[1][2] == self.pubs[0][2]):
             return None
         return self.pubs[0]
+
+    @property
+    def points(self) -> ScholarPoints:
+        return ScholarPoints(self.name)
+
+    @property
+    def titles(self) -> list[str]:
+        """The scholar's own titles (getPersonPubs), the ones an agent can confuse."""
+        return [title for _, title, _, _ in self.pubs]
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """The values a correction task may plant wrong, by slot."""
+        return {
+            "position": self.p["position"],
+            "phd_year": self.phd_year,
+            "papers": self.p["n_pubs"],
+            "citations": self.p["n_citation"],
+            "top_paper_year": self.top[3] if self.top else None,
+        }
 
     @property
     def co(self) -> tuple[str, str, int] | None:
@@ -108,162 +126,7 @@ def _vocab(store: Any) -> _Vocab:
     )
 
 
-# --- key points: one maker per slot ------------------------------------------------------------
-
-
-def _position(s: _Scholar, v: _Vocab, value: str | None = None) -> KeyPoint:
-    value = value or s.p["position"]
-    return KeyPoint(
-        slot="position",
-        kind="entity",
-        value=s.p["position"],
-        cues=POSITION_CUES,
-        choices=v.positions,
-        statement=f"{s.name} holds the position of {value}.",
-    )
-
-
-def _gender(s: _Scholar, v: _Vocab) -> KeyPoint:
-    return KeyPoint(
-        slot="gender",
-        kind="entity",
-        value=s.p["gender"],
-        cues=["gender"],
-        choices=v.genders,
-        statement=f"The gender of {s.name} is {s.p['gender']}.",
-    )
-
-
-def _n_pubs(s: _Scholar, value: int | None = None) -> KeyPoint:
-    shown = s.p["n_pubs"] if value is None else value
-    return KeyPoint(
-        slot="papers",
-        kind="number",
-        value=str(s.p["n_pubs"]),
-        cues=PAPERS_CUES,
-        statement=f"{s.name} has published {shown} papers.",
-    )
-
-
-def _n_cit(s: _Scholar, value: int | None = None) -> KeyPoint:
-    shown = s.p["n_citation"] if value is None else value
-    return KeyPoint(
-        slot="citations",
-        kind="number",
-        value=str(s.p["n_citation"]),
-        cues=CITATION_CUES,
-        statement=f"The papers of {s.name} have been cited {shown} times.",
-    )
-
-
-def _phd_org(s: _Scholar, v: _Vocab) -> KeyPoint:
-    return KeyPoint(
-        slot="phd_institution",
-        kind="entity",
-        value=s.phd_org,
-        cues=PHD_CUES,
-        # the scholar's own organization is left out: an answer naming where they work in the
-        # sentence about their doctorate does not claim they took it there
-        choices=[o for o in v.orgs if o != s.p["organization"] or o == s.phd_org],
-        statement=f"{s.name} received a Ph.D. from {s.phd_org}.",
-    )
-
-
-def _phd_year(s: _Scholar, value: int | None = None) -> KeyPoint:
-    shown = s.phd_year if value is None else value
-    return KeyPoint(
-        slot="phd_year",
-        kind="year",
-        value=str(s.phd_year),
-        cues=PHD_CUES,
-        statement=f"{s.name} received a Ph.D. in {shown}.",
-    )
-
-
-def _interest(s: _Scholar, i: int) -> KeyPoint:
-    return KeyPoint(
-        slot="interest",
-        kind="member",
-        value=s.p["interests"][i],
-        cues=["interest", "works on"],
-        statement=f"{s.name} works on {s.p['interests'][i]}.",
-    )
-
-
-def _top_title(s: _Scholar) -> KeyPoint:
-    assert s.top is not None
-    return KeyPoint(
-        slot="top_paper",
-        kind="entity",
-        value=s.top[1],
-        cues=["most cited paper"],
-        # the scholar's own titles (getPersonPubs), the ones an agent can confuse
-        choices=[title for _, title, _, _ in s.pubs],
-        statement=f"The most cited paper of {s.name} is {s.top[1]}.",
-    )
-
-
-def _top_year(s: _Scholar, value: int | None = None) -> KeyPoint:
-    assert s.top is not None
-    shown = s.top[3] if value is None else value
-    return KeyPoint(
-        slot="top_paper_year",
-        kind="year",
-        value=str(s.top[3]),
-        cues=["published in", "appeared in"],
-        statement=f"The most cited paper of {s.name} was published in {shown}.",
-    )
-
-
-def _top_cit(s: _Scholar) -> KeyPoint:
-    assert s.top is not None
-    return KeyPoint(
-        slot="top_paper_citations",
-        kind="number",
-        value=str(s.top[2]),
-        cues=CITATION_CUES,
-        statement=f"That paper has been cited {s.top[2]} times.",
-    )
-
-
-def _top_venue(s: _Scholar, venue: str, v: _Vocab) -> KeyPoint:
-    return KeyPoint(
-        slot="top_paper_venue",
-        kind="entity",
-        value=venue,
-        cues=["venue", "appeared in"],
-        choices=v.venues,
-        statement=f"It appeared in {venue}.",
-    )
-
-
-def _coauthor(s: _Scholar) -> KeyPoint:
-    assert s.co is not None
-    return KeyPoint(
-        slot="top_coauthor",
-        kind="entity",
-        value=s.co[1],
-        cues=["coauthor", "collaborator", "writes with"],
-        choices=[name for _, name, _ in s.coauthors],
-        statement=f"{s.name} most often writes with {s.co[1]}.",
-    )
-
-
 # --- the four families -------------------------------------------------------------------------
-
-
-@dataclass
-class _Draft:
-    """A task before its checks: the question, the gold calls, the key points (before those
-    the question gives away are dropped, except for a correction), the reference text."""
-
-    template: str
-    question: str
-    calls: list[ToolCall]
-    points: list[KeyPoint]
-    reference: str | None = None  # None: the statements of the key points, joined
-    planted: tuple[int, ...] = ()
-    metadata: dict[str, Any] | None = None
 
 
 def _search(s: _Scholar) -> ToolCall:
@@ -283,23 +146,24 @@ PROFILE = (
 )
 
 
-def _profile(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+def _profile(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """profile of a scholar from three APIs (read)"""
     if len(s.p["interests"]) < 2:
         return None
-    pid = s.p["id"]
-    return _Draft(
+    pid, k = s.p["id"], s.points
+    return Draft(
         PROFILE,
         PROFILE.format(name=s.name, org=s.p["organization"]),
         [_search(s), _by_id("getPersonBasicInfo", pid), _by_id("getPersonInterest", pid)],
         [
-            _position(s, v),
-            _gender(s, v),
-            _phd_org(s, v),
-            _phd_year(s),
-            _n_pubs(s),
-            _n_cit(s),
-            _interest(s, 0),
-            _interest(s, 1),
+            k.point("position", s.p["position"], choices=v.positions),
+            k.point("gender", s.p["gender"], choices=v.genders),
+            k.phd_institution(s.phd_org, s.p["organization"], v.orgs),
+            k.point("phd_year", s.phd_year),
+            k.point("papers", s.p["n_pubs"]),
+            k.point("citations", s.p["n_citation"]),
+            k.point("interest", s.p["interests"][0]),
+            k.point("interest", s.p["interests"][1]),
         ],
     )
 
@@ -311,12 +175,13 @@ SUMMARY = (
 )
 
 
-def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """a scholar and their most cited paper from four results (delete: summarisation)"""
     if s.top is None:
         return None
     pub = store.pub(s.top[0])
-    pid = s.p["id"]
-    return _Draft(
+    pid, k = s.p["id"], s.points
+    return Draft(
         SUMMARY,
         SUMMARY.format(name=s.name, org=s.p["organization"]),
         [
@@ -326,13 +191,13 @@ def _summary(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft |
             _by_id("getPublication", s.top[0], "pub_id"),
         ],
         [
-            _position(s, v),
-            _phd_year(s),
-            _n_cit(s),
-            _top_title(s),
-            _top_year(s),
-            _top_venue(s, pub["venue"], v),
-            _top_cit(s),
+            k.point("position", s.p["position"], choices=v.positions),
+            k.point("phd_year", s.phd_year),
+            k.point("citations", s.p["n_citation"]),
+            k.point("top_paper", s.top[1], choices=s.titles),
+            k.point("top_paper_year", s.top[3]),
+            k.point("top_paper_venue", pub["venue"], choices=v.venues),
+            k.point("top_paper_citations", s.top[2]),
         ],
     )
 
@@ -344,7 +209,8 @@ CONTINUE = (
 )
 
 
-def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """continue a scholar's profile text from its opening (create)"""
     if s.top is None or s.co is None or len(s.p["interests"]) < 2:
         return None
     he, his = s.he, "Her" if s.he == "She" else "His"
@@ -357,8 +223,8 @@ def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft 
         f"{s.p['n_citation']} times. {his} most cited paper is {s.top[1]}. {he} most often "
         f"writes with {s.co[1]}."
     )
-    pid = s.p["id"]
-    return _Draft(
+    pid, k = s.p["id"], s.points
+    return Draft(
         CONTINUE,
         CONTINUE.format(name=s.name, org=s.p["organization"], opening=opening),
         [
@@ -368,14 +234,14 @@ def _continue(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft 
             _by_id("getCoauthors", pid),
         ],
         [
-            _interest(s, 0),
-            _interest(s, 1),
-            _phd_org(s, v),
-            _phd_year(s),
-            _n_pubs(s),
-            _n_cit(s),
-            _top_title(s),
-            _coauthor(s),
+            k.point("interest", i0),
+            k.point("interest", i1),
+            k.phd_institution(s.phd_org, s.p["organization"], v.orgs),
+            k.point("phd_year", s.phd_year),
+            k.point("papers", s.p["n_pubs"]),
+            k.point("citations", s.p["n_citation"]),
+            k.point("top_paper", s.top[1], choices=s.titles),
+            k.point("top_coauthor", s.co[1], choices=[name for _, name, _ in s.coauthors]),
         ],
         reference=remainder,
         metadata={"opening": opening},
@@ -388,68 +254,38 @@ CORRECT = (
 )
 
 
-def _correct(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> _Draft | None:
+def _correct(s: _Scholar, v: _Vocab, rng: random.Random, store: Any) -> Draft | None:
+    """correct a statement with one or two planted factual errors (update)"""
     if s.top is None:
         return None
     donors = store.persons_by_rowid(store.sample_person_rowids(12, f"donors/{rng.random()}"))
     other = [_scholar(store, d) for d in donors.values() if d["id"] != s.p["id"]]
-    other = [o for o in other if o is not None and o.top is not None]
     # a wrong value of the slot's kind, taken from another scholar of the world
-    wrong: dict[str, Callable[[_Scholar], Any]] = {
-        "position": lambda o: o.p["position"],
-        "phd_year": lambda o: o.phd_year,
-        "papers": lambda o: o.p["n_pubs"],
-        "citations": lambda o: o.p["n_citation"],
-        "top_paper_year": lambda o: o.top[3] if o.top else None,
-    }
-    truth = {
-        "position": s.p["position"],
-        "phd_year": s.phd_year,
-        "papers": s.p["n_pubs"],
-        "citations": s.p["n_citation"],
-        "top_paper_year": s.top[3],
-    }
-    slots = rng.sample(list(wrong), rng.choice((1, 2)))
-    shown: dict[str, Any] = {}
-    for slot in slots:
-        values = [w for o in other if (w := wrong[slot](o)) is not None and w != truth[slot]]
-        if not values:
-            return None
-        shown[slot] = rng.choice(values)
-    points = [
-        _position(s, v, shown.get("position")),
-        _phd_year(s, shown.get("phd_year")),
-        _n_pubs(s, shown.get("papers")),
-        _n_cit(s, shown.get("citations")),
-        _top_year(s, shown.get("top_paper_year")),
-    ]
-    statement = " ".join(p.statement for p in points)
-    planted = tuple(i for i, p in enumerate(points) if p.slot in shown)
-    # each key point's own statement is the corrected one
-    points = [p.model_copy(update={"statement": _corrected(s, v, p.slot)}) for p in points]
+    others = [o.facts for o in other if o is not None and o.top is not None]
+    shown = plant(rng, s.facts, lambda: others)
+    if shown is None:
+        return None
+    k = s.points
+
+    def points(shown: Mapping[str, Any]) -> list[KeyPoint]:
+        return [
+            k.point("position", s.p["position"], shown.get("position"), v.positions),
+            k.point("phd_year", s.phd_year, shown.get("phd_year")),
+            k.point("papers", s.p["n_pubs"], shown.get("papers")),
+            k.point("citations", s.p["n_citation"], shown.get("citations")),
+            k.point("top_paper_year", s.top[3], shown.get("top_paper_year")),
+        ]
+
+    statement, planted, right = correction(shown, points)
     pid = s.p["id"]
-    return _Draft(
+    return Draft(
         CORRECT,
         CORRECT.format(name=s.name, org=s.p["organization"], statement=statement),
         [_search(s), _by_id("getPersonBasicInfo", pid), _by_id("getPersonPubs", pid)],
-        points,
+        right,
         planted=planted,
-        metadata={
-            "statement": statement,
-            "planted": {slot: str(shown[slot]) for slot in slots},
-        },
+        metadata={"statement": statement, "planted": {slot: str(w) for slot, w in shown.items()}},
     )
-
-
-def _corrected(s: _Scholar, v: _Vocab, slot: str) -> str:
-    makers: dict[str, Callable[[], KeyPoint]] = {
-        "position": lambda: _position(s, v),
-        "phd_year": lambda: _phd_year(s),
-        "papers": lambda: _n_pubs(s),
-        "citations": lambda: _n_cit(s),
-        "top_paper_year": lambda: _top_year(s),
-    }
-    return makers[slot]().statement
 
 
 # --- generation --------------------------------------------------------------------------------
@@ -468,11 +304,9 @@ def _ids_followed(calls: list[ToolCall], data: list[Any]) -> bool:
 
 
 def _build(
-    draft: _Draft, s: _Scholar, env: Any, family: str, level: Level, seed: int, k: int
+    draft: Draft, s: _Scholar, env: Any, family: str, level: Level, seed: int, k: int
 ) -> Task | None:
-    points = list(draft.points)
-    if not draft.planted:  # a value the question names is given away: not a key point
-        points = unstated(points, draft.question)[:MAX_POINTS]
+    points = draft.key_points()
     try:
         results = run_solution(env, draft.calls)
     except SolutionMismatch:
@@ -490,27 +324,12 @@ def _build(
     observations = [r.observation for r in results]
     if rejection(points, reference, observations, draft.question, draft.planted):
         return None
-    return Task(
-        id=f"{family}-s{seed}-{k:04d}",
-        domain="scholar",
-        level=level,
-        family=family,
-        question=draft.question,
-        answers=[reference],
-        answer_type=AnswerType.long_form,
-        key_points=points,
-        tags=TaskTags(
-            question_type=family.removeprefix("scholar-lf-"),
-            popularity=env.store.popularity(s.p["n_citation"]),
-        ),
-        solution=draft.calls,
-        evidence=[p.value for p in points],
-        metric="f1",
-        metadata={"template": draft.template, "person_id": s.p["id"], **(draft.metadata or {})},
-    )
+    popularity = env.store.popularity(s.p["n_citation"])
+    at = ("scholar", family, level, seed, k)
+    return draft.task(points, reference, at, popularity, person_id=s.p["id"])
 
 
-Maker = Callable[[_Scholar, _Vocab, random.Random, Any], _Draft | None]
+Maker = Callable[[_Scholar, _Vocab, random.Random, Any], Draft | None]
 
 
 def _generator(family: str, level: Level, make: Maker):
@@ -536,42 +355,7 @@ def _generator(family: str, level: Level, make: Maker):
     return generate
 
 
-_SPECS: list[tuple[str, Level, Maker, str]] = [
-    ("scholar-lf-profile", Level.KS, _profile, "profile of a scholar from three APIs (read)"),
-    (
-        "scholar-lf-summary",
-        Level.KU,
-        _summary,
-        "a scholar and their most cited paper from four results (delete: summarisation)",
-    ),
-    (
-        "scholar-lf-continue",
-        Level.KA,
-        _continue,
-        "continue a scholar's profile text from its opening (create)",
-    ),
-    (
-        "scholar-lf-correct",
-        Level.KA,
-        _correct,
-        "correct a statement with one or two planted factual errors (update)",
-    ),
-]
-
-FAMILIES: dict[str, TaskFamily] = {
-    fid: TaskFamily(
-        id=fid,
-        level=level,
-        domain="scholar",
-        env="scholar",
-        metric="f1",
-        description=f"Scholar long-form {level.value}: {what}",
-        generate=_generator(fid, level, make),
-    )
-    for fid, level, make, what in _SPECS
-}
-
-for _fid, _family in FAMILIES.items():
-    register_task_family(_fid)(_family)
-
-register_task_set("scholar-longform")(list(FAMILIES))
+# one family a use, in raleval.longform.USES order; a maker's docstring is its description
+FAMILIES = register_longform(
+    "scholar", "Scholar", _generator, _profile, _summary, _continue, _correct
+)

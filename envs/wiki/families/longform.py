@@ -19,11 +19,10 @@ executing oracle's answer cover every key point, the question gives none away).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from raleval.answers import AnswerType
+from raleval import longform as lf
 from raleval.envs.wiki.families.common import (
     ScholarWorld,
     lookup,
@@ -31,36 +30,13 @@ from raleval.envs.wiki.families.common import (
     scholar_world,
     search,
 )
-from raleval.families import SolutionMismatch, TaskFamily, run_solution
-from raleval.longform import MAX_POINTS, rejection, unstated
-from raleval.records import KeyPoint, Level, Task, TaskTags, ToolCall
-from raleval.registry import register_task_family, register_task_set
-
-PHD_CUES = ["Ph.D", "PhD", "doctorate", "doctoral"]
-PAPERS_CUES = ["paper", "publication", "published"]
-CITATION_CUES = ["cit"]
-# "is a"/"is an" (prefix "a"): "X is an Associate Professor" names the position with no word
-# for it, and must contradict "Assistant Professor"
-POSITION_CUES = ["position", "is a", "works as", "rank"]
+from raleval.families import SolutionMismatch, run_solution
+from raleval.records import KeyPoint, Level, Task
 
 
 def _positions(world: ScholarWorld) -> list[str]:
     """The world's positions: the choices of a position key point."""
     return sorted({p["position"] for p in world.people.values()})
-
-
-# --- key points ----------------------------------------------------------------------------------
-
-
-def _position(p: dict[str, Any], choices: list[str], shown: str | None = None) -> KeyPoint:
-    return KeyPoint(
-        slot="position",
-        kind="entity",
-        value=p["position"],
-        cues=POSITION_CUES,
-        choices=choices,
-        statement=f"{p['name']} holds the position of {shown or p['position']}.",
-    )
 
 
 def _orgs(world: ScholarWorld) -> list[str]:
@@ -79,69 +55,12 @@ def _venues(world: ScholarWorld) -> list[str]:
 _VENUES: dict[int, list[str]] = {}
 
 
-def _org(p: dict[str, Any], orgs: list[str]) -> KeyPoint:
-    return KeyPoint(
-        slot="organization",
-        kind="entity",
-        value=p["org"],
-        cues=["works at", "affiliat", "organization"],
-        choices=orgs,
-        statement=f"{p['name']} works at {p['org']}.",
-    )
-
-
-def _n_pubs(p: dict[str, Any], shown: int | None = None) -> KeyPoint:
-    return KeyPoint(
-        slot="papers",
-        kind="number",
-        value=str(p["n_pubs"]),
-        cues=PAPERS_CUES,
-        statement=f"{p['name']} has published {p['n_pubs'] if shown is None else shown} papers.",
-    )
-
-
-def _n_cit(p: dict[str, Any], shown: int | None = None) -> KeyPoint:
-    value = p["n_cit"] if shown is None else shown
-    return KeyPoint(
-        slot="citations",
-        kind="number",
-        value=str(p["n_cit"]),
-        cues=CITATION_CUES,
-        statement=f"The papers of {p['name']} have been cited {value} times.",
-    )
-
-
-def _phd_org(p: dict[str, Any], orgs: list[str]) -> KeyPoint:
-    return KeyPoint(
-        slot="phd_institution",
-        kind="entity",
-        value=p["phd_org"],
-        cues=PHD_CUES,
-        # the scholar's own organization is left out: an answer naming where they work in the
-        # sentence about their doctorate does not claim they took it there
-        choices=[o for o in orgs if o != p["org"] or o == p["phd_org"]],
-        statement=f"{p['name']} received a Ph.D. from {p['phd_org']}.",
-    )
-
-
-def _phd_year(p: dict[str, Any], shown: int | None = None) -> KeyPoint:
-    value = p["phd_year"] if shown is None else shown
-    return KeyPoint(
-        slot="phd_year",
-        kind="year",
-        value=str(p["phd_year"]),
-        cues=PHD_CUES,
-        statement=f"{p['name']} received a Ph.D. in {value}.",
-    )
+# --- key points: the scholar's facts (raleval.longform.ScholarPoints) in the page's words -------
 
 
 def _interest(p: dict[str, Any], i: int) -> KeyPoint:
-    return KeyPoint(
-        slot="interest",
-        kind="member",
-        value=p["interests"][i],
-        cues=["interest", "works on", "working on"],
-        statement=f"{p['name']} works on {p['interests'][i]}.",
+    return lf.with_cues(
+        lf.ScholarPoints(p["name"]).point("interest", p["interests"][i]), "working on"
     )
 
 
@@ -154,65 +73,28 @@ def _top(p: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _top_title(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
-    return KeyPoint(
-        slot="top_paper",
-        kind="entity",
-        value=top["title"],
-        cues=["most cited paper"],
-        # the titles the scholar's page lists, the ones an agent reading it can confuse
-        choices=[x["title"] for x in p["pubs"]],
-        statement=f"The most cited paper of {p['name']} is {top['title']}.",
-    )
+    # the titles the scholar's page lists, the ones an agent reading it can confuse
+    titles = [x["title"] for x in p["pubs"]]
+    return lf.ScholarPoints(p["name"]).point("top_paper", top["title"], choices=titles)
 
 
 def _top_year(p: dict[str, Any], top: dict[str, Any]) -> KeyPoint:
-    return KeyPoint(
-        slot="top_paper_year",
-        kind="year",
-        value=str(top["year"]),
-        cues=["published in", "appeared in", "paper from"],
-        statement=f"The most cited paper of {p['name']} was published in {top['year']}.",
+    return lf.with_cues(
+        lf.ScholarPoints(p["name"]).point("top_paper_year", top["year"]), "paper from"
     )
 
 
 def _top_venue(p: dict[str, Any], top: dict[str, Any], venues: list[str]) -> KeyPoint:
-    return KeyPoint(
-        slot="top_paper_venue",
-        kind="entity",
-        value=top["venue"],
-        cues=["venue", "appeared in", "published in"],
-        choices=venues,
-        statement=f"The most cited paper of {p['name']} appeared in {top['venue']}.",
-    )
-
-
-def _top_cit(top: dict[str, Any]) -> KeyPoint:
-    return KeyPoint(
-        slot="top_paper_citations",
-        kind="number",
-        value=str(top["cit"]),
-        cues=CITATION_CUES,
-        statement=f"That paper has been cited {top['cit']} times.",
-    )
+    subject = f"The most cited paper of {p['name']}"
+    k = lf.ScholarPoints(p["name"])
+    point = k.point("top_paper_venue", top["venue"], choices=venues, subject=subject)
+    return lf.with_cues(point, "published in")
 
 
 # --- the four families ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Draft:
-    """A task before its checks (see :func:`_build`)."""
-
-    template: str
-    question: str
-    calls: list[ToolCall]
-    points: list[KeyPoint]
-    reference: str | None = None  # None: the statements of the key points, joined
-    planted: tuple[int, ...] = ()
-    metadata: dict[str, Any] | None = None
-
-
-Maker = Callable[[ScholarWorld, dict[str, Any], list[str], random.Random, Any], "_Draft | None"]
+Maker = Callable[[ScholarWorld, dict[str, Any], list[str], random.Random, Any], "lf.Draft | None"]
 
 PROFILE = (
     "Write a short profile of {name} from the encyclopedia: their organization and position, "
@@ -222,19 +104,21 @@ PROFILE = (
 
 
 def _profile(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """profile of a scholar from their page (read)"""
     if len(p["interests"]) < 2:
         return None
-    return _Draft(
+    k = lf.ScholarPoints(p["name"])
+    return lf.Draft(
         PROFILE,
         PROFILE.format(name=p["name"]),
         [search(p["name"]), lookup("Ph.D.")],
         [
-            _org(p, _orgs(w)),
-            _position(p, choices),
-            _phd_org(p, _orgs(w)),
-            _phd_year(p),
-            _n_pubs(p),
-            _n_cit(p),
+            k.point("organization", p["org"], choices=_orgs(w)),
+            k.point("position", p["position"], choices=choices),
+            k.phd_institution(p["phd_org"], p["org"], _orgs(w)),
+            k.point("phd_year", p["phd_year"]),
+            k.point("papers", p["n_pubs"]),
+            k.point("citations", p["n_cit"]),
             _interest(p, 0),
             _interest(p, 1),
         ],
@@ -249,6 +133,7 @@ SUMMARY = (
 
 
 def _summary(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """a scholar, their most cited paper and organization from three pages (delete)"""
     top = _top(p)
     if top is None:
         return None
@@ -264,7 +149,8 @@ def _summary(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
         cues=["researchers", "members"],
         statement=f"{p['org']} has {w.orgs[p['org']]} researchers.",
     )
-    return _Draft(
+    k = lf.ScholarPoints(p["name"])
+    return lf.Draft(
         SUMMARY,
         SUMMARY.format(name=p["name"]),
         [
@@ -274,23 +160,18 @@ def _summary(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
             search(p["org"]),
         ],
         [
-            _position(p, choices),
-            _org(p, _orgs(w)),
+            k.point("position", p["position"], choices=choices),
+            k.point("organization", p["org"], choices=_orgs(w)),
             _top_title(p, top),
             _top_year(p, top),
             _top_venue(p, top, _venues(w)),
-            _top_cit(top),
+            k.point("top_paper_citations", top["cit"]),
             size,
         ],
     )
 
 
 PAGE_LIST_CUE = "selected publications"
-
-
-def _with_cue(point: KeyPoint, cue: str) -> KeyPoint:
-    return point.model_copy(update={"cues": [*point.cues, cue]})
-
 
 CONTINUE = (
     'Here is the opening sentence of the encyclopedia article on {name}: "{opening}" '
@@ -300,13 +181,15 @@ CONTINUE = (
 
 
 def _continue(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
+    """continue a scholar's page from its opening sentence (create)"""
     top = _top(p)
     page = env.backend.store.get(p["title"])
     if top is None or not p["collab"] or page is None:
         return None
     opening, remainder = page.sentences[0], " ".join(page.sentences[1:])
     collaborator = w.people[p["collab"][0]]["title"]
-    return _Draft(
+    k = lf.ScholarPoints(p["name"])
+    return lf.Draft(
         CONTINUE,
         CONTINUE.format(name=p["name"], opening=opening),
         [
@@ -316,15 +199,15 @@ def _continue(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: rando
             lookup("Frequent collaborators"),
         ],
         [
-            _n_pubs(p),
-            _n_cit(p),
-            _phd_org(p, _orgs(w)),
-            _phd_year(p),
+            k.point("papers", p["n_pubs"]),
+            k.point("citations", p["n_cit"]),
+            k.phd_institution(p["phd_org"], p["org"], _orgs(w)),
+            k.point("phd_year", p["phd_year"]),
             # the page lists its selected publications most cited first: under that heading
             # the first title and its venue are the most cited paper's (the reference is the
             # page, whose words must state the fact with its cue)
-            _with_cue(_top_title(p, top), PAGE_LIST_CUE),
-            _with_cue(_top_venue(p, top, _venues(w)), PAGE_LIST_CUE),
+            lf.with_cues(_top_title(p, top), PAGE_LIST_CUE),
+            lf.with_cues(_top_venue(p, top, _venues(w)), PAGE_LIST_CUE),
             KeyPoint(
                 slot="collaborator",
                 kind="member",
@@ -343,6 +226,7 @@ CORRECT = (
     'the encyclopedia and write the corrected statement: "{statement}"'
 )
 
+# the slots a correction may plant wrong, and the fields of a scholar's record that hold them
 _WRONG: dict[str, str] = {
     "position": "position",
     "papers": "n_pubs",
@@ -352,37 +236,36 @@ _WRONG: dict[str, str] = {
 
 
 def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random.Random, env):
-    slots = rng.sample(list(_WRONG), rng.choice((1, 2)))
-    others = [w.people[r] for r in rng.sample(sorted(w.people), 12)]
-    shown: dict[str, Any] = {}
-    for slot in slots:
-        field = _WRONG[slot]
-        values = [o[field] for o in others if o[field] != p[field]]
-        if not values:
-            return None
-        shown[slot] = rng.choice(values)
-    points = [
-        _position(p, choices, shown.get("position")),
-        _org(p, _orgs(w)),
-        _n_pubs(p, shown.get("papers")),
-        _n_cit(p, shown.get("citations")),
-        _phd_org(p, _orgs(w)),
-        _phd_year(p, shown.get("phd_year")),
-    ]
-    statement = " ".join(x.statement for x in points)
-    planted = tuple(i for i, x in enumerate(points) if x.slot in shown)
-    fixed = {
-        "position": _position(p, choices),
-        "papers": _n_pubs(p),
-        "citations": _n_cit(p),
-        "phd_year": _phd_year(p),
-    }
-    points = [fixed[x.slot] if x.slot in shown else x for x in points]
-    return _Draft(
+    """correct a statement with one or two planted factual errors (update)"""
+
+    def facts(o: dict[str, Any]) -> dict[str, Any]:
+        return {slot: o[field] for slot, field in _WRONG.items()}
+
+    # a wrong value of the slot's kind, taken from another scholar of the world
+    def others() -> list[dict[str, Any]]:  # drawn once the slots are
+        return [facts(w.people[r]) for r in rng.sample(sorted(w.people), 12)]
+
+    shown = lf.plant(rng, facts(p), others)
+    if shown is None:
+        return None
+    k = lf.ScholarPoints(p["name"])
+
+    def points(shown: Mapping[str, Any]) -> list[KeyPoint]:
+        return [
+            k.point("position", p["position"], shown.get("position"), choices),
+            k.point("organization", p["org"], choices=_orgs(w)),
+            k.point("papers", p["n_pubs"], shown.get("papers")),
+            k.point("citations", p["n_cit"], shown.get("citations")),
+            k.phd_institution(p["phd_org"], p["org"], _orgs(w)),
+            k.point("phd_year", p["phd_year"], shown.get("phd_year")),
+        ]
+
+    statement, planted, right = lf.correction(shown, points)
+    return lf.Draft(
         CORRECT,
         CORRECT.format(name=p["name"], statement=statement),
         [search(p["name"]), lookup("Ph.D.")],
-        points,
+        right,
         planted=planted,
         metadata={"statement": statement, "planted": {s: str(v) for s, v in shown.items()}},
     )
@@ -391,10 +274,8 @@ def _correct(w: ScholarWorld, p: dict[str, Any], choices: list[str], rng: random
 # --- generation ----------------------------------------------------------------------------------
 
 
-def _build(env: Any, draft: _Draft, family: str, level: Level, seed: int, k: int, pop: str):
-    points = list(draft.points)
-    if not draft.planted:  # a value the question names is given away: not a key point
-        points = unstated(points, draft.question)[:MAX_POINTS]
+def _build(env: Any, draft: lf.Draft, family: str, level: Level, seed: int, k: int, pop: str):
+    points = draft.key_points()
     try:
         results = run_solution(env.session(), draft.calls)
     except SolutionMismatch:
@@ -403,26 +284,12 @@ def _build(env: Any, draft: _Draft, family: str, level: Level, seed: int, k: int
     if any(o.startswith("Could not find") or o == "No more results." for o in observations):
         return None
     reference = draft.reference
-    if reference is not None and rejection(points, reference, observations, draft.question):
+    if reference is not None and lf.rejection(points, reference, observations, draft.question):
         reference = None  # the page's remainder misses a key point: state them instead
     reference = reference or " ".join(x.statement for x in points)
-    if rejection(points, reference, observations, draft.question, draft.planted):
+    if lf.rejection(points, reference, observations, draft.question, draft.planted):
         return None
-    return Task(
-        id=f"{family}-s{seed}-{k:04d}",
-        domain="wiki",
-        level=level,
-        family=family,
-        question=draft.question,
-        answers=[reference],
-        answer_type=AnswerType.long_form,
-        key_points=points,
-        tags=TaskTags(question_type=family.removeprefix("wiki-lf-"), popularity=pop),
-        solution=draft.calls,
-        evidence=[x.value for x in points],
-        metric="f1",
-        metadata={"template": draft.template, **(draft.metadata or {})},
-    )
+    return draft.task(points, reference, ("wiki", family, level, seed, k), pop)
 
 
 def _generator(family: str, level: Level, make: Maker):
@@ -450,42 +317,5 @@ def _generator(family: str, level: Level, make: Maker):
     return generate
 
 
-_SPECS: list[tuple[str, Level, Maker, str]] = [
-    ("wiki-lf-profile", Level.KS, _profile, "profile of a scholar from their page (read)"),
-    (
-        "wiki-lf-summary",
-        Level.KU,
-        _summary,
-        "a scholar, their most cited paper and organization from three pages (delete)",
-    ),
-    (
-        "wiki-lf-continue",
-        Level.KA,
-        _continue,
-        "continue a scholar's page from its opening sentence (create)",
-    ),
-    (
-        "wiki-lf-correct",
-        Level.KA,
-        _correct,
-        "correct a statement with one or two planted factual errors (update)",
-    ),
-]
-
-FAMILIES: dict[str, TaskFamily] = {
-    fid: TaskFamily(
-        id=fid,
-        level=level,
-        domain="wiki",
-        env="wiki",
-        metric="f1",
-        description=f"Wiki long-form {level.value}: {what}",
-        generate=_generator(fid, level, make),
-    )
-    for fid, level, make, what in _SPECS
-}
-
-for _fid, _family in FAMILIES.items():
-    register_task_family(_fid)(_family)
-
-register_task_set("wiki-longform")(list(FAMILIES))
+# one family a use, in raleval.longform.USES order; a maker's docstring is its description
+FAMILIES = lf.register_longform("wiki", "Wiki", _generator, _profile, _summary, _continue, _correct)
