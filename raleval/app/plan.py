@@ -65,17 +65,6 @@ def resolve_config(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"env_options": options}) if options else config
 
 
-def check_model_spec(spec: str) -> None:
-    """Refuse a model spec whose provider is unknown, without starting anything."""
-    from raleval.agents.agent import ModelSpec
-
-    try:
-        provider = ModelSpec.parse(spec).provider
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    registry.models.get(provider)  # UnknownNameError names the known ones
-
-
 def check_cost_budget(config: RunConfig, max_cost_usd: float | None) -> None:
     """Refuse a cost budget (``-W max_cost_usd``) for a model whose price is unknown: it could
     never be kept (the price comes from the spec and ``-M``; no model is loaded)."""
@@ -234,17 +223,6 @@ def phase_note(phase: Callable[[str], Any], text: str) -> None:
     note = getattr(phase, "note", None)
     if note is not None:
         note(text)
-
-
-def fit_to_view(
-    config: RunConfig, env: Any, pool: list[Task], context_tokens: int | None
-) -> tuple[list[Task], dict[str, Any]]:
-    """``pool`` without the tasks whose answer the run's workflow cannot show at
-    ``context_tokens`` (``-W max_context_tokens``), and what was left out
-    (:func:`raleval.app.views.fit_pool`)."""
-    from raleval.app.views import fit_pool
-
-    return fit_pool(pool, env, context_tokens, config.workflow, config.env, config.seed)
 
 
 def run_tasks(
