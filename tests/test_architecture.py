@@ -124,13 +124,13 @@ def test_one_runs_config_makes_few_trips(tmp_path):
     assert "raleval.app.taskset" in modules
     assert "raleval.tasks.catalog" in modules
     assert modules[-1] == "raleval.app.local_backend"
-    # the task set is prepared in one trip: app/ enters the catalog to build the request's
-    # value and once to prepare the tasks (loading, testbeds, subgoals, selection, foreign)
+    # the task set is prepared in one trip: app/ enters the catalog once, to prepare the tasks
+    # (loading, testbeds, the view filter, selection, subgoals, the foreign-world check)
     from_app = [
         (a, b)
         for a, b in itertools.pairwise(modules)
         if a.startswith("raleval.app.") and b == "raleval.tasks.catalog"
     ]
-    assert len(from_app) <= 2, from_app
+    assert len(from_app) == 1, from_app
     assert numbers["module_visits"] <= 40
     assert numbers["returns_to_higher_layer"] <= 8

@@ -16,9 +16,13 @@ from raleval.tasks.sampling import select
 from raleval.tasks.subgoals import SUBGOALS
 
 
-def _request(**overrides) -> TaskRequest:
+def _fields(**overrides) -> dict:
     fields = {"spec": "scholar", "env_name": "scholar", "per_family": 4, "seed": 0, "limit": 5}
-    return TaskRequest(**{**fields, **overrides})
+    return {**fields, **overrides}
+
+
+def _request(**overrides) -> TaskRequest:
+    return TaskRequest(**_fields(**overrides))
 
 
 def test_prepared_tasks_are_the_loaded_and_selected_ones(scholar_env):
@@ -75,9 +79,7 @@ def test_tasks_of_another_world_are_named(scholar_env, tmp_path):
 def test_prepared_task_set_matches_the_demonstrations_drawn_one_by_one(scholar_env, tmp_path):
     config = RunConfig(env="scholar", model="scripted/oracle", tasks="scholar", log_dir=tmp_path)
     config = config.model_copy(update={"env_options": {"size": "tiny"}, "tasks_per_family": 4})
-    request = TaskSetRequest(
-        tasks=_request(), workflow="react", shots=2, env_options={"size": "tiny"}
-    )
+    request = TaskSetRequest(**_fields(), workflow="react", shots=2, env_options={"size": "tiny"})
     prepared = prepare_task_set(request, scholar_env)
     world = demonstration_world(config, scholar_env)
     expected = demonstration_tasks(config, scholar_env, list(prepared.tasks), 2, world)
@@ -95,10 +97,10 @@ def test_prepared_task_set_matches_the_demonstrations_drawn_one_by_one(scholar_e
 
 
 def test_a_resumed_run_keeps_its_recorded_tasks(scholar_env):
-    first = prepare_task_set(TaskSetRequest(tasks=_request(), workflow="react"), scholar_env)
+    first = prepare_task_set(TaskSetRequest(**_fields(), workflow="react"), scholar_env)
     changed = first.tasks[0].model_copy(update={"question": "as recorded"})
     again = prepare_task_set(
-        TaskSetRequest(tasks=_request(), workflow="react", recorded=(changed,)), scholar_env
+        TaskSetRequest(**_fields(), workflow="react", recorded=(changed,)), scholar_env
     )
     assert again.tasks[0].question == "as recorded"
     assert [t.id for t in again.tasks] == [t.id for t in first.tasks]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,9 +95,12 @@ def make_plan(
     workflow = checked.workflow
     check_run_dir(config)  # before reading anything a run directory holds
     fingerprint = config.fingerprint()  # once: the header's
+    recorded = recorded_tasks(config.run_dir)  # a resumed run keeps them as recorded
     with phase(f"building the {config.env} environment"):
         env = checked.env_factory(**config.env_options)  # the options were checked
-    request = task_set_request(config, workflow.config.max_context_tokens, workflow.config.shots)
+    request = task_set_request(
+        config, workflow.config.max_context_tokens, workflow.config.shots, recorded
+    )
     request = replace(request, env_factory=checked.env_factory)
     with phase(f"loading tasks ({config.tasks})"):
         prepared = prepare_task_set(request, env, phase)
@@ -167,28 +170,26 @@ def check_config(config: RunConfig) -> CheckedConfig:
     return CheckedConfig(factory, workflow)
 
 
-def task_set_request(config: RunConfig, context_tokens: int | None, shots: int) -> TaskSetRequest:
+def task_set_request(
+    config: RunConfig, context_tokens: int | None, shots: int, recorded: Iterable[Task] = ()
+) -> TaskSetRequest:
     """What preparing the task set needs of ``config`` and its configured workflow (its
-    context window and shots), taken once: the layers below get this value, never the
-    configuration."""
-    from raleval.tasks.catalog import TaskRequest
-
+    context window and shots), with the tasks its run directory has ``recorded``, taken once:
+    the layers below get this value, never the configuration."""
     return TaskSetRequest(
-        tasks=TaskRequest(
-            spec=config.tasks or "",
-            env_name=config.env,
-            per_family=config.tasks_per_family,
-            seed=config.seed,
-            limit=config.limit,
-            sample_ids=tuple(config.sample_ids or ()),
-            sample_seed=config.sample_seed,
-            allow_foreign=config.allow_foreign_tasks,
-        ),
+        spec=config.tasks or "",
+        env_name=config.env,
+        per_family=config.tasks_per_family,
+        seed=config.seed,
+        limit=config.limit,
+        sample_ids=tuple(config.sample_ids or ()),
+        sample_seed=config.sample_seed,
+        allow_foreign=config.allow_foreign_tasks,
         workflow=config.workflow,
         context_tokens=context_tokens,
         shots=shots,
         env_options=dict(config.env_options),
-        recorded=tuple(recorded_tasks(config.run_dir)),
+        recorded=tuple(recorded),
     )
 
 
@@ -236,8 +237,8 @@ def run_tasks(
     their recorded content, so a resumed run uses exactly the tasks it started with and a
     raised ``--limit`` adds to them.
     """
-    request = task_set_request(config, context_tokens, shots=0)
-    request = replace(request, tasks=replace(request.tasks, allow_foreign=True))
+    recorded = recorded_tasks(config.run_dir)
+    request = replace(task_set_request(config, context_tokens, 0, recorded), allow_foreign=True)
     prepared = prepare_task_set(request, env)
     return list(prepared.tasks), prepared.selection
 

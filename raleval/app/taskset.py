@@ -17,25 +17,23 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from raleval import registry
 from raleval.records import Task
+from raleval.tasks.catalog import TaskRequest
 from raleval.workflow import SolvedExample
 
-if TYPE_CHECKING:
-    from raleval.tasks.catalog import TaskRequest
 
-
-@dataclass(frozen=True)
-class TaskSetRequest:
+@dataclass(frozen=True, kw_only=True)
+class TaskSetRequest(TaskRequest):
     """What preparing a run's task set needs of its configuration, built once from it: the
-    tasks layer's request, the workflow (its name, context window and shots: fit-to-view and
-    the number of demonstrations), the environment's options (the demonstrations' world) and
-    the tasks the run directory has recorded (a resumed run keeps them as recorded), and the
+    tasks layer's request (:class:`raleval.tasks.catalog.TaskRequest`, which this extends and
+    is passed down as), the workflow (its name, context window and shots: fit-to-view and the
+    number of demonstrations), the environment's options (the demonstrations' world), the
+    tasks the run directory has recorded (a resumed run keeps them as recorded), and the
     environment's factory when the plan has looked it up already."""
 
-    tasks: TaskRequest
     workflow: str
     context_tokens: int | None = None
     shots: int = 0
@@ -79,23 +77,23 @@ def prepare_task_set(
     keep = None
     if request.context_tokens:
         keep = partial(_fit_to_view, request, env)
-    prepared = prepare_tasks(request.tasks, env, keep)
+    prepared = prepare_tasks(request, env, keep)
     recorded = {t.id: t for t in request.recorded}
     tasks = [_as_recorded(t, recorded.get(t.id)) for t in prepared.tasks]
     demos: dict[str, list[Task]] = {}
     world = None
     if request.shots and tasks and prepared.foreign is None:
         if any(t.solution for t in tasks):
-            with phase(f"building the demonstrations' {request.tasks.env_name} world"):
+            with phase(f"building the demonstrations' {request.env_name} world"):
                 factory = request.env_factory
                 if factory is None:
-                    factory = registry.envs.get(request.tasks.env_name)
+                    factory = registry.envs.get(request.env_name)
                 world = world_for(factory, request.env_options, env)
         world_seed = int(request.env_options.get("seed", 0)) + WORLD_SEED_OFFSET
         demos = draw_demonstrations(
-            request.tasks.env_name,
-            request.tasks.seed,
-            request.tasks.spec,
+            request.env_name,
+            request.seed,
+            request.spec,
             world_seed,
             env,
             tasks,
@@ -128,8 +126,8 @@ def _fit_to_view(
         env,
         request.context_tokens,
         request.workflow,
-        request.tasks.env_name,
-        request.tasks.seed,
+        request.env_name,
+        request.seed,
     )
 
 
