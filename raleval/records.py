@@ -268,5 +268,5 @@ class RunHeader(Record):
     prompts: dict[str, Any] = Field(default_factory=dict)
     # How the run's tasks were chosen beyond --limit: at a context window (-W
     # max_context_tokens), the tasks whose answers the workflow cannot show are left out
-    # (raleval.app.plan.fit_to_view): the window, the pool, how many were kept, their ids.
+    # (raleval.app.views.fit_pool): the window, the pool, how many were kept, their ids.
     task_selection: dict[str, Any] = Field(default_factory=dict)

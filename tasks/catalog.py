@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,61 @@ def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -
     from raleval.tasks.subgoals import attach_subgoals
 
     return attach_subgoals(_load_tasks(spec, env, env_name, per_family, seed), env)
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    """What the tasks layer needs of a run's configuration, built once from it by the plan
+    (``raleval.app.plan``): the ``--tasks`` value, the environment's name, how many tasks per
+    family and their seed, the selection (``--limit``, ``--sample-id``, the study's sample
+    seed) and whether tasks made for another world may run (``--allow-foreign-tasks``)."""
+
+    spec: str
+    env_name: str
+    per_family: int
+    seed: int
+    limit: int | None = None
+    sample_ids: tuple[str, ...] = ()
+    sample_seed: int | None = None
+    allow_foreign: bool = False
+
+
+# a filter the caller adds between loading and selection: (pool) -> (kept, what it left out)
+PoolFilter = Callable[[list[Task]], tuple[list[Task], dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class PreparedTasks:
+    """The tasks layer's answer to a :class:`TaskRequest`: the tasks the run takes (with
+    their subgoals), what the pool filter left out, and why the tasks cannot run on the
+    environment (:func:`foreign_tasks`; None when they can or ``allow_foreign``)."""
+
+    tasks: tuple[Task, ...]
+    selection: dict[str, Any]
+    foreign: str | None
+
+
+def prepare_tasks(request: TaskRequest, env: Any, keep: PoolFilter | None = None) -> PreparedTasks:
+    """Everything the tasks layer does for a run, in one call: the set loaded or generated
+    (a testbed derived from its base), ids checked unique, ``keep`` applied to the pool (the
+    app's fit-to-view; not to tasks named with ``--sample-id``: they run as named), the
+    selection taken (:func:`raleval.tasks.sampling.select`), the chosen tasks' subgoals
+    attached (only theirs: a ``--limit 4`` of a 400-task pool runs four gold solutions, not
+    400) and the environment checked against where they were made."""
+    from raleval.tasks.sampling import check_unique, select
+    from raleval.tasks.subgoals import attach_subgoals
+
+    pool = _load_tasks(request.spec, env, request.env_name, request.per_family, request.seed)
+    check_unique(pool, f"task set {request.spec}")
+    selection: dict[str, Any] = {}
+    if keep is not None and not request.sample_ids:
+        pool, selection = keep(pool)
+    chosen = select(pool, request.limit, list(request.sample_ids), request.sample_seed)
+    chosen = attach_subgoals(chosen, env)
+    foreign = None
+    if chosen and not request.allow_foreign:
+        foreign = foreign_tasks(chosen, env, request.env_name)
+    return PreparedTasks(tuple(chosen), selection, foreign)
 
 
 def _load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -> list[Task]:

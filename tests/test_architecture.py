@@ -7,6 +7,7 @@ wheel, imported from a folder where the checkout cannot shadow it.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -100,3 +101,36 @@ def test_no_module_imports_another_modules_private_names():
                 private = [n for n in private if not n.startswith("__")]
                 found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in private]
     assert found == []
+
+
+def test_one_runs_config_makes_few_trips(tmp_path):
+    """Followed from ``run_sync`` through every call that passes the run's config, a value of
+    its fields or a request built from them (tests/trace_config.py), one run (scripted oracle,
+    tiny scholar world, four tasks) visits modules at most 40 times and returns to a higher
+    layer at most 8 times: the plan asks for its task set once (docs/architecture.md)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        from trace_config import measure
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+
+    numbers = measure(tmp_path)
+    shown = {k: v for k, v in numbers.items() if k != "visits"}
+    print("config trace:", shown)
+    for module, function in numbers["visits"]:
+        print("  ", module, function)
+    modules = [m for m, _ in numbers["visits"]]
+    # the trace follows the run: it reaches the task set, its demonstrations and the backend
+    assert "raleval.app.taskset" in modules
+    assert "raleval.tasks.catalog" in modules
+    assert modules[-1] == "raleval.app.local_backend"
+    # the task set is prepared in one trip: app/ enters the catalog once, to prepare the tasks
+    # (loading, testbeds, the view filter, selection, subgoals, the foreign-world check)
+    from_app = [
+        (a, b)
+        for a, b in itertools.pairwise(modules)
+        if a.startswith("raleval.app.") and b == "raleval.tasks.catalog"
+    ]
+    assert len(from_app) == 1, from_app
+    assert numbers["module_visits"] <= 40
+    assert numbers["returns_to_higher_layer"] <= 8

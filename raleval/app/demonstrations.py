@@ -22,12 +22,18 @@ def demonstration_world(config: RunConfig, env: Any) -> Any:
     """The environment generated demonstrations are drawn and solved in: the run's environment
     with the same options on a world of another seed, or the run's own where the environment
     takes no seed or reads a given world (``path``, ``world``)."""
-    params = registry.envs.get(config.env).parameters() or {}
-    if "seed" not in params or {"path", "world"} & set(config.env_options):
+    return world_for(registry.envs.get(config.env), config.env_options, env)
+
+
+def world_for(factory: Any, env_options: dict[str, Any], env: Any) -> Any:
+    """:func:`demonstration_world` of the environment built by ``factory`` (its registry
+    entry) with ``env_options``."""
+    params = factory.parameters() or {}
+    if "seed" not in params or {"path", "world"} & set(env_options):
         return env
-    seed = int(config.env_options.get("seed", 0)) + WORLD_SEED_OFFSET
+    seed = int(env_options.get("seed", 0)) + WORLD_SEED_OFFSET
     # the options were checked when the run's own environment was built
-    return registry.envs.get(config.env)(**{**config.env_options, "seed": seed})
+    return factory(**{**env_options, "seed": seed})
 
 
 def _answer_key(task: Task) -> set[str]:
@@ -40,6 +46,22 @@ def _answer_key(task: Task) -> set[str]:
 
 def demonstration_tasks(
     config: RunConfig, env: Any, tasks: list[Task], shots: int, world: Any = None
+) -> dict[str, list[Task]]:
+    """:func:`draw_demonstrations` for the run ``config``."""
+    return draw_demonstrations(
+        config.env, config.seed, config.tasks or "", source_seed(config), env, tasks, shots, world
+    )
+
+
+def draw_demonstrations(
+    env_name: str,
+    seed: int,
+    spec: str,
+    world_seed: int,
+    env: Any,
+    tasks: list[Task],
+    shots: int,
+    world: Any = None,
 ) -> dict[str, list[Task]]:
     """``shots`` demonstration tasks for each family of ``tasks``: the family's own, from a
     pool generated with another seed (in ``world``, :func:`demonstration_world`, when given)
@@ -59,7 +81,7 @@ def demonstration_tasks(
     taken = {t.question for t in tasks}
     golds = set().union(*(_answer_key(t) for t in tasks)) if tasks else set()
     source = env if world is None else world
-    tag = {} if source is env else {WORLD_SEED: source_seed(config)}
+    tag = {} if source is env else {WORLD_SEED: world_seed}
     out: dict[str, list[Task]] = {}
     # families of generated tasks (with a solution): a loaded dataset borrows a family id
     # (HotpotQA's "3-1") whose generator needs a world the run's corpus is not
@@ -67,11 +89,9 @@ def demonstration_tasks(
         if name not in registry.task_families:
             continue
         family = registry.task_families.get(name)
-        if family.env != config.env:
+        if family.env != env_name:
             continue
-        pool = stamp(
-            family, family.generate(source, max(3 * shots, 4), config.seed + POOL_SEED_OFFSET)
-        )
+        pool = stamp(family, family.generate(source, max(3 * shots, 4), seed + POOL_SEED_OFFSET))
         fresh = [
             t.model_copy(update={"metadata": {**t.metadata, **tag}})
             for t in pool
@@ -82,7 +102,7 @@ def demonstration_tasks(
     # a loaded task file's own example pool (``tasks load --examples k``) for the rest
     from raleval.tasks.demonstrations import pool_demonstrations
 
-    return {**pool_demonstrations(config.tasks, env, tasks, shots), **out}
+    return {**pool_demonstrations(spec, env, tasks, shots), **out}
 
 
 def source_seed(config: RunConfig) -> int:

@@ -12,15 +12,15 @@ line is written. The backends (:mod:`raleval.app.local_backend`,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from dataclasses import dataclass
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from raleval import registry
-from raleval.app.demonstrations import demonstration_tasks, demonstration_world, solved_example
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
-from raleval.app.study import without_page_html
+from raleval.app.taskset import TaskSetRequest, prepare_task_set
 from raleval.config import ConfigError, RunConfig
 from raleval.records import RunHeader, Task
 from raleval.workflow import Workflow
@@ -65,17 +65,6 @@ def resolve_config(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"env_options": options}) if options else config
 
 
-def check_model_spec(spec: str) -> None:
-    """Refuse a model spec whose provider is unknown, without starting anything."""
-    from raleval.agents.agent import ModelSpec
-
-    try:
-        provider = ModelSpec.parse(spec).provider
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    registry.models.get(provider)  # UnknownNameError names the known ones
-
-
 def check_cost_budget(config: RunConfig, max_cost_usd: float | None) -> None:
     """Refuse a cost budget (``-W max_cost_usd``) for a model whose price is unknown: it could
     never be kept (the price comes from the spec and ``-M``; no model is loaded)."""
@@ -93,58 +82,51 @@ def check_cost_budget(config: RunConfig, max_cost_usd: float | None) -> None:
         )
 
 
-def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> RunPlan:
+def make_plan(
+    config: RunConfig, phase: Callable[[str], Any] = _no_phase, resolved: bool = False
+) -> RunPlan:
     """Resolve and validate ``config`` into a :class:`RunPlan`. The caller holds the run
-    directory's lock (a ``--force`` sets the old run aside here); nothing is written into it."""
-    config = resolve_config(config)
-    check_env_options(config.env, config.env_options)
-    check_model_spec(config.model)
-    workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
-    check_cost_budget(config, workflow.config.max_cost_usd)
-    try:  # e.g. PAL refuses to run where it cannot sandbox code
-        workflow.preflight()
-    except RuntimeError as exc:
-        raise ConfigError(str(exc)) from exc
+    directory's lock (a ``--force`` sets the old run aside here); nothing is written into it.
+    ``resolved``: ``config`` already went through :func:`resolve_config` (the runner's does,
+    to name the run directory it locks)."""
+    if not resolved:
+        config = resolve_config(config)
+    checked = check_config(config)
+    workflow = checked.workflow
     check_run_dir(config)  # before reading anything a run directory holds
-    from raleval.tasks.catalog import foreign_tasks
-
+    fingerprint = config.fingerprint()  # once: the header's
+    recorded = recorded_tasks(config.run_dir)  # a resumed run keeps them as recorded
     with phase(f"building the {config.env} environment"):
-        env = build_env(config.env, config.env_options)
+        env = checked.env_factory(**config.env_options)  # the options were checked
+    request = task_set_request(
+        config, workflow.config.max_context_tokens, workflow.config.shots, recorded
+    )
+    request = replace(request, env_factory=checked.env_factory)
     with phase(f"loading tasks ({config.tasks})"):
-        tasks, selection = run_tasks(config, env, workflow.config.max_context_tokens)
-    if not tasks:
+        prepared = prepare_task_set(request, env, phase)
+    if not prepared.tasks:
         raise ConfigError(f"task set {config.tasks!r} produced no tasks")
-    if not config.allow_foreign_tasks:
+    if prepared.foreign:
         # before any episode: a task scored on an environment it was not made for means nothing
-        reason = foreign_tasks(tasks, env, config.env)
-        if reason:
-            raise ConfigError(f"refused: {reason}")
-    world = None
-    if workflow.config.shots and any(t.solution for t in tasks):
-        with phase(f"building the demonstrations' {config.env} world"):
-            world = demonstration_world(config, env)
-    demos = demonstration_tasks(config, env, tasks, workflow.config.shots, world)
-    from raleval.tasks.testbeds import wrap_session
-
-    # an interface testbed's demonstrations are written in the tools it presents
-    rendered = {
-        family: [
-            workflow.render_example(solved_example(t, env, world), wrap_session(env, t, env))
-            for t in group
-        ]
-        for family, group in demos.items()
-    }
-    ids = {family: [t.id for t in group] for family, group in demos.items()}
-    answers = {family: [t.answers[0] for t in group] for family, group in demos.items()}
+        raise ConfigError(f"refused: {prepared.foreign}")
+    tasks = list(prepared.tasks)
     workflow = workflow.with_config(
-        demonstrations=rendered, demonstration_ids=ids, demonstration_answers=answers
+        demonstrations={
+            family: [workflow.render_example(example, tools) for example, tools in group]
+            for family, group in prepared.examples.items()
+        },
+        demonstration_ids={f: [t.id for t in g] for f, g in prepared.demonstrations.items()},
+        demonstration_answers={
+            f: [t.answers[0] for t in g] for f, g in prepared.demonstrations.items()
+        },
     )
     prompts = run_prompts(env, workflow)
     decoding = {
         "temperature": workflow.config.temperature,
         "max_tokens": workflow.config.max_tokens,
     }
-    header = new_header(config, tasks, decoding, prompts)
+    header = new_header(config, tasks, decoding, prompts, fingerprint)
+    selection = prepared.selection
     if selection:
         header.task_selection = selection
     if selection and selection["kept"] < selection["pool"]:
@@ -156,11 +138,69 @@ def make_plan(config: RunConfig, phase: Callable[[str], Any] = _no_phase) -> Run
     return RunPlan(config, env, tuple(tasks), workflow, prompts, header)
 
 
+@dataclass(frozen=True)
+class CheckedConfig:
+    """What :func:`check_config` looked up once: the environment's factory and the workflow
+    configured with ``-W``."""
+
+    env_factory: Any
+    workflow: Workflow
+
+
+def check_config(config: RunConfig) -> CheckedConfig:
+    """Refuse what a configuration names wrongly, before anything is built: an ``-E`` key the
+    environment does not take, an unknown model provider, a cost budget for a model of unknown
+    price, a workflow that cannot run here (PAL without a sandbox). The plugins are looked up
+    once, then checked; the environment's factory and the configured workflow are returned."""
+    from raleval.agents.agent import ModelSpec
+
+    factory = registry.envs.get(config.env)
+    try:
+        spec = ModelSpec.parse(config.model)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
+    _check_options(config.env, factory.parameters(), config.env_options)
+    registry.models.get(spec.provider)  # UnknownNameError names the known ones
+    check_cost_budget(config, workflow.config.max_cost_usd)
+    try:  # e.g. PAL refuses to run where it cannot sandbox code
+        workflow.preflight()
+    except RuntimeError as exc:
+        raise ConfigError(str(exc)) from exc
+    return CheckedConfig(factory, workflow)
+
+
+def task_set_request(
+    config: RunConfig, context_tokens: int | None, shots: int, recorded: Iterable[Task] = ()
+) -> TaskSetRequest:
+    """What preparing the task set needs of ``config`` and its configured workflow (its
+    context window and shots), with the tasks its run directory has ``recorded``, taken once:
+    the layers below get this value, never the configuration."""
+    return TaskSetRequest(
+        spec=config.tasks or "",
+        env_name=config.env,
+        per_family=config.tasks_per_family,
+        seed=config.seed,
+        limit=config.limit,
+        sample_ids=tuple(config.sample_ids or ()),
+        sample_seed=config.sample_seed,
+        allow_foreign=config.allow_foreign_tasks,
+        workflow=config.workflow,
+        context_tokens=context_tokens,
+        shots=shots,
+        env_options=dict(config.env_options),
+        recorded=tuple(recorded),
+    )
+
+
 def check_env_options(name: str, options: dict[str, Any]) -> None:
     """Refuse an ``-E`` key the environment's factory does not take, naming the valid ones."""
-    import inspect
+    _check_options(name, registry.envs.get(name).parameters(), options)
 
-    params = registry.envs.get(name).parameters()
+
+def _check_options(
+    name: str, params: dict[str, inspect.Parameter] | None, options: dict[str, Any]
+) -> None:
     if params is None:
         return
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -186,65 +226,21 @@ def phase_note(phase: Callable[[str], Any], text: str) -> None:
         note(text)
 
 
-def fit_to_view(
-    config: RunConfig, env: Any, pool: list[Task], context_tokens: int | None
-) -> tuple[list[Task], dict[str, Any]]:
-    """``pool`` without the tasks whose answer the workflow cannot show at ``context_tokens``
-    (``-W max_context_tokens``), and what was left out: an agent is never scored on what the
-    harness hid from it. A task is left out when the executing oracle, run through this
-    workflow at this window, declines because the values its answer reads were cut from the
-    rendered observations (:mod:`raleval.app.views`); tasks without a gold solution stay."""
-    if not context_tokens:
-        return pool, {}
-    from raleval.agents.scripted import NOT_VISIBLE
-    from raleval.app.views import oracle_answers_in_view
-
-    checkable = [t for t in pool if t.solution]
-    if not checkable:
-        return pool, {}
-    answers = oracle_answers_in_view(
-        checkable, env, context_tokens, config.workflow, config.env, config.seed
-    )
-    hidden = {tid for tid, (_, answer) in answers.items() if answer == NOT_VISIBLE}
-    kept = [t for t in pool if t.id not in hidden]
-    return kept, {
-        "context_tokens": context_tokens,
-        "pool": len(pool),
-        "kept": len(kept),
-        "left_out": sorted(hidden),
-    }
-
-
 def run_tasks(
     config: RunConfig, env: Any, context_tokens: int | None = None
 ) -> tuple[list[Task], dict[str, Any]]:
-    """The tasks this run runs, which is what its tasks.jsonl holds.
+    """The tasks this run runs, which is what its tasks.jsonl holds, and what fit-to-view
+    left out (:func:`raleval.app.taskset.prepare_task_set` without demonstrations).
 
     The task set is loaded (generation is seeded), the selection taken (``--sample-id`` or the
     stratified ``--limit``), and the tasks already recorded in the run directory are kept with
     their recorded content, so a resumed run uses exactly the tasks it started with and a
     raised ``--limit`` adds to them.
     """
-    from raleval.tasks.catalog import load_tasks
-    from raleval.tasks.sampling import check_unique, select
-
-    pool = load_tasks(config.tasks, env, config.env, config.tasks_per_family, config.seed)
-    check_unique(pool, f"task set {config.tasks}")
-    if not config.sample_ids:  # tasks named one by one are run as named
-        pool, selection = fit_to_view(config, env, pool, context_tokens)
-    else:
-        selection = {}
-    chosen = select(pool, config.limit, config.sample_ids, config.sample_seed)
-    recorded = {t.id: t for t in recorded_tasks(config.run_dir)}
-    return [_as_recorded(t, recorded.get(t.id)) for t in chosen], selection
-
-
-def _as_recorded(loaded: Task, recorded: Task | None) -> Task:
-    """The task a resumed run runs: the recorded one, or the loaded one when the record is
-    the stored copy of exactly it with its pages' HTML dropped (a restored study cell)."""
-    if recorded is None or without_page_html(loaded) == recorded:
-        return loaded
-    return recorded
+    recorded = recorded_tasks(config.run_dir)
+    request = replace(task_set_request(config, context_tokens, 0, recorded), allow_foreign=True)
+    prepared = prepare_task_set(request, env)
+    return list(prepared.tasks), prepared.selection
 
 
 def run_prompts(env: Any, workflow: Workflow) -> dict[str, Any]:

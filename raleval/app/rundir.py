@@ -226,14 +226,15 @@ def open_run_dir(config: RunConfig, tasks: list[Task], header: RunHeader) -> Pat
 
 
 def new_header(config: RunConfig, tasks: list[Task], decoding: dict[str, Any],
-               prompts: dict[str, Any]) -> RunHeader:  # fmt: skip
-    """The header a new run directory gets: the resolved config, versions, seeds, prompts."""
+               prompts: dict[str, Any], fingerprint: str | None = None) -> RunHeader:  # fmt: skip
+    """The header a new run directory gets: the resolved config, versions, seeds, prompts
+    (``fingerprint``: the config's, when the caller has it already)."""
     return RunHeader(
         raleval_version=__version__,
         git_revision=git_revision(),
         created_at=datetime.now(timezone.utc),
         config=redact(config.model_dump(mode="json")),
-        fingerprint=config.fingerprint(),
+        fingerprint=fingerprint or config.fingerprint(),
         seeds={"tasks": config.seed},
         decoding=decoding,
         dataset_hash=dataset_hash(tasks),

@@ -46,7 +46,7 @@ def run_sync(config: RunConfig, display: str = "none", deadline: float | None = 
     if deadline is not None and config.backend != "local":
         raise ConfigError("--max-time needs the local backend (--backend local)")
     with RunDirLock(config.run_dir):
-        plan = make_plan(config, Phases(display, config.slug()))
+        plan = make_plan(config, Phases(display, config.slug()), resolved=True)
         if deadline is not None:
             from raleval.app.local_backend import execute
 
@@ -63,7 +63,7 @@ async def run(
 
     config = resolve_config(config)
     with RunDirLock(config.run_dir):
-        plan = make_plan(config, Phases(display, config.slug()))
+        plan = make_plan(config, Phases(display, config.slug()), resolved=True)
         return await run_local(plan, display, deadline)
 
 

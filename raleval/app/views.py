@@ -81,6 +81,37 @@ def oracle_answers_in_view(
     return _in_a_loop(judge(task_list))
 
 
+def fit_pool(
+    pool: list[Task],
+    env: Any,
+    context_tokens: int | None,
+    workflow: str,
+    env_name: str,
+    seed: int,
+) -> tuple[list[Task], dict[str, Any]]:
+    """``pool`` without the tasks whose answer ``workflow`` cannot show at ``context_tokens``
+    (``-W max_context_tokens``), and what was left out: an agent is never scored on what the
+    harness hid from it. A task is left out when the executing oracle, run through this
+    workflow at this window, declines because the values its answer reads were cut from the
+    rendered observations; tasks without a gold solution stay."""
+    if not context_tokens:
+        return pool, {}
+    from raleval.agents.scripted import NOT_VISIBLE
+
+    checkable = [t for t in pool if t.solution]
+    if not checkable:
+        return pool, {}
+    answers = oracle_answers_in_view(checkable, env, context_tokens, workflow, env_name, seed)
+    hidden = {tid for tid, (_, answer) in answers.items() if answer == NOT_VISIBLE}
+    kept = [t for t in pool if t.id not in hidden]
+    return kept, {
+        "context_tokens": context_tokens,
+        "pool": len(pool),
+        "kept": len(kept),
+        "left_out": sorted(hidden),
+    }
+
+
 def _in_a_loop(coroutine: Any) -> Any:
     """Run ``coroutine`` to its end, also when called from inside a running event loop (a
     run planned by :func:`raleval.app.runner.run`): then in a thread of its own."""
