@@ -11,7 +11,6 @@ line is written. The backends (:mod:`raleval.app.local_backend`,
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ from typing import Any
 
 from raleval import registry
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
-from raleval.app.taskset import TaskSetRequest, prepare_task_set
+from raleval.app.taskset import TaskSetRequest, no_phase, prepare_task_set
 from raleval.config import ConfigError, RunConfig
 from raleval.records import RunHeader, Task
 from raleval.workflow import Workflow
@@ -43,10 +42,6 @@ class RunPlan:
     @property
     def run_dir(self) -> Path:
         return self.config.run_dir
-
-
-def _no_phase(what: str) -> contextlib.AbstractContextManager[None]:
-    return contextlib.nullcontext()
 
 
 def resolve_config(config: RunConfig) -> RunConfig:
@@ -83,7 +78,7 @@ def check_cost_budget(config: RunConfig, max_cost_usd: float | None) -> None:
 
 
 def make_plan(
-    config: RunConfig, phase: Callable[[str], Any] = _no_phase, resolved: bool = False
+    config: RunConfig, phase: Callable[[str], Any] = no_phase, resolved: bool = False
 ) -> RunPlan:
     """Resolve and validate ``config`` into a :class:`RunPlan`. The caller holds the run
     directory's lock (a ``--force`` sets the old run aside here); nothing is written into it.

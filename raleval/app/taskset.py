@@ -56,12 +56,12 @@ class PreparedTaskSet:
     examples: dict[str, tuple[tuple[SolvedExample, Any], ...]]
 
 
-def _no_phase(what: str) -> contextlib.AbstractContextManager[None]:
+def no_phase(what: str) -> contextlib.AbstractContextManager[None]:
     return contextlib.nullcontext()
 
 
 def prepare_task_set(
-    request: TaskSetRequest, env: Any, phase: Callable[[str], Any] = _no_phase
+    request: TaskSetRequest, env: Any, phase: Callable[[str], Any] = no_phase
 ) -> PreparedTaskSet:
     """The run's task set (see the module docstring), prepared in one call; ``phase`` names
     the slow step it takes (building the demonstrations' world) where the run shows them."""
