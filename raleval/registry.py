@@ -121,6 +121,13 @@ class Registry(Generic[T]):
         if self._discover is not None and not self._discovered:
             self._discover_once()
             return self.get(name)
+        head, sep, argument = name.partition(":")
+        if sep and (head in self._items or head in self._builtins or head in eps):
+            # ``agent:MODULE:FACTORY``, ``command:CMD``: a plugin that takes an argument
+            parametrized = getattr(self.get(head), "parametrized", None)
+            if parametrized is not None:
+                self._items[name] = parametrized(argument)
+                return self._items[name]
         raise UnknownNameError(self.kind, name, self.names())
 
     def names(self) -> list[str]:
