@@ -153,8 +153,12 @@ class EpisodeBridge:
         env: Environment,
         cfg: ExternalAgentConfig,
         context_limit: int,
+        record_unknown_calls: bool = True,
     ) -> None:
         self.rec, self.model, self.env, self.cfg = rec, model, env, cfg
+        # a framework refuses a call to no tool itself, and no wrapper sees it: record it from
+        # the reply (a program calling over MCP reaches the environment with it instead)
+        self.record_unknown_calls = record_unknown_calls
         self.context_limit = context_limit
         self.loop = asyncio.get_running_loop()
         self.schema_text = tool_schemas(env.tools, FINISH_TOOL)[1]
@@ -188,10 +192,9 @@ class EpisodeBridge:
             raise EpisodeOver(self.rec.termination_cause or "model_failure")
         self.so_far = flat + gen.text
         self.thought = gen.text or None
-        for call in gen.tool_calls:
+        for call in gen.tool_calls if self.record_unknown_calls else ():
             if call.tool not in self.known and call.tool != "Finish":
-                # the framework answers an unknown tool itself and no wrapper sees it: the
-                # environment classifies it (misuse) from the model's own reply
+                # the environment classifies it (misuse) from the model's own reply
                 await self.tool(call.tool, dict(call.arguments))
         return gen
 
