@@ -28,13 +28,28 @@ def _tool_steps(traj):
     ]
 
 
+SMOLAGENTS = f"agent:{REPO / 'examples' / 'agents' / 'smolagents_tools.py'}:make_agent"
+
+
 def test_langgraph_prebuilt_agent_scores_as_function_calling(tmp_path):
     """30 scholar tasks, the scripted oracle playing each gold solution as native tool calls:
     every call the LangGraph agent makes is recorded, and every score, label and progress
     rate is what the built-in function-calling workflow gets."""
+    _same_as_function_calling(tmp_path, LANGGRAPH)
+
+
+def test_smolagents_tool_calling_agent_scores_as_function_calling(tmp_path):
+    """The same for smolagents, a synchronous framework: 30 agents in threads of their own,
+    each waiting on calls made on the episode's loop (in the loop's default executor, the
+    oracle's calls found no free worker and every episode hung)."""
+    pytest.importorskip("smolagents")
+    _same_as_function_calling(tmp_path, SMOLAGENTS)
+
+
+def _same_as_function_calling(tmp_path, workflow):
     common = {"tasks": None, "tasks_per_family": 10, "limit": 30}
     _, builtin = run_config(tmp_path / "fc", workflow="function_calling", **common)
-    _, outside = run_config(tmp_path / "lg", workflow=LANGGRAPH, **common)
+    _, outside = run_config(tmp_path / "agent", workflow=workflow, **common)
     assert len(builtin) == len(outside) == 30
     by_task = {t.task_id: t for t in builtin}
     for traj in outside:

@@ -30,6 +30,7 @@ registered in the entry-point group ``raleval.agents_external``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import importlib.util
 import inspect
@@ -279,11 +280,32 @@ class EpisodeBridge:
         return out
 
     def chat_model(self) -> Any:
-        return RalevalChatModel(
+        return EpisodeChatModel(
             generate_fn=self.generate,
             max_tokens=self.cfg.max_tokens,
             temperature=self.cfg.temperature,
+            bridge=self,
         )
+
+
+class EpisodeChatModel(RalevalChatModel):
+    """The episode's chat model; ``invoke`` (not only ``ainvoke``) works from a synchronous
+    agent's thread, its call made on the episode's event loop."""
+
+    bridge: Any = None
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        loop = self.bridge.loop
+        if threading.get_ident() == getattr(loop, "_thread_id", None):
+            raise RuntimeError("invoke() on the event loop: use ainvoke, or a sync agent")
+        work = self._agenerate(messages, stop=stop, **kwargs)
+        return asyncio.run_coroutine_threadsafe(work, loop).result()
 
 
 def answer_text(result: Any) -> str | None:
@@ -313,8 +335,36 @@ async def run_agent(agent: Any, question: str, limit: int) -> Any:
         type(agent).__call__  # an object whose __call__ is async
     ):
         return await agent(question)
-    result = await asyncio.to_thread(agent, question)
+    result = await in_own_thread(agent, question)
     return await result if inspect.isawaitable(result) else result
+
+
+async def in_own_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a thread of its own. Not the loop's default executor: its few workers
+    (cores + 4) all held by agents waiting on their model calls left none for the calls
+    themselves (a scripted oracle reads its tools in that executor), and every episode hung."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)
+
+    def work() -> None:
+        try:
+            result = context.run(fn, *args)
+        except BaseException as exc:  # handed to the episode, which classifies it
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=work, name="raleval-agent", daemon=True).start()
+    return await done
 
 
 class ExternalState(TypedDict, total=False):
