@@ -236,3 +236,15 @@ def test_hostile_requests_are_refused_and_the_record_stays_whole(scholar_env):
     assert rec.answer == "X" and rec.termination is Termination.finished and ended.is_set()
     assert len(rec.llm_calls) == 2
     assert ends.counts["refused"] == 11  # 3 without the token, 8 chat requests refused
+
+
+def test_a_command_names_its_run_directory_without_path_characters(tmp_path):
+    from raleval.config import RunConfig
+
+    one = RunConfig(env="scholar", workflow='command:sh "my agents/a.sh" --x /etc').slug()
+    two = RunConfig(env="scholar", workflow="command:sh b.sh").slug()
+    agent = RunConfig(env="scholar", workflow="agent:pkg/agents.py:make").slug()
+    for slug in (one, two, agent):
+        assert "/" not in slug and " " not in slug and ":" not in slug
+    assert one.split("__")[1].startswith("command-sh-") and one != two
+    assert agent.split("__")[1].startswith("agent-agents.py_make-")
