@@ -248,3 +248,14 @@ def test_a_command_names_its_run_directory_without_path_characters(tmp_path):
         assert "/" not in slug and " " not in slug and ":" not in slug
     assert one.split("__")[1].startswith("command-sh-") and one != two
     assert agent.split("__")[1].startswith("agent-agents.py_make-")
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_a_spent_model_budget_ends_the_episode_at_the_endpoint(tmp_path):
+    """The second chat call is refused (429, the episode is over): the curl agent gives up,
+    and the episode ends on its step budget, not on the program's exit."""
+    for traj in _three(tmp_path, CURL_AGENT, max_steps=1):
+        assert traj.termination is Termination.step_limit
+        assert traj.n_llm_calls == 1 and traj.extra["command"]["chat"] == 2
+        assert [s.tool for s in traj.steps] == ["searchPerson"]
+        assert traj.extra["command"]["exit"] == 3  # the script's "model error" exit
