@@ -2,7 +2,9 @@
 
 Registration is by decorator; the registered name is the CLI name. Built-in plugins are listed
 as ``name -> module`` and imported on first use, so importing :mod:`raleval` loads none of them.
-Third-party packages add plugins through the entry-point groups ``raleval.<kind>``.
+Third-party packages add plugins through the entry-point groups ``raleval.<kind>``. A name
+``prefix:argument`` that no plugin has resolves to ``get(prefix).parametrized(argument)`` where
+the prefix's plugin has that method (``agent:MODULE:FACTORY``, ``command:CMD``).
 """
 
 from __future__ import annotations
