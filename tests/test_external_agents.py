@@ -206,3 +206,15 @@ def test_bad_arguments_reach_the_environment(scholar_env):
 def test_a_target_that_names_no_agent_is_refused(target, says):
     with pytest.raises(ConfigError, match=says):
         registry.workflows.get(target).configure({}).preflight()
+
+
+def test_a_parametrized_name_resolves_through_its_prefix():
+    from raleval.registry import UnknownNameError
+
+    wf = registry.workflows.get("agent:pkg.mod:make")
+    assert issubclass(wf, registry.workflows.get("agent")) and wf.target == "pkg.mod:make"
+    assert registry.workflows.get("agent:pkg.mod:make") is wf  # resolved once
+    with pytest.raises(UnknownNameError):
+        registry.workflows.get("react:anything")  # react takes no argument
+    with pytest.raises(UnknownNameError):
+        registry.workflows.get("nosuch:thing")
