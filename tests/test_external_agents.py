@@ -134,6 +134,15 @@ def swallowing_agent(episode):
     return run
 
 
+def blocking_agent(episode):
+    """An async agent that calls a sync tool on the event loop (it would wait on itself)."""
+
+    async def run(question):
+        return episode.functions[0](name="Ada")
+
+    return run
+
+
 def silent_agent(episode):
     return lambda question: None
 
@@ -218,3 +227,10 @@ def test_a_parametrized_name_resolves_through_its_prefix():
         registry.workflows.get("react:anything")  # react takes no argument
     with pytest.raises(UnknownNameError):
         registry.workflows.get("nosuch:thing")
+
+
+def test_a_sync_call_on_the_event_loop_is_an_error_not_a_deadlock(scholar_env):
+    traj = _run(scholar_env, f"{__name__}:blocking_agent", Scripted([("", [])]), time_limit_s=30)
+    assert traj.termination is Termination.program_error
+    assert traj.termination_cause == "agent_exception:RuntimeError"
+    assert "event loop" in traj.steps[-1].observation

@@ -162,6 +162,7 @@ class EpisodeBridge:
         self.record_unknown_calls = record_unknown_calls
         self.context_limit = context_limit
         self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()  # built on the episode's loop
         self.schema_text = tool_schemas(env.tools, FINISH_TOOL)[1]
         self.known = {t.name for t in env.tools}
         self.so_far = self.schema_text  # what the model has been shown, as text (budgets)
@@ -220,7 +221,7 @@ class EpisodeBridge:
 
     def tool_sync(self, name: str, arguments: dict[str, Any]) -> str:
         """:meth:`tool` from a worker thread (a synchronous agent)."""
-        if threading.get_ident() == getattr(self.loop, "_thread_id", None):
+        if threading.get_ident() == self.loop_thread:
             raise RuntimeError(
                 "a synchronous tool was called on the event loop; an agent that calls tools "
                 "synchronously must be a plain (sync) callable, which raleval runs in a thread"
@@ -302,7 +303,7 @@ class EpisodeChatModel(RalevalChatModel):
         **kwargs: Any,
     ) -> Any:
         loop = self.bridge.loop
-        if threading.get_ident() == getattr(loop, "_thread_id", None):
+        if threading.get_ident() == self.bridge.loop_thread:
             raise RuntimeError("invoke() on the event loop: use ainvoke, or a sync agent")
         work = self._agenerate(messages, stop=stop, **kwargs)
         return asyncio.run_coroutine_threadsafe(work, loop).result()
