@@ -234,3 +234,19 @@ def test_a_sync_call_on_the_event_loop_is_an_error_not_a_deadlock(scholar_env):
     assert traj.termination is Termination.program_error
     assert traj.termination_cause == "agent_exception:RuntimeError"
     assert "event loop" in traj.steps[-1].observation
+
+
+@pytest.mark.parametrize("name", ["agent:pkg.mod:make", 'command:sh "a b.sh" --x'])
+def test_a_parametrized_workflow_travels_to_a_worker_process(name):
+    """--backend processes pickles the plan: the workflow comes back with its argument and
+    its options (the class itself is made at run time and cannot be pickled by name)."""
+    import pickle
+
+    wf = registry.workflows.get(name).configure({"max_steps": 3})
+    back = pickle.loads(pickle.dumps(wf))
+    assert type(back).__mro__[1] is type(wf).__mro__[1]
+    assert (getattr(back, "target", None), getattr(back, "command", None)) == (
+        getattr(wf, "target", None),
+        getattr(wf, "command", None),
+    )
+    assert back.config == wf.config and back.config.max_steps == 3

@@ -264,6 +264,10 @@ class CommandAgent(Workflow):
         """This workflow running ``command`` (``--workflow command:CMD``)."""
         return type("CommandAgent", (cls,), {"command": command})
 
+    def __reduce__(self) -> Any:
+        # the class is made per command at run time: a worker process rebuilds it by its command
+        return (_command_agent, (self.command, self.config))
+
     def argv(self) -> list[str]:
         return command_argv(self.command or "")
 
@@ -313,3 +317,8 @@ class CommandAgent(Workflow):
             action = {"name": call.tool, "arguments": call.arguments}
             return f"{_ACTION}{json.dumps(action, ensure_ascii=False)}", []
         return f"Answer: {plan.answer}", []
+
+
+def _command_agent(command: str | None, config: CommandConfig) -> CommandAgent:
+    cls = CommandAgent.parametrized(command) if command is not None else CommandAgent
+    return cls(config)

@@ -453,6 +453,10 @@ class ExternalAgent(Workflow):
         """This workflow bound to the factory ``target`` names (``--workflow agent:TARGET``)."""
         return type("ExternalAgent", (cls,), {"target": target})
 
+    def __reduce__(self) -> Any:
+        # the class is made per target at run time: a worker process rebuilds it by its target
+        return (_external_agent, (self.target, self.config))
+
     def factory(self) -> Callable[..., Any]:
         if not self.target:
             raise ConfigError("give the agent as --workflow agent:MODULE:FACTORY")
@@ -478,6 +482,11 @@ class ExternalAgent(Workflow):
         if done < len(plan.calls):
             return "", [plan.calls[done]]
         return plan.answer, []
+
+
+def _external_agent(target: str | None, config: ExternalAgentConfig) -> ExternalAgent:
+    cls = ExternalAgent.parametrized(target) if target else ExternalAgent
+    return cls(config)
 
 
 __all__ = [
