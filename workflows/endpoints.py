@@ -89,10 +89,11 @@ def chat_request(body: Any, max_tokens: int, temperature: float) -> GenerateRequ
             fn = c.get("function") if isinstance(c, dict) else None
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                 raise BadRequest(f"messages[{i}].tool_calls: each needs function.name")
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
+            given = fn.get("arguments") or "{}"
+            try:  # a JSON string, as the API writes it (some clients send the object)
+                args = given if isinstance(given, dict) else json.loads(given)
             except (TypeError, ValueError):
-                args = {"_unparsed": str(fn.get("arguments"))}
+                args = {"_unparsed": str(given)}
             issued.add(str(c.get("id")))
             calls.append(
                 ToolCall(tool=fn["name"], arguments=args if isinstance(args, dict) else {})
