@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -148,7 +149,15 @@ class RunConfig(BaseModel):
             model = f"{self.model.split('/', 1)[0]}_{Path(self.model).name[:40]}-{digest}"
         spec = self.with_defaults().tasks or ""
         tasks = task_file_identity(Path(spec)) if spec.endswith(".jsonl") else spec
-        return "__".join([self.env, self.workflow, model, tasks])
+        workflow = self.workflow
+        if ":" in workflow:  # agent:MODULE:FACTORY, command:CMD: no path characters, and short
+            digest = hashlib.sha256(workflow.encode()).hexdigest()[:8]
+            kind, _, target = workflow.partition(":")
+            stem = re.sub(
+                r"[^A-Za-z0-9_.-]+", "_", Path(target.split()[0] if target.split() else "").name
+            )
+            workflow = f"{kind}-{stem[:40]}-{digest}"
+        return "__".join([self.env, workflow, model, tasks])
 
     @property
     def run_dir(self) -> Path:

@@ -2,7 +2,9 @@
 
 Registration is by decorator; the registered name is the CLI name. Built-in plugins are listed
 as ``name -> module`` and imported on first use, so importing :mod:`raleval` loads none of them.
-Third-party packages add plugins through the entry-point groups ``raleval.<kind>``.
+Third-party packages add plugins through the entry-point groups ``raleval.<kind>``. A name
+``prefix:argument`` that no plugin has resolves to ``get(prefix).parametrized(argument)`` where
+the prefix's plugin has that method (``agent:MODULE:FACTORY``, ``command:CMD``).
 """
 
 from __future__ import annotations
@@ -121,6 +123,13 @@ class Registry(Generic[T]):
         if self._discover is not None and not self._discovered:
             self._discover_once()
             return self.get(name)
+        head, sep, argument = name.partition(":")
+        if sep and (head in self._items or head in self._builtins or head in eps):
+            # ``agent:MODULE:FACTORY``, ``command:CMD``: a plugin that takes an argument
+            parametrized = getattr(self.get(head), "parametrized", None)
+            if parametrized is not None:
+                self._items[name] = parametrized(argument)
+                return self._items[name]
         raise UnknownNameError(self.kind, name, self.names())
 
     def names(self) -> list[str]:
