@@ -110,6 +110,10 @@ def test_scholar_over_mcp_matches_in_process(tmp_path, scholar_tasks, workflow):
         assert [
             (s["tool"], s["arguments"], s["observation"], s["kind"]) for s in theirs["steps"]
         ] == steps
+        # the in-process run showed its families' demonstrations (so it says whether an answer
+        # copied one); an MCP server's tools come with none, so its episodes carry no such flag
+        assert mine["scores"].pop("copied_demonstration") == 0.0
+        assert "copied_demonstration" not in theirs["scores"]
         assert theirs["scores"] == mine["scores"]
         assert theirs["answer"] == mine["answer"]
         assert theirs["scores"]["f1"] == 1.0
