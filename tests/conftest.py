@@ -51,3 +51,14 @@ def options_for(workflow: str, **options):
 
     fields = registry.workflows.get(workflow).Config.model_fields
     return {k: v for k, v in options.items() if k in fields}
+
+
+def standalone_workflows() -> list[str]:
+    """The registered workflows that run with no argument: ``agent:MODULE:FACTORY`` and
+    ``command:CMD`` need the agent or program they evaluate (their own tests give them one)."""
+    from raleval import registry
+
+    return sorted(
+        n for n in registry.workflows.names()
+        if getattr(registry.workflows.get(n), "parametrized", None) is None
+    )  # fmt: skip

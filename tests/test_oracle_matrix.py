@@ -11,7 +11,7 @@ import pytest
 from raleval import registry
 from raleval.workflows.sandbox import check_isolation
 
-from .conftest import run_config
+from .conftest import run_config, standalone_workflows
 
 # every registered environment that has a default task set, on a tiny world
 ENV_TASKS = {
@@ -56,7 +56,7 @@ def test_every_family_is_in_a_covered_set():
 
 
 @pytest.mark.parametrize("env", sorted(ENV_TASKS))
-@pytest.mark.parametrize("workflow", sorted(registry.workflows.names()))
+@pytest.mark.parametrize("workflow", standalone_workflows())
 def test_oracle_f1_is_one(tmp_path, env, workflow):
     if workflow == "pal" and check_isolation() is not None:
         pytest.skip(check_isolation())

@@ -20,7 +20,7 @@ from raleval.tasks.testbeds.world import (
 )
 from raleval.workflows.sandbox import check_isolation
 
-from .conftest import run_config
+from .conftest import run_config, standalone_workflows
 
 SETS = {"scholar": "scholar", "wiki": "reval-12", "crag": "crag-kg"}
 
@@ -185,7 +185,7 @@ def test_always_abstaining_scores_crag_zero_and_rejects_everything(tmp_path):
     assert all(r.scores["crag"] == -1.0 for r in memory)
 
 
-@pytest.mark.parametrize("workflow", sorted(registry.workflows.names()))
+@pytest.mark.parametrize("workflow", standalone_workflows())
 def test_oracle_keeps_f1_one_under_the_heaviest_noise(tmp_path, workflow):
     if workflow == "pal" and check_isolation() is not None:
         pytest.skip(check_isolation())
