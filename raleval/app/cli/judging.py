@@ -14,6 +14,25 @@ judge_app = typer.Typer(help="Validate answer judges against known truth.", no_a
 app.add_typer(judge_app, name="judge")
 
 
+def _agreement_table(spec: str, result: Any, first: str, rows: list[tuple[str, Any]]) -> Any:
+    """A judge's agreement with the truth per ``first`` (answer type, language) and overall:
+    n, accuracy, false accept, false reject and kappa."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"{spec} (prompt {result.prompt_version}; {result.elapsed_s:.1f} s)",
+        title_justify="left",
+    )
+    for col in (first, "n", "accuracy", "false accept", "false reject", "kappa"):
+        table.add_column(col, justify="left" if col == first else "right")
+    for name, a in [*rows, ("all", result.overall)]:
+        table.add_row(
+            name, str(a.n), _fmt(a.accuracy), _fmt(a.false_accept), _fmt(a.false_reject),
+            _fmt(a.kappa),
+        )  # fmt: skip
+    return table
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -67,7 +86,6 @@ def validate_cmd(
     if which != "generated":
         fail(f"--set takes generated or real, not {which!r}")
     from rich.console import Console
-    from rich.table import Table
 
     from raleval.cache import default_cache_path
     from raleval.grading.agreement import cohen_kappa
@@ -99,23 +117,7 @@ def validate_cmd(
         out.append(result.model_dump())
         if as_json:
             continue
-        table = Table(
-            title=f"{spec} (prompt {result.prompt_version}; {result.elapsed_s:.1f} s)",
-            title_justify="left",
-        )
-        for col in ("answer type", "n", "accuracy", "false accept", "false reject", "kappa"):
-            table.add_column(col, justify="left" if col == "answer type" else "right")
-        rows = [*result.per_type.items(), ("all", result.overall)]
-        for name, a in rows:
-            table.add_row(
-                name,
-                str(a.n),
-                _fmt(a.accuracy),
-                _fmt(a.false_accept),
-                _fmt(a.false_reject),
-                _fmt(a.kappa),
-            )
-        console.print(table)
+        console.print(_agreement_table(spec, result, "answer type", [*result.per_type.items()]))
         if result.rule_gaps is not None:
             g = result.rule_gaps
             console.print(
@@ -227,7 +229,6 @@ def _validate_keypoints(
     specs: list[str], concurrency: int, as_json: bool, options: dict[str, Any]
 ) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     from raleval.grading.keypoint_judge import KeyPointJudge
     from raleval.grading.keypoint_validation import load_items, validate_keypoints
@@ -248,18 +249,7 @@ def _validate_keypoints(
         out.append(result.model_dump())
         if as_json:
             continue
-        table = Table(
-            title=f"{spec} (prompt {result.prompt_version}; {result.elapsed_s:.1f} s)",
-            title_justify="left",
-        )
-        for col in ("language", "n", "accuracy", "false accept", "false reject", "kappa"):
-            table.add_column(col, justify="left" if col == "language" else "right")
-        for name, a in [*result.per_language.items(), ("all", result.overall)]:
-            table.add_row(
-                name, str(a.n), _fmt(a.accuracy), _fmt(a.false_accept), _fmt(a.false_reject),
-                _fmt(a.kappa),
-            )  # fmt: skip
-        console.print(table)
+        console.print(_agreement_table(spec, result, "language", [*result.per_language.items()]))
         labels = ", ".join(f"{k} {v}" for k, v in result.labels.items())
         console.print(
             f"labels: {labels}; {result.by_rule} decided by rule (abstentions are irrelevant)"
