@@ -26,7 +26,7 @@ from pathlib import Path
 from raleval.analysis.compare import run_units
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
-from raleval.analysis.runs import Run, find_runs, load_run, unit_interval
+from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
 from raleval.analysis.stats import holm, holm_intervals, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
 
@@ -43,9 +43,23 @@ def arm_of(run: Run) -> str:
     tasks = config.get("tasks")
     budget = (config.get("workflow_options") or {}).get("max_episode_tokens")
     if not tasks or not str(tasks).endswith((".jsonl", ".json", ".jsonl.gz")):
-        return GENERATED if budget is None else f"{GENERATED} @ {budget} tokens"
+        if budget is not None:
+            return f"{GENERATED} @ {budget} tokens"
+        sampled = sampling_of(config)
+        return GENERATED if sampled is None else f"{GENERATED} ~ {sampled}"
     name = Path(str(tasks)).name
     return name.split(".", 1)[0]
+
+
+def sampling_of(config: dict) -> str | None:
+    """``temperature 0.7, 3 epochs`` for a cell that samples its model or repeats its tasks
+    (run-to-run consistency: an arm of its own, never merged with the greedy cells); ``None``
+    for greedy decoding, one epoch."""
+    epochs = int(config.get("epochs", 1) or 1)
+    temperature = (config.get("model_options") or {}).get("temperature")
+    if epochs == 1 and not temperature:
+        return None
+    return f"temperature {temperature or 0}, {epochs} epoch{'s' if epochs > 1 else ''}"
 
 
 def merged(runs: list[Run]) -> Run:
@@ -117,6 +131,10 @@ def _row(run: Run) -> dict[str, str]:
     row["tokens CI"] = ci
     row["calls/ep"] = f"{sum(t.n_llm_calls for t in scored) / max(1, n):.1f}"
     row["failed"] = str(len(run.results) - n)
+    # the share of tasks some epoch / every epoch answered correctly (k = epochs per task)
+    passes = pass_at_k(run)
+    row["pass@k"] = "-" if passes is None else f"{passes['pass@k']:.3f}"
+    row["pass^k"] = "-" if passes is None else f"{passes['pass^k']:.3f}"
     return row
 
 
@@ -248,6 +266,9 @@ def study_tables(folder: Path, declared: Declared | None = None, cluster: str = 
         columns = COLUMNS[GENERATED if generated else "real"]
         if arm == GENERATED:
             title = "generated task sets"
+        elif arm.startswith(f"{GENERATED} ~"):  # sampled, several epochs: consistency
+            title = f"generated task sets, sampled: {arm.split('~', 1)[1].strip()}"
+            columns = [*columns[:4], "pass@k", "pass^k", *columns[4:]]
         elif generated:  # the matched-compute arm, beside the default budgets' table
             title = f"generated task sets, matched compute: {arm.split('@', 1)[1].strip()}"
             title += " per episode"

@@ -51,6 +51,9 @@ class RunConfig(BaseModel):
     max_connections_per_endpoint: int | None = Field(None, ge=1)
     log_dir: Path = Path("runs")
     run_name: str | None = None
+    # a study arm's name (``matched-4000``): the run directory's name starts with it, so cells
+    # of one system in two arms (other budgets, sampling) keep apart; not in the fingerprint
+    arm: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     # Where episodes run: this process, `workers` local worker processes, or sharded over a Ray
     # cluster (a local one if no address).
     backend: Literal["local", "processes", "ray"] = "local"
@@ -157,7 +160,7 @@ class RunConfig(BaseModel):
                 r"[^A-Za-z0-9_.-]+", "_", Path(target.split()[0] if target.split() else "").name
             )
             workflow = f"{kind}-{stem[:40]}-{digest}"
-        return "__".join([self.env, workflow, model, tasks])
+        return "__".join([*([self.arm] if self.arm else []), self.env, workflow, model, tasks])
 
     @property
     def run_dir(self) -> Path:
@@ -177,6 +180,7 @@ class RunConfig(BaseModel):
                 "max_connections_per_endpoint",
                 "log_dir",
                 "run_name",
+                "arm",
                 "cache",
                 "cache_path",
                 "backend",

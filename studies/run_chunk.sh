@@ -27,7 +27,9 @@ fi
 
 # the study's stored cells, back into the log directory (a fresh clone has no runs/): the run
 # resumes after them instead of running them again; cells already there are kept
-raleval study restore "studies/$STUDY" --into "$LOG_DIR" > /dev/null || exit 2
+if [ -d "studies/$STUDY" ]; then
+    raleval study restore "studies/$STUDY" --into "$LOG_DIR" > /dev/null || exit 2
+fi
 
 echo "chunk start $(date -u +%FT%TZ): $(uptime)"
 nice -n 10 raleval run --config "studies/$STUDY.yaml" --log-dir "$LOG_DIR" \

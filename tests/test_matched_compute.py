@@ -74,3 +74,37 @@ def test_the_matched_compute_arm_has_its_table_beside_the_default_budgets(tmp_pa
     ]
     header = next(line for line in text.splitlines() if line.startswith("| workflow"))
     assert header.endswith("| tokens/ep | tokens CI | calls/ep |")
+
+
+def test_a_sampled_arm_has_its_own_table_with_pass_at_k(tmp_path):
+    """Cells run at a temperature over several epochs (run-to-run consistency) are an arm of
+    their own, never merged with the greedy cells, with pass@k and pass^k per system."""
+    import gzip
+    import json
+    import shutil
+    from pathlib import Path
+
+    from raleval.analysis.study import study_tables
+
+    stored = Path(__file__).resolve().parents[1] / "studies" / "local-models"
+    name = "scholar__react__local_qwen2.5-0.5b__scholar"
+    shutil.copytree(stored / name, tmp_path / name)
+    sampled = tmp_path / f"sampled-{name}"
+    shutil.copytree(stored / name, sampled)
+    header = json.loads((sampled / "header.json").read_text())
+    header["config"].update(epochs=2, model_options={"temperature": 0.7})
+    (sampled / "header.json").write_text(json.dumps(header))
+    lines = gzip.open(sampled / "results.jsonl.gz", "rt").read().splitlines()
+    first, second = [json.loads(x) for x in lines], [json.loads(x) for x in lines]
+    for row in second:  # epoch 1: every episode wrong, so pass^k is 0 and pass@k epoch 0's
+        row.update(epoch=1, answer="no such answer")
+    with gzip.open(sampled / "results.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in first + second)
+    text = study_tables(tmp_path)
+    titles = [line for line in text.splitlines() if line.startswith("#### ")]
+    assert titles[1] == "#### generated task sets, sampled: temperature 0.7, 2 epochs"
+    table = text.split(titles[1], 1)[1]
+    header, _, row = table.strip().splitlines()[:3]
+    cells = dict(zip(header.split("|"), row.split("|"), strict=True))
+    assert cells[" n "].strip() == str(2 * len(first))
+    assert float(cells[" pass^k "]) == 0.0 and float(cells[" pass@k "]) > 0.0

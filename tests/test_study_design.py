@@ -165,3 +165,41 @@ def test_a_stored_study_with_a_design_ran_the_same_tasks_in_every_cell(design):
         first = next(iter(cells.values()))
         differ = [name for name, ids in cells.items() if ids != first]
         assert not differ, f"{env}: {differ} ran other tasks than the rest"
+
+
+def test_the_re_run_s_config_draws_the_design_s_sample_in_every_cell():
+    """studies/local-models-2.yaml as declared by its design: every cell of an environment (all
+    three arms) takes the same seeded sample, ``per_family`` tasks of each of the environment's
+    families, and every system a declared comparison names runs in the default arm."""
+    from collections import defaultdict
+
+    from raleval.config import load_matrix
+
+    design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
+    configs = load_matrix(ROOT / "studies" / "local-models-2.yaml", {})
+    by_env: dict[str, set[tuple]] = defaultdict(set)
+    for c in configs:
+        sample = (c.with_defaults().tasks, c.tasks_per_family, c.seed, c.sample_seed, c.limit)
+        by_env[c.env].add(sample)
+    assert set(by_env) == {"scholar", "wiki", "crag"}
+    for env, samples in by_env.items():
+        assert len(samples) == 1, f"{env}: cells draw {samples}"
+        tasks, per_family, seed, sample_seed, limit = samples.pop()
+        assert sample_seed == design.sample.seed
+        config = RunConfig(env=env, tasks_per_family=per_family, seed=seed).with_defaults()
+        families = {t.family for t in run_tasks(config, build_env(env, {}))[0]}
+        assert limit == design.sample.per_family * len(families), env
+    default_arm = {(c.workflow, c.model) for c in configs if c.arm is None}
+    for comparison in design.comparisons:
+        assert set(comparison.systems) <= default_arm, comparison
+
+
+def test_an_arm_names_its_cells_and_leaves_the_fingerprint_alone(tmp_path):
+    """Two arms of one system (other budgets, sampling) keep apart in one log directory; a cell
+    without an arm keeps the name and fingerprint it had before arms existed."""
+    plain = RunConfig(env="scholar", workflow="react", log_dir=tmp_path)
+    armed = plain.model_copy(update={"arm": "matched-4000"})
+    assert armed.slug() == "matched-4000__" + plain.slug()
+    assert armed.run_dir != plain.run_dir and armed.fingerprint() == plain.fingerprint()
+    with pytest.raises(Exception, match="arm"):
+        RunConfig(arm="../elsewhere")
