@@ -94,7 +94,8 @@ def test_a_sampled_arm_has_its_own_table_with_pass_at_k(tmp_path):
     header = json.loads((sampled / "header.json").read_text())
     header["config"].update(epochs=2, model_options={"temperature": 0.7})
     (sampled / "header.json").write_text(json.dumps(header))
-    lines = gzip.open(sampled / "results.jsonl.gz", "rt").read().splitlines()
+    with gzip.open(sampled / "results.jsonl.gz", "rt") as f:
+        lines = f.read().splitlines()
     first, second = [json.loads(x) for x in lines], [json.loads(x) for x in lines]
     for row in second:  # epoch 1: every episode wrong, so pass^k is 0 and pass@k epoch 0's
         row.update(epoch=1, answer="no such answer")

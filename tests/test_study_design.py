@@ -186,7 +186,7 @@ def test_the_re_run_s_config_draws_the_design_s_sample_in_every_cell():
         assert len(samples) == 1, f"{env}: cells draw {samples}"
         tasks, per_family, seed, sample_seed, limit = samples.pop()
         assert sample_seed == design.sample.seed
-        config = RunConfig(env=env, tasks_per_family=per_family, seed=seed).with_defaults()
+        config = RunConfig(env=env, tasks=tasks, tasks_per_family=per_family, seed=seed)
         families = {t.family for t in run_tasks(config, build_env(env, {}))[0]}
         assert limit == design.sample.per_family * len(families), env
     default_arm = {(c.workflow, c.model) for c in configs if c.arm is None}
