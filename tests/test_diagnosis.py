@@ -213,6 +213,10 @@ def test_diagnose_resumes_and_tables_cross_the_labels(tmp_path: Path) -> None:
     run_dir = _run(tmp_path, "scholar", "scripted/wrong-tool")
     first = diagnose_sync(run_dir, limit=5)
     assert first.diagnosed == 5
+    partial = CliRunner().invoke(app, ["table", str(run_dir), "--diagnosis", "--format", "csv"])
+    assert f"{run_dir}: 5 of 12 episodes diagnosed; the tables leave out the other 7" in " ".join(
+        partial.output.split()
+    )
     second = diagnose_sync(run_dir)
     assert (second.skipped, second.diagnosed) == (5, 7)
     lines = (run_dir / "diagnosis.jsonl").read_text().splitlines()
@@ -225,6 +229,7 @@ def test_diagnose_resumes_and_tables_cross_the_labels(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["table", str(run_dir), "--diagnosis", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert "# R-Eval label by cause" in result.output
+    assert "the tables leave out" not in result.output  # all 12 diagnosed
     header = (
         "system,label,n,interface,retrieval,grounding,beyond_reach,not_needed,harness_limit,"
         "unstable"

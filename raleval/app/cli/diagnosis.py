@@ -39,6 +39,18 @@ def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
         console.print(table)
     calls, hits = replay_calls(diagnoses)
     typer.echo(f"replay model calls recorded: {calls} ({hits} answered by the response cache)")
+    from raleval.analysis.runs import load_run
+
+    for path in run_dirs:  # the tables count diagnosed episodes only: say when that is not all
+        diagnosed = {(d.task_id, d.epoch) for d in read_diagnoses(path)}
+        episodes = {(t.task_id, t.epoch) for t in load_run(path).scored}
+        rest = len(episodes - diagnosed)
+        if rest:
+            typer.echo(
+                f"{path}: {len(episodes & diagnosed)} of {len(episodes)} episodes "
+                f"diagnosed; the tables leave out the other {rest} (`raleval diagnose "
+                f"{path}` diagnoses them)"
+            )
 
 
 @app.command()
