@@ -354,8 +354,8 @@ HAND: dict[str, tuple[str, str]] = {
         "company-name lookups, then music search with an argument the tool does not take; EPS never shown; gave up",
     ),
     "scholar__dfsdt__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0000/0": (
-        "RE",
-        "the same valid searchPerson eight times, never asked for the papers; query budget",
+        "TE",
+        "the same valid searchPerson eight times, then 52 replies ('Finish') that held no function call until the query budget (first labelled RE from a display that hid those steps; corrected after the comparison)",
     ),
 }
 
