@@ -14,6 +14,9 @@ never tuned on, labelled by hand (issue 45).
 3. Labels and reasons were written by hand in :data:`HAND` from the rendering alone;
    ``... write`` stores ``taxonomy_fresh.jsonl`` (task, trajectory without its stored scores,
    label, reason, cell) for ``tests/test_taxonomy_fresh.py``.
+4. ``... sample heldout`` (and ``render heldout``, ``write heldout``): a second draw (seed
+   2445, 3 per workflow, none of the first), labelled the same way after the rules the first
+   set brought were written: ``taxonomy_heldout.jsonl``.
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "studies" / "local-models"
-SEED = 1445
-PER_WORKFLOW = 10
 WORKFLOWS = ("direct", "planned", "react", "function_calling", "pal", "dfsdt")
-OUT = Path(__file__).with_name("taxonomy_fresh.jsonl")
+# draw -> (seed, episodes per workflow, file). "heldout" was drawn and labelled after the rules
+# the "fresh" set brought were written, to measure them on episodes they were not made on; it
+# leaves out the fresh episodes too.
+DRAWS = {
+    "fresh": (1445, 10, "taxonomy_fresh.jsonl"),
+    "heldout": (2445, 3, "taxonomy_heldout.jsonl"),
+}
 
 
 def _source(cell: str) -> str:
@@ -51,12 +58,15 @@ def _excluded() -> tuple[set, set]:
     return by_cell, by_agent
 
 
-def sample() -> list[tuple[str, str, int]]:
-    """(cell, task id, epoch) of the drawn episodes, in a fixed order."""
+def sample(draw: str = "fresh") -> list[tuple[str, str, int]]:
+    """(cell, task id, epoch) of the episodes of ``draw``, in a fixed order."""
     from raleval.analysis.runs import find_runs, load_run
     from raleval.grading.freetext import is_answer
 
+    seed, per_workflow, _ = DRAWS[draw]
     by_cell, by_agent = _excluded()
+    if draw != "fresh":
+        by_cell |= set(sample("fresh"))
     pools: dict[str, dict[str, list]] = {w: {} for w in WORKFLOWS}
     for path in find_runs([STUDY]):
         run = load_run(path)
@@ -70,7 +80,7 @@ def sample() -> list[tuple[str, str, int]]:
                 continue
             src = _source(path.name)
             pools[a.workflow].setdefault(src, []).append((path.name, t.task_id, t.epoch))
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     drawn = []
     for w in WORKFLOWS:
         queues = []
@@ -79,26 +89,26 @@ def sample() -> list[tuple[str, str, int]]:
             rng.shuffle(items)
             queues.append(items)
         picked: list = []
-        while len(picked) < PER_WORKFLOW and any(queues):
+        while len(picked) < per_workflow and any(queues):
             for q in queues:
-                if q and len(picked) < PER_WORKFLOW:
+                if q and len(picked) < per_workflow:
                     picked.append(q.pop())
         drawn.extend(picked)
     return drawn
 
 
-def _episodes():
+def _episodes(draw: str):
     from raleval.analysis.runs import load_run
 
     runs: dict = {}
-    for cell, task_id, epoch in sample():
+    for cell, task_id, epoch in sample(draw):
         run = runs.get(cell) or runs.setdefault(cell, load_run(STUDY / cell))
         traj = next(t for t in run.results if t.task_id == task_id and t.epoch == epoch)
         yield cell, run.tasks[task_id], traj
 
 
-def render(limit: int = 1500) -> None:
-    for n, (cell, task, traj) in enumerate(_episodes()):
+def render(draw: str = "fresh", limit: int = 1500) -> None:
+    for n, (cell, task, traj) in enumerate(_episodes(draw)):
         print(f"==== #{n} {cell} {task.id} e{traj.epoch}")
         print(f"Q: {task.question}")
         print(f"GOLD: {task.answers} type={task.answer_type} elements={task.elements}")
@@ -357,12 +367,85 @@ HAND: dict[str, tuple[str, str]] = {
         "TE",
         "the same valid searchPerson eight times, then 52 replies ('Finish') that held no function call until the query budget (first labelled RE from a display that hid those steps; corrected after the comparison)",
     ),
+    # the held-out draw, labelled after the rules the fresh set brought
+    "crag__direct__local_smollm2-135m__crag-kg/crag-false-premise-s0-0003/0": (
+        "RE",
+        "no tools; answered a height for a place that has none (gold: invalid question)",
+    ),
+    "scholar__direct__local_qwen2.5-0.5b__scholar/scholar-1-3-s0-0003/0": (
+        "RE",
+        "no tools; answered 10, gold 4",
+    ),
+    "wiki__direct__local_smollm2-135m__hotpotqa-dev-a248973a/3-1-5a877e5d5542993e715abf7d/0": (
+        "RE",
+        "no tools; named the actor, not the screenwriter",
+    ),
+    "crag__planned__local_smollm2-135m__crag-kg/crag-condition-s0-0004/0": (
+        "TE",
+        "the plan held no function call; answer repeats the question",
+    ),
+    "scholar__planned__local_qwen2.5-0.5b__scholar/scholar-2-4-s0-0002/0": (
+        "RE",
+        "found the person but never read the profile; made-up doctorate year 2014",
+    ),
+    "wiki__planned__local_qwen2.5-0.5b__hotpotqa-dev-a248973a/3-1-5ab3b0bf5542992ade7c6e39/0": (
+        "RE",
+        "search failed (suggested titles only); abstained",
+    ),
+    "crag__react__local_qwen2.5-0.5b__crag-kg/crag-condition-s0-0004/0": (
+        "TE",
+        "ticker lookup for a river (null), then a price history for ticker NIX no result had given; answered 187",
+    ),
+    "scholar__react__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0004/0": (
+        "RE",
+        "read the papers (the top one's pub_id) but never fetched its PDF link; answered a made-up title",
+    ),
+    "wiki__react__local_qwen2.5-0.5b__hotpotqa-dev-a248973a/3-1-5a7bbb64554299042af8f7cc/0": (
+        "AM",
+        "right, but only Annie Morton's birth date was read; Terry Richardson appears only as her photographer, his age never (debatable: EM if naming him in the page counts)",
+    ),
+    "crag__function_calling__local_smollm2-135m__crag-kg/crag-set-s0-0000/0": (
+        "RE",
+        "answered at once without any call; an essay about another company",
+    ),
+    "scholar__function_calling__local_smollm2-135m__scholar/scholar-2-4-s0-0000/0": (
+        "RE",
+        "answered at once without any call; wrong position",
+    ),
+    "wiki__function_calling__local_qwen2.5-0.5b__hotpotqa-dev-a248973a/3-1-5a8db19d5542994ba4e3dd00/0": (
+        "TE",
+        "Lookup with arguments it does not take, again and again until the step budget",
+    ),
+    "crag-pages__pal__local_smollm2-135m__crag-dev-f8fbbbc9/crag-6a9a6e0f-82fb-4302-806e-a49ef6b35a66/0": (
+        "TE",
+        "the program was prose, not Python (SyntaxError)",
+    ),
+    "crag__pal__local_qwen2.5-0.5b__crag-kg/crag-postproc-s0-0001/0": (
+        "TE",
+        "ticker lookup null, then price history for ticker VLT no result had given; the program then raised (TypeError)",
+    ),
+    "scholar__pal__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0002/0": (
+        "TE",
+        "the program was '(End of example)', not Python (SyntaxError)",
+    ),
+    "crag__dfsdt__local_smollm2-135m__crag-kg/crag-comparison-s0-0000/0": (
+        "TE",
+        "no reply held a function call until the query budget",
+    ),
+    "scholar__dfsdt__local_qwen2.5-0.5b__scholar/scholar-2-4-s0-0000/0": (
+        "TE",
+        "unknown tools, bad arguments and replies with no function call until the query budget",
+    ),
+    "wiki__dfsdt__local_smollm2-135m__hotpotqa-dev-a248973a/3-1-5a877e5d5542993e715abf7d/0": (
+        "TE",
+        "no reply held a function call until the query budget",
+    ),
 }
 
 
-def write() -> None:
+def write(draw: str = "fresh") -> None:
     out = []
-    for cell, task, traj in _episodes():
+    for cell, task, traj in _episodes(draw):
         key = f"{cell}/{task.id}/{traj.epoch}"
         label, reason = HAND[key]
         data = traj.model_dump(mode="json")
@@ -378,9 +461,13 @@ def write() -> None:
                 "reason": reason,
             }
         )
-    OUT.write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in out), encoding="utf-8")
-    print(f"{len(out)} hand-labelled trajectories -> {OUT}")
+    path = Path(__file__).with_name(DRAWS[draw][2])
+    path.write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in out), encoding="utf-8")
+    print(f"{len(out)} hand-labelled trajectories -> {path}")
 
 
 if __name__ == "__main__":
-    {"sample": lambda: print(*sample(), sep="\n"), "render": render, "write": write}[sys.argv[1]]()
+    command, draw = sys.argv[1], (sys.argv[2:] or ["fresh"])[0]
+    {"sample": lambda d: print(*sample(d), sep="\n"), "render": render, "write": write}[command](
+        draw
+    )
