@@ -164,8 +164,8 @@ def invalid_calls(
     """The causes of the episode's invalid calls, in order: misuse the environment reported
     (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an
     argument the tool declares to name an earlier result (``references``: a person_id, a
-    ticker, a game id; ``raleval.analysis.references``) whose value neither the question nor
-    any earlier observation held, i.e. one the model made up."""
+    ticker, a game id; ``raleval.analysis.references``) whose value no earlier observation
+    held, nor the question as a one-token key (:func:`_given`), i.e. one the model made up."""
     return [cause for _, cause in invalid_steps(trajectory, question, references)]
 
 
