@@ -122,6 +122,8 @@ def score_trajectory(
         long_form_evidence(task, verdict) or task.evidence,
         question=task.question,
         premise_check=premise,
+        # the gold plan's last call is the one its answer reads: it decides the premise
+        premise_tools=[task.solution[-1].tool] if premise and task.solution else (),
     )
     if premise and verdict.correct:
         cause = f"{kind.value}:correct_rejection"

@@ -111,6 +111,19 @@ def _observations(trajectory: Trajectory) -> list[str]:
     ]
 
 
+# A search that found nothing and lists page titles instead (ReAct's and R-Eval's wiki tools:
+# "Could not find X. Similar: ['A', 'B']."): the titles are not content. A gold that only
+# stands among them was never retrieved, though its page might have been (HotpotQA's
+# "Evolution" lists 'David Weissman', the answer, among the pages that mention it).
+_SUGGESTIONS = re.compile(r"^(Could not find .*?)\s*Similar:\s*\[.*\]\.?\s*$", re.DOTALL)
+
+
+def _content(observation: str) -> str:
+    """What an observation says about the world: a failed search's suggested titles dropped."""
+    miss = _SUGGESTIONS.match(observation)
+    return miss.group(1) if miss else observation
+
+
 def evidence_found(
     trajectory: Trajectory,
     golds: Sequence[str],
@@ -119,15 +132,19 @@ def evidence_found(
 ) -> bool:
     """Whether the answer was shown: a gold alias appears, token-aligned, in an observation a
     tool returned, or, with ``every`` (the values a computed answer reads), each of them
-    appears in one. "yes" and "no" are never taken as shown (any page says "no"), and where
-    the task names the values its answer reads, neither is a gold the question itself names
-    (the winner of a comparison is one of the two names asked about)."""
-    seen = [normalize_answer(obs).split() for obs in _observations(trajectory)]
-    if every:
+    appears in one. A gold alias among the titles a failed search suggested was not shown
+    (:func:`_content`); a value of ``every`` there was (the task named it). "yes" and "no"
+    are never taken as shown (any page says "no"), and where the task names the values its
+    answer reads, neither is a gold the question itself names (the winner of a comparison is
+    one of the two names asked about)."""
+    observations = _observations(trajectory)
+    if every:  # the task names what counts, a disambiguation page's titles included
+        seen = [normalize_answer(obs).split() for obs in observations]
         needles = [normalize_answer(v).split() for v in every]
         needles = [n for n in needles if n]
         if needles and all(any(contains_tokens(t, n) for t in seen) for n in needles):
             return True
+    seen = [normalize_answer(_content(obs)).split() for obs in observations]
     asked = normalize_answer(question).split()
     needles = [normalize_answer(g).split() for g in golds]
     needles = [
@@ -147,8 +164,8 @@ def invalid_calls(
     """The causes of the episode's invalid calls, in order: misuse the environment reported
     (unknown tool, bad arguments), actions that did not parse, and ``unknown_id``: an
     argument the tool declares to name an earlier result (``references``: a person_id, a
-    ticker, a game id; ``raleval.analysis.references``) whose value neither the question nor
-    any earlier observation held, i.e. one the model made up."""
+    ticker, a game id; ``raleval.analysis.references``) whose value no earlier observation
+    held, nor the question as a one-token key (:func:`_given`), i.e. one the model made up."""
     return [cause for _, cause in invalid_steps(trajectory, question, references)]
 
 
@@ -159,6 +176,15 @@ def _held(value: object, seen: str) -> bool:
     return bool(text) and re.search(rf"(?<!\w){re.escape(text)}(?!\w)", seen) is not None
 
 
+def _given(value: object, question: str, observed: str) -> bool:
+    """Whether a value passed where the tool declares a key was given: returned by an earlier
+    observation, or named by the question as a key. A key is one token (an id, a ticker, a
+    game id); the name a question asks about ("Cormel Labs" passed as a ticker) is not one."""
+    if _held(value, observed):
+        return True
+    return not re.search(r"\s", str(value).strip()) and _held(value, question)
+
+
 def invalid_steps(
     trajectory: Trajectory, question: str = "", references: References | None = None
 ) -> list[tuple[int, str]]:
@@ -167,7 +193,7 @@ def invalid_steps(
     if references is None:
         references = declared_references(trajectory.agent.env)
     out: list[tuple[int, str]] = []
-    seen = question
+    seen = ""
     for step in trajectory.steps:
         if step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error):
             out.append((step.index, step.cause or step.kind.value))
@@ -175,12 +201,33 @@ def invalid_steps(
             for key in references.get(step.tool, ()):
                 value = step.arguments.get(key)
                 values = value if isinstance(value, list) else [value]
-                if any(v is not None and not _held(v, seen) for v in values):
+                if any(v is not None and not _given(v, question, seen) for v in values):
                     out.append((step.index, "unknown_id"))
                     break
         if step.observation:
             seen += "\n" + step.observation
     return out
+
+
+def premise_checked(
+    trajectory: Trajectory,
+    checks: Sequence[str] = (),
+    question: str = "",
+    references: References | None = None,
+) -> bool:
+    """Whether the episode checked a premise: a successful call to a tool of ``checks`` (the
+    call a task's gold plan decides the premise with; any tool without one) whose keys were
+    not made up. A null from another domain's tool, or from a key the model invented (a
+    company's name passed as its ticker), says nothing about the premise."""
+    made_up = {i for i, cause in invalid_steps(trajectory, question, references)}
+    return any(
+        s.kind is OutcomeKind.ok
+        and s.observation
+        and s.tool not in (None, "Finish")
+        and (not checks or s.tool in checks)
+        and s.index not in made_up
+        for s in trajectory.steps
+    )
 
 
 def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> ErrorType:
@@ -204,19 +251,22 @@ def classify_episode(
     *,
     question: str = "",
     premise_check: bool = False,
+    premise_tools: Sequence[str] = (),
     references: References | None = None,
 ) -> tuple[ErrorType, str, StopReason, str | None]:
     """Label one graded episode: ``(label, cause, stop reason, sub-cause)``.
 
     ``premise_check``: the task has no answer to find (false premise, unanswerable), so any
-    successful tool call is evidence unless ``evidence`` names what must have been seen.
+    successful tool call is evidence unless ``evidence`` names what must have been seen; with
+    ``premise_tools`` (the tool of the gold plan's deciding call), only a call to one of them
+    whose keys were not made up (:func:`premise_checked`).
     ``evidence`` (the values a computed answer reads) must all have been seen; of ``golds``
     (aliases of one answer) one is enough. ``references``: the arguments each tool declares
     to name an earlier result (:func:`invalid_calls`).
     """
     stop = stop_reason(trajectory)
     if premise_check and not evidence:
-        useful = bool(_observations(trajectory))
+        useful = premise_checked(trajectory, premise_tools, question, references)
     else:
         useful = evidence_found(trajectory, golds, evidence, question)
     program = answer_program(trajectory)
