@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import LIST_JOINER, AnswerType
+from raleval.grading.metrics import is_abstention
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.tasks.catalog import MADE_FOR
 from raleval.tasks.loaders import LoadReport, Record, RecordError, Skipped, TaskFileError
@@ -324,6 +325,9 @@ def load_rageval(path: Path, strict: bool = False) -> CollectionReport:
         qtype = str(query.get("query_type") or "unknown")
         slug = re.sub(r"[\W_]+", "-", qtype.lower()).strip("-") or "unknown"
         language = str(obj.get("language") or _language(question))
+        # RAGEval's unanswerable questions ("Irrelevant Unsolvable Question", "无关无解问")
+        # have its refusal as the gold ("Unable to answer", "无法回答"): declining is right
+        answerable = not is_abstention(answer)
         return Task(
             id=f"rageval-{language}-{qid}",
             domain=f"rageval/{str(obj.get('domain') or 'unknown').lower()}",
@@ -332,7 +336,7 @@ def load_rageval(path: Path, strict: bool = False) -> CollectionReport:
             question=question,
             answers=[answer],
             answer_type=AnswerType.free_text,
-            tags=TaskTags(question_type=qtype),
+            tags=TaskTags(question_type=qtype, answerable=answerable),
             solution=gold_solution(report, docs),
             evidence=docs or None,
             metadata={
