@@ -186,6 +186,24 @@ def test_the_cli_writes_the_tasks_and_their_collection(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("kind", "fixture", "tasks", "documents"),
+    [
+        ("crud", "crud-real", 6, 7),
+        ("rageval", "rageval-real", 8, 4),
+        ("rgb", "rgb-real-int", 3, 56),
+        ("rgb-negative", "rgb-real-noise", 3, 22),
+    ],
+)
+def test_the_cli_loads_the_released_samples(tmp_path, kind, fixture, tasks, documents):
+    out = tmp_path / "tasks.jsonl"
+    args = ["tasks", "load", kind, str(FIXTURES[fixture]), "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"{tasks} tasks loaded, 0 records skipped, {documents} documents" in result.output
+    assert len(read_tasks(out)) == tasks
+
+
+@pytest.mark.parametrize(
     ("kind", "fixture"),
     [
         ("crud", "crud"),
