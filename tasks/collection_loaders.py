@@ -23,7 +23,9 @@ Formats (read from the originals' code and released files):
 - **RAGEval DragonBall** ``dragonball_queries.jsonl``: {domain, language, query: {query_id,
   query_type, content}, ground_truth: {doc_ids, content, references, keypoints}}; the
   documents ({domain, language, doc_id, content, company_name | court_name |
-  hospital_patient_name}) from ``dragonball_docs.jsonl`` beside it.
+  hospital_patient_name}) from ``dragonball_docs.jsonl`` beside it. A question whose gold is
+  RAGEval's refusal ("Unable to answer", "无法回答": its unanswerable questions) is loaded as
+  unanswerable: declining is the right answer.
 - **RGB** ``en.json`` / ``zh.json`` / ``*_refine.json`` (noise robustness: {id, query, answer,
   positive, negative}), ``*_int.json`` (information integration: ``positive`` is one passage
   list per answer), ``*_fact.json`` (counterfactual robustness: ``fakeanswer`` and
