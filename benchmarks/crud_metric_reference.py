@@ -1,5 +1,7 @@
 """Score (reference, answer) pairs with CRUD-RAG's and RAGEval's own metric code, for
-tests/data/chinese_metric_pairs.jsonl. Runs in a separate environment holding what that code
+tests/data/chinese_metric_pairs.jsonl (written pairs) and tests/data/crud_real_metric_pairs.jsonl
+(CRUD-RAG's own; pairs from ``python tests/data/make_crud_real_pairs.py EVENT_SUMMARY_JSON
+QUEST_EVAL_DIR``). Runs in a separate environment holding what that code
 imports (evaluate, jieba, rouge_score, loguru, rouge_chinese), against a checkout of each
 repository (their files are read where they are, never copied into raleval):
 

@@ -23,8 +23,12 @@ library's score:
   not rewarded for its precision.
 - Profiles (:func:`overlap_scores`, ``raleval score -S profile=...``): ``crud`` is CRUD-RAG's
   own ROUGE-L and BLEU (:func:`crud_rouge_l`, :func:`crud_bleu`), ``rageval`` RAGEval's
-  ROUGE-L (:func:`rageval_rouge_l`), each equal to its code on 200 Chinese pairs
-  (tests/data/chinese_metric_pairs.jsonl).
+  ROUGE-L (:func:`rageval_rouge_l`), each equal to its code on 200 of CRUD-RAG's own pairs
+  (tests/data/crud_real_metric_pairs.jsonl) and 200 written ones
+  (tests/data/chinese_metric_pairs.jsonl), but for one departure shared by every profile: an
+  answer identical to a reference after the metric's own tokenization scores 1.0 (an exact
+  copy is the one answer every reading agrees is perfect; unsmoothed 4-gram BLEU scores a
+  copy of under four words 0, rouge_chinese's smoothing 0.999999995).
 - :func:`bert_score_f1`: ``bert_score.score`` with a local model directory and layer count,
   F1, no idf, no baseline rescaling. Needs the ``bertscore`` extra (torch) and a model
   already on disk: nothing here downloads weights. (CRUD-RAG's code computes its "bertScore"
@@ -121,7 +125,8 @@ def bleu(prediction: str | None, golds: Sequence[str]) -> float:
     if prediction is None or not refs:
         return 0.0
     tokenize = "zh" if has_cjk(prediction) or any(has_cjk(r) for r in refs) else "13a"
-    return float(sacrebleu.sentence_bleu(prediction, refs, tokenize=tokenize).score) / 100.0
+    score = float(sacrebleu.sentence_bleu(prediction, refs, tokenize=tokenize).score) / 100.0
+    return min(score, 1.0)  # sacrebleu's 100 of an exact copy comes back as 100.00000000000004
 
 
 # --- profiles: a benchmark's own definition where it differs from the standard one ------------
@@ -150,7 +155,10 @@ def crud_bleu(prediction: str | None, golds: Sequence[str], *, with_penalty: boo
     """CRUD-RAG's BLEU (``src/metric/common.py:bleu_score``, Hugging Face ``evaluate``'s
     BLEU, Papineni et al.'s unsmoothed corpus BLEU over one sentence) on jieba's pieces of the
     raw text; by default the brevity penalty divided back out, as CRUD-RAG reports it. An
-    empty answer or reference, where CRUD-RAG's code fails and logs the error, scores 0."""
+    empty answer or reference, where CRUD-RAG's code fails and logs the error, scores 0. One
+    departure: an answer with the same pieces as a reference scores 1.0 (CRUD-RAG's code gives
+    a copy of under four pieces 0; 13 of the 200 real pairs in
+    tests/data/crud_real_metric_pairs.jsonl are such copies)."""
     refs = [segment(g) for g in golds if g is not None]
     if prediction is None or not refs:
         return 0.0
@@ -158,6 +166,11 @@ def crud_bleu(prediction: str | None, golds: Sequence[str], *, with_penalty: boo
     ref_len = min(len(r) for r in refs)
     if not pred or ref_len == 0:
         return 0.0
+    if any(pred == ref for ref in refs):
+        # the profile's one departure from CRUD-RAG's code: an exact copy (the same jieba
+        # pieces) scores 1.0, where unsmoothed 4-gram BLEU gives 0 to any copy shorter than
+        # four pieces ('陕西西安市' against itself), an artefact of the formula, not a judgement
+        return 1.0
     merged: Counter = Counter()
     for ref in refs:
         merged |= _ngrams(ref, BLEU_ORDER)
@@ -182,7 +195,8 @@ def rageval_rouge_l(prediction: str | None, golds: Sequence[str]) -> float:
     """RAGEval's ROUGE-L as its published numbers are computed: ``rouge_chinese``'s
     summary-level ROUGE-L F on the raw text, Chinese first cut by jieba and joined with spaces
     (``rageval/evaluation/metrics/rag_metrics/generation/rouge_l.py``); an empty side, or one
-    rouge_chinese refuses, scores 0. Best over ``golds``."""
+    rouge_chinese refuses, scores 0. Best over ``golds``. One departure: the same words on
+    both sides score 1.0 (rouge_chinese's smoothed F gives 0.999999995)."""
     from rouge_chinese import Rouge
 
     refs = [g for g in golds if g is not None]
@@ -195,6 +209,9 @@ def rageval_rouge_l(prediction: str | None, golds: Sequence[str]) -> float:
             hyp, want = " ".join(segment(hyp)), " ".join(segment(want))
         if not hyp or not want:
             continue
+        if hyp.split() == want.split():
+            # the same words: 1.0, where rouge_chinese's smoothed F gives 0.999999995
+            return 1.0
         try:
             scores = Rouge(metrics=["rouge-l"]).get_scores(hyp, want)
         except ValueError:  # a side of only spaces or punctuation: RAGEval scores it 0

@@ -52,6 +52,8 @@ def exact_match(prediction: str | None, golds: Sequence[str]) -> float:
 
 _ABSTAIN = re.compile(
     r"^(i (do not|don't|dont) know|unknown|no answer|cannot (be )?(answer|determined)"
+    # "Unable to answer" is RAGEval's English gold for its unanswerable DragonBall questions
+    r"|unable to (answer|determine|be determined)"
     r"|not (sure|known|available)|invalid question|n/?a)\b",
     re.IGNORECASE,
 )

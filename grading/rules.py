@@ -79,6 +79,7 @@ from raleval.grading.freetext import (
     strip_restated_question,
 )
 from raleval.grading.metrics import (
+    declines_in_chinese,
     exact_match,
     f1_score,
     field_accuracy,
@@ -208,7 +209,8 @@ class PhraseGrammar:
         text = _apostrophes(answer).strip().strip("\"'*` ").lower()
         if not text.strip(".!?"):
             return True
-        if self._abstain_re.match(text):
+        if self._abstain_re.match(text) or declines_in_chinese(answer):
+            # Chinese refusals ("信息不足", "无法回答": RGB's and RAGEval's) decline too
             return True
         return any(re.search(p, text, re.IGNORECASE) for p in self.abstain_anywhere)
 

@@ -23,7 +23,9 @@ Formats (read from the originals' code and released files):
 - **RAGEval DragonBall** ``dragonball_queries.jsonl``: {domain, language, query: {query_id,
   query_type, content}, ground_truth: {doc_ids, content, references, keypoints}}; the
   documents ({domain, language, doc_id, content, company_name | court_name |
-  hospital_patient_name}) from ``dragonball_docs.jsonl`` beside it.
+  hospital_patient_name}) from ``dragonball_docs.jsonl`` beside it. A question whose gold is
+  RAGEval's refusal ("Unable to answer", "无法回答": its unanswerable questions) is loaded as
+  unanswerable: declining is the right answer.
 - **RGB** ``en.json`` / ``zh.json`` / ``*_refine.json`` (noise robustness: {id, query, answer,
   positive, negative}), ``*_int.json`` (information integration: ``positive`` is one passage
   list per answer), ``*_fact.json`` (counterfactual robustness: ``fakeanswer`` and
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.answers import LIST_JOINER, AnswerType
+from raleval.grading.metrics import is_abstention
 from raleval.records import Level, Task, TaskTags, ToolCall
 from raleval.tasks.catalog import MADE_FOR
 from raleval.tasks.loaders import LoadReport, Record, RecordError, Skipped, TaskFileError
@@ -324,6 +327,9 @@ def load_rageval(path: Path, strict: bool = False) -> CollectionReport:
         qtype = str(query.get("query_type") or "unknown")
         slug = re.sub(r"[\W_]+", "-", qtype.lower()).strip("-") or "unknown"
         language = str(obj.get("language") or _language(question))
+        # RAGEval's unanswerable questions ("Irrelevant Unsolvable Question", "无关无解问")
+        # have its refusal as the gold ("Unable to answer", "无法回答"): declining is right
+        answerable = not is_abstention(answer)
         return Task(
             id=f"rageval-{language}-{qid}",
             domain=f"rageval/{str(obj.get('domain') or 'unknown').lower()}",
@@ -332,7 +338,7 @@ def load_rageval(path: Path, strict: bool = False) -> CollectionReport:
             question=question,
             answers=[answer],
             answer_type=AnswerType.free_text,
-            tags=TaskTags(question_type=qtype),
+            tags=TaskTags(question_type=qtype, answerable=answerable),
             solution=gold_solution(report, docs),
             evidence=docs or None,
             metadata={

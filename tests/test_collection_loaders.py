@@ -27,6 +27,16 @@ FIXTURES = {
     "rgb-int": DATA / "rgb" / "zh_int.json",
     "rgb-fact": DATA / "rgb" / "zh_fact.json",
 }
+# small samples of the seeds' released files (tests/data/README.md: sources, commits, licences)
+REAL = {
+    "crud-real": DATA / "crud_real" / "split_merged.json",
+    "rageval-real": DATA / "dragonball_real" / "dragonball_queries.jsonl",
+    "rgb-real-en-fact": DATA / "rgb_real" / "en_fact.json",
+    "rgb-real-zh-fact": DATA / "rgb_real" / "zh_fact.json",
+    "rgb-real-int": DATA / "rgb_real" / "zh_int.json",
+    "rgb-real-noise": DATA / "rgb_real" / "zh_refine.json",
+}
+FIXTURES.update(REAL)
 
 
 def test_crud_loads_every_task_list_with_references_and_key_information():
@@ -103,6 +113,52 @@ def test_rgb_loads_noise_integration_counterfactual_and_negative_rejection():
     assert not any("Velmont Arena" in d["text"] for d in negative.collection)
 
 
+def test_the_released_samples_load_every_record():
+    crud = load_collection("crud", FIXTURES["crud-real"])
+    assert crud.skipped == []
+    assert sorted(t.family for t in crud.tasks) == [
+        "crud-continuation", "crud-hallucination", "crud-qa-2docs", "crud-qa-3docs",
+        "crud-summary", "crud-summary",
+    ]  # fmt: skip
+    by_id = {t.id: t for t in crud.tasks}
+    three = by_id["crud-qa-3docs-64fa9b27b82641eb8ecbe14d"]
+    two = by_id["crud-qa-2docs-64fa9b27b82641eb8ecbe14d"]
+    assert len(three.evidence) == 3 and set(two.evidence) < set(three.evidence)
+    assert "总额500万元的体育消费券" in two.metadata["key_points"]  # RAGQuestEval's own
+    assert by_id["crud-hallucination-doc_004201"].answers == ["此次活动已经正式启动。"]
+    assert len(crud.collection) == 7  # the two QA records share their Shanghai and Chengdu news
+
+    rageval = load_collection("rageval", FIXTURES["rageval-real"])
+    assert rageval.skipped == [] and len(rageval.tasks) == 8
+    by_id = {t.id: t for t in rageval.tasks}
+    assert {t.metadata["language"] for t in rageval.tasks} == {"en", "zh"}
+    # RAGEval's unanswerable questions: its refusal is the gold, declining is right
+    assert [t.id for t in rageval.tasks if not t.tags.answerable] == [
+        "rageval-zh-0", "rageval-en-2158",
+    ]  # fmt: skip
+    assert (
+        by_id["rageval-en-3205"].level is Level.KA and len(by_id["rageval-en-3205"].evidence) == 2
+    )
+    assert by_id["rageval-zh-8"].metadata["key_points"][0].startswith("1. 公司在2017年2月")
+
+    counts = {
+        name: len(load_collection("rgb", FIXTURES[name]).tasks)
+        for name in ("rgb-real-en-fact", "rgb-real-zh-fact", "rgb-real-int", "rgb-real-noise")
+    }
+    assert counts == dict.fromkeys(counts, 3)
+
+
+@pytest.mark.parametrize("refusal", ["信息不足", "无法回答", "Unable to answer.", "I don't know"])
+def test_a_refusal_in_either_language_is_right_on_the_real_unanswerable_tasks(refusal):
+    from raleval.grading.rules import grade_task
+
+    tasks = {t.id: t for t in load_collection("rageval", FIXTURES["rageval-real"]).tasks}
+    negative = load_collection("rgb-negative", FIXTURES["rgb-real-noise"]).tasks[0]
+    for task in (tasks["rageval-zh-0"], tasks["rageval-en-2158"], negative):
+        assert grade_task(task, refusal).correct, (task.id, refusal)
+    assert not grade_task(tasks["rageval-zh-1"], refusal).correct
+
+
 def test_a_file_of_another_shape_is_refused_as_a_whole(tmp_path):
     bad = tmp_path / "split_merged.json"
     bad.write_text(json.dumps([{"ID": 1}]))
@@ -130,6 +186,24 @@ def test_the_cli_writes_the_tasks_and_their_collection(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("kind", "fixture", "tasks", "documents"),
+    [
+        ("crud", "crud-real", 6, 7),
+        ("rageval", "rageval-real", 8, 4),
+        ("rgb", "rgb-real-int", 3, 56),
+        ("rgb-negative", "rgb-real-noise", 3, 22),
+    ],
+)
+def test_the_cli_loads_the_released_samples(tmp_path, kind, fixture, tasks, documents):
+    out = tmp_path / "tasks.jsonl"
+    args = ["tasks", "load", kind, str(FIXTURES[fixture]), "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"{tasks} tasks loaded, 0 records skipped, {documents} documents" in result.output
+    assert len(read_tasks(out)) == tasks
+
+
+@pytest.mark.parametrize(
     ("kind", "fixture"),
     [
         ("crud", "crud"),
@@ -138,6 +212,13 @@ def test_the_cli_writes_the_tasks_and_their_collection(tmp_path):
         ("rgb", "rgb-int"),
         ("rgb", "rgb-fact"),
         ("rgb-negative", "rgb-noise"),
+        ("crud", "crud-real"),
+        ("rageval", "rageval-real"),
+        ("rgb", "rgb-real-en-fact"),
+        ("rgb", "rgb-real-zh-fact"),
+        ("rgb", "rgb-real-int"),
+        ("rgb", "rgb-real-noise"),
+        ("rgb-negative", "rgb-real-noise"),
     ],
 )
 def test_the_oracle_answers_every_loaded_task_through_react_on_docs(tmp_path, kind, fixture):

@@ -125,7 +125,8 @@ def test_rouge_l_is_rouge_score_f_measure_without_stemming():
 def test_bleu_is_sacrebleu_sentence_bleu_13a_over_100():
     for kind, ref, cand in PAIRS:
         want = sacrebleu.sentence_bleu(cand, [ref], tokenize="13a").score / 100
-        assert bleu(cand, [ref]) == want, (kind, ref, cand)
+        # capped at 1.0: sacrebleu's 100 for a copy can come back as 100.00000000000004
+        assert bleu(cand, [ref]) == min(want, 1.0), (kind, ref, cand)
     # the defaults are what the docs say: 13a, case kept, exp smoothing
     metric = sacrebleu.BLEU(effective_order=True)
     metric.sentence_score("a b", ["a b"])
