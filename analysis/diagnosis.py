@@ -262,13 +262,11 @@ def given(step: Step) -> Step:
 
 def gold_step(call: ToolCall, thought: str | None = None) -> Step:
     """A gold call to be made at the start of a replay (no observation: the workflow makes
-    the call, so the observation is the tool's real one)."""
-    return Step(
-        index=0,
-        thought=thought if thought is not None else f"I need to call {call.tool}.",
-        tool=call.tool,
-        arguments=dict(call.arguments),
-    )
+    the call, so the observation is the tool's real one). Without ``thought`` (a call the
+    model did not write) the step carries none, and the replaying workflow writes the turn
+    as its own oracle would (ReAct's "I need to call X.", function calling's empty assistant
+    content): the text of a turn is the workflow's format, not the diagnosis's."""
+    return Step(index=0, thought=thought, tool=call.tool, arguments=dict(call.arguments))
 
 
 def _calls(steps: Sequence[Step]) -> list[tuple[int, tuple[str, Any]]]:
