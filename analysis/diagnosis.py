@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -363,6 +364,12 @@ def _visible(call: ToolCall, seen: str) -> bool:
     return all(_norm(str(v)) in seen for v in values)
 
 
+def _plain(name: str) -> str:
+    """``name`` without case and accents."""
+    decomposed = unicodedata.normalize("NFKD", str(name))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
 def _repaired(step: Step, spec: Any) -> ToolCall | None:
     """``step``'s call with each argument name the tool does not have replaced by the
     closest one it has (a misspelling), if there was one and the result is a valid call."""
@@ -374,7 +381,9 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
         if key in names:
             args[key] = value
             continue
-        best = process.extractOne(key, names, scorer=fuzz.ratio, score_cutoff=60)
+        # compared without case and accents ("NAME", "námé" are "name" misspelt), so that
+        # a name only so changed is mended, its value kept, and never replaced by a gold call
+        best = process.extractOne(key, names, scorer=fuzz.ratio, processor=_plain, score_cutoff=60)
         if best is None or best[0] in args:
             return None
         args[best[0]] = value
