@@ -295,3 +295,25 @@ def test_a_held_out_defect_gets_its_cause(scenario: Scenario, tmp_path: Path) ->
     floor = 10 if scenario.expect.startswith("unstable") else max(1, len(rows) // 2)
     assert len(failed) >= floor, rows
     assert meets(scenario.expect, [r["cause"] for r in failed]), failed
+
+
+def main() -> None:
+    """Print each scenario's causes of failed episodes (``python -m tests.test_diagnosis_heldout
+    [NAME ...]``, from the repository's root): the table in docs/diagnosis.md."""
+    import sys
+    import tempfile
+
+    names = sys.argv[1:]
+    for s in SCENARIOS:
+        if names and s.name not in names:
+            continue
+        rows = run_scenario(s, Path(tempfile.mkdtemp(prefix="heldout-")))
+        causes = Counter(r["cause"] for r in rows if not r["correct"])
+        failed = sum(causes.values())
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(causes.items()))
+        ok = "meets" if meets(s.expect, list(causes.elements())) else "MISSES"
+        print(f"| {s.name} | {failed}/{len(rows)} | {shown} | {s.expect} | {ok} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
