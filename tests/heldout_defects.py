@@ -27,7 +27,9 @@ from raleval.model import Capabilities, GenerateRequest, Generation, ModelBase
 from raleval.records import Task, ToolCall
 from raleval.text import contains_tokens, normalize_answer
 
-WRONG = "a wrong answer"
+# a made-up name: never right, and no grading rule reads it as anything ("a wrong answer"
+# reads as a boolean "no", and is right where the gold is "no")
+WRONG = "Zorblax"
 NO_SUCH_NAME = "Qzxv Wlorft"  # no entity of any world is called this
 
 Decision = ToolCall | str  # a call to make, or the answer to give

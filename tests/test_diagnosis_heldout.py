@@ -11,7 +11,8 @@ every failed episode against the defect's known cause:
   in reversed order and answered early: ``retrieval``;
 - a misspelt argument name with a wrong value (a dropped, doubled or transposed letter, its
   case or accents changed): ``retrieval``, never ``interface``;
-- evidence overflow (one large observation, many small ones): never ``beyond_reach``;
+- evidence overflow (one large observation, many small ones, more gold calls than the step
+  budget holds): never ``beyond_reach``;
 - a coin flip at temperature > 0 (seeded per request and sample, or by a shared generator):
   ``unstable`` on at least 9 of 10 failed episodes.
 """
@@ -68,6 +69,10 @@ def price_history(t: Task) -> bool:
 
 def any_task(t: Task) -> bool:
     return bool(t.solution)
+
+
+def four_calls(t: Task) -> bool:
+    return len(t.solution or []) == 4
 
 
 def one_call(t: Task) -> bool:
@@ -219,6 +224,20 @@ SCENARIOS = [
             ("scholar", "function_calling", "3-5", 1400),
             ("wiki", "react", "3-1", 800),
         )
+    ),
+    # ... or more gold calls than the step budget holds (four, with max_steps=3)
+    *(
+        Scenario(
+            f"overflow-steps/wiki/{wf}",
+            "wiki",
+            wf,
+            "reader",
+            "3-2",
+            four_calls,
+            "!beyond_reach",
+            workflow_options={"max_steps": 3},
+        )
+        for wf in ("react", "function_calling")
     ),
     # a coin flip: right half the time whatever it sees, at temperature 0.7
     *(
