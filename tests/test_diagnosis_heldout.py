@@ -318,14 +318,25 @@ def test_a_held_out_defect_gets_its_cause(scenario: Scenario, tmp_path: Path) ->
 
 def main() -> None:
     """Print each scenario's causes of failed episodes (``python -m tests.test_diagnosis_heldout
-    [NAME ...]``, from the repository's root): the table in docs/diagnosis.md."""
+    [NAME ...]``, from the repository's root): the table in docs/diagnosis.md. With
+    ``--unseeded N``: the coin scenarios N times each with an unseeded coin."""
+    import dataclasses
     import sys
     import tempfile
 
-    names = sys.argv[1:]
-    for s in SCENARIOS:
-        if names and s.name not in names:
-            continue
+    args = sys.argv[1:]
+    chosen = [s for s in SCENARIOS if not args or s.name in args]
+    if args[:1] == ["--unseeded"]:
+        coins = [s for s in SCENARIOS if s.name.startswith("coin-")]
+        chosen = [
+            dataclasses.replace(
+                s, name=f"{s.name} (unseeded, run {i})",
+                model_options={**s.model_options, "seeding": "none"},
+            )
+            for s in coins
+            for i in range(int(args[1]))
+        ]  # fmt: skip
+    for s in chosen:
         rows = run_scenario(s, Path(tempfile.mkdtemp(prefix="heldout-")))
         causes = Counter(r["cause"] for r in rows if not r["correct"])
         failed = sum(causes.values())
