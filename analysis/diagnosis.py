@@ -396,6 +396,37 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
     return ToolCall(tool=spec.name, arguments=args)
 
 
+def _renamed(step: Step, tools: Sequence[Any]) -> ToolCall | None:
+    """``step``'s call of an unknown tool with the tool's name mended to the closest real one
+    (rapidfuzz ratio >= 80 without case and accents: tools share long prefixes, so a looser
+    match could name another tool) and the model's own arguments (their names mended too; a
+    lone positional value, ``Serch[Ada Lin]``, given to a tool of one parameter), if that
+    makes a valid call."""
+    from rapidfuzz import fuzz, process
+
+    if not step.tool or not tools:
+        return None
+    names = [t.name for t in tools]
+    best = process.extractOne(
+        step.tool, names, scorer=fuzz.ratio, processor=_plain, score_cutoff=80
+    )
+    if best is None:
+        return None
+    spec = tools[best[2]]
+    args = dict(step.arguments or {})
+    if list(args) == ["arg0"] and len(spec.param_names) == 1:  # positional, as parsed
+        args = {spec.param_names[0]: args["arg0"]}
+    renamed = step.model_copy(update={"tool": spec.name, "arguments": args})
+    mended = _repaired(renamed, spec)
+    if mended is not None:
+        return mended
+    try:
+        spec.params.model_validate(args)
+    except ValidationError:
+        return None
+    return ToolCall(tool=spec.name, arguments=args)
+
+
 def intended_call(
     step: Step, earlier: Sequence[Step], task: Task, tools: Sequence[Any]
 ) -> ToolCall | None:
@@ -403,12 +434,15 @@ def intended_call(
     with misspelled argument names mended and the model's own values kept (a wrong value stays
     wrong: what the call then returns is a retrieval matter, not the interface's); else the
     gold call of that tool whose argument values the model could see (in the question or an
-    earlier observation); for an unknown tool, an unparseable action or a call nothing mends,
-    the next gold call."""
+    earlier observation); for an unknown tool whose name is a real one misspelt, that tool
+    with the model's own arguments (:func:`_renamed`); for another unknown tool, an
+    unparseable action or a call nothing mends, the next gold call."""
     nxt = next_gold_call(earlier, task)
     spec = next((t for t in tools if t.name == step.tool), None)
-    if spec is None or step.kind is OutcomeKind.parse_error:
+    if step.kind is OutcomeKind.parse_error:
         return nxt
+    if spec is None:  # an unknown tool: a misspelt name of a real one keeps its values
+        return _renamed(step, tools) or nxt
     mended = _repaired(step, spec)
     if mended is not None:
         return mended

@@ -17,6 +17,7 @@ model cannot use an id nobody showed it.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import unicodedata
 from collections.abc import Callable
@@ -174,6 +175,22 @@ def misspelt_with_wrong_value(how: str) -> Callable[[Task, list[str]], Decision]
     return policy
 
 
+def misspelt_tool_with_wrong_value(how: str) -> Callable[[Task, list[str]], Decision]:
+    """The first gold call's tool name misspelt, its first argument a name no entity has."""
+
+    def policy(task: Task, view: list[str]) -> Decision:
+        if sees_answer(task, view):
+            return task.answers[0]
+        if view:
+            return gold_in_view(task, view, len(view))
+        first = (task.solution or [])[0]
+        key = next(iter(first.arguments))
+        return ToolCall(tool=misspell(first.tool, how), arguments={key: NO_SUCH_NAME})
+
+    policy.__name__ = f"misspelt_tool_{how}"
+    return policy
+
+
 def reader(task: Task, view: list[str]) -> Decision:
     """No defect of its own: the gold calls it can make, then the answer if it shows."""
     return gold_in_view(task, view, len(view))
@@ -200,6 +217,10 @@ POLICIES: dict[str, Callable[[Task, list[str]], Decision]] = {
         f"misspelt-{how}": misspelt_with_wrong_value(how)
         for how in ("dropped", "doubled", "transposed", "case", "accents")
     },
+    **{
+        f"misspelt-tool-{how}": misspelt_tool_with_wrong_value(how)
+        for how in ("dropped", "transposed", "case")
+    },
 }
 
 
@@ -217,9 +238,13 @@ def reply_for(request: GenerateRequest, env: Any, decision: Decision) -> Generat
         return Generation(text="", tool_calls=[made])
     if call is None:
         action = f"Finish[{decision}]"
+    elif (spec := env.tool(call.tool)) is not None:
+        action = spec.react_call(call.arguments)
+    elif any(t.text_style == "bracket" for t in env.tools):  # a tool it misnamed, as it
+        action = f"{call.tool}[{next(iter(call.arguments.values()))}]"  # writes the rest
     else:
-        spec = env.tool(call.tool)
-        action = spec.react_call(call.arguments) if spec else f"{call.tool}()"
+        inner = ", ".join(f"{k}={json.dumps(v)}" for k, v in call.arguments.items())
+        action = f"{call.tool}({inner})"
     slot, n = prompt_slot(request.messages[-1].content if request.messages else "")
     thought = "I will answer." if call is None else "Let me look this up."
     text = f" {action}" if slot == "Action" else f" {thought}\nAction {n}: {action}"

@@ -191,6 +191,25 @@ SCENARIOS = [
             ("accents", "crag", "react", "crag-simple"),
         )
     ),
+    # a misspelt tool name with a wrong value
+    *(
+        Scenario(
+            f"misspelt-tool-{how}/{env}/{wf}",
+            env,
+            wf,
+            f"misspelt-tool-{how}",
+            fam,
+            named_first,
+            "retrieval",
+            n=4,
+        )
+        for how, env, wf, fam in (
+            ("dropped", "scholar", "function_calling", "1-3"),
+            ("transposed", "crag", "react", "crag-simple"),
+            ("dropped", "wiki", "react", "1-1"),
+            ("case", "crag", "function_calling", "crag-simple"),
+        )
+    ),
     # evidence overflow: one large observation (a price history) in a small context ...
     *(
         Scenario(
