@@ -33,7 +33,9 @@ from raleval.text import contains_tokens, normalize_answer
 WRONG = "Zorblax"
 NO_SUCH_NAME = "Qzxv Wlorft"  # no entity of any world is called this
 
-Decision = ToolCall | str  # a call to make, or the answer to give
+# a call to make, the answer to give, or calls to make in one reply (function calling; a
+# ReAct model writes the first)
+Decision = ToolCall | str | list[ToolCall]
 
 
 def _tokens(text: str) -> list[str]:
@@ -89,6 +91,17 @@ def loop_first(task: Task, view: list[str]) -> Decision:
         return task.answers[0]
     if len(set(view)) <= 1:
         return (task.solution or [])[0]
+    return gold_in_view(task, view, len(set(view)))
+
+
+def loop_parallel(task: Task, view: list[str]) -> Decision:
+    """A loop in parallel calls: the first gold call twice in every reply until something
+    new shows up; then it reads on like the reader."""
+    if sees_answer(task, view):
+        return task.answers[0]
+    if len(set(view)) <= 1:
+        first = (task.solution or [])[0]
+        return [first, first]
     return gold_in_view(task, view, len(set(view)))
 
 
@@ -207,6 +220,7 @@ def chatty(task: Task, view: list[str]) -> Decision:
 
 POLICIES: dict[str, Callable[[Task, list[str]], Decision]] = {
     "loop-one": loop_first,
+    "loop-parallel": loop_parallel,
     "alternate": alternate,
     "second-first": second_first,
     "second-twice": second_twice,
@@ -232,6 +246,10 @@ def reply_for(request: GenerateRequest, env: Any, decision: Decision) -> Generat
     offers tools, else a ReAct thought and action for the slot the prompt ends in."""
     from raleval.workflows.react import prompt_slot
 
+    if isinstance(decision, list):
+        if request.tools:
+            return Generation(text="", tool_calls=list(decision))
+        decision = decision[0]
     call = decision if isinstance(decision, ToolCall) else None
     if request.tools:
         made = call or ToolCall(tool="Finish", arguments={"answer": decision})

@@ -112,6 +112,26 @@ SCENARIOS = [
         two_calls,
         "retrieval",
     ),
+    # ... in parallel calls: the first gold call twice in every reply
+    Scenario(
+        "loop-parallel/scholar",
+        "scholar",
+        "function_calling",
+        "loop-parallel",
+        "3-5",
+        two_calls,
+        "retrieval",
+    ),
+    Scenario(
+        "loop-parallel/crag",
+        "crag",
+        "function_calling",
+        "loop-parallel",
+        "crag-multihop",
+        two_calls,
+        "retrieval",
+        workflow_options={"max_steps": 4},
+    ),
     # a loop between two tools: the first gold call, a detour, the first gold call, ...
     Scenario("alternate/wiki", "wiki", "react", "alternate", "3-1", two_calls, "retrieval"),
     Scenario(
