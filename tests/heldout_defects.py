@@ -4,10 +4,11 @@ Each model is a policy over what the model can see: the question and the tools' 
 as its workflow shows them (``Workflow.shown_observations``). It never reads the harness's
 records and holds no state between requests, so a replay from another prefix gets the reply
 a model with this defect would give there. The defects are the issue's, written differently
-from ``agents/scripted.py``: a loop over one call or between two tools, a comparison looked up
-second entity first, a misspelt argument name (dropped, doubled, transposed letters, case and
-accents) with a wrong value, evidence overflow (one large observation, many small ones), and a
-coin flip (per call; seeded per request and sample, by a shared generator, or not at all).
+from ``agents/scripted.py``: a loop over one call (alone or in parallel) or between two tools, a
+comparison looked up second entity first, a misspelt argument or tool name (dropped, doubled,
+transposed letters, case and accents) with a wrong value, evidence overflow (one large
+observation, many small ones), and a coin flip (per call; seeded per request and sample, by a
+shared generator, or not at all).
 
 Every model reads right: once every value the answer rests on is in view it answers. It only
 makes a gold call whose argument values it has seen (in the question or an observation), as a

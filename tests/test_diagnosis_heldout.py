@@ -6,11 +6,12 @@ what the model sees, in the workflow's own format. Every scenario runs a real ru
 model, tiny world) on the tasks its defect applies to, diagnoses it, and checks the cause of
 every failed episode against the defect's known cause:
 
-- the looping agent (one call repeated, or two tools alternated): ``retrieval``;
+- the looping agent (one call repeated, alone or twice per reply, or two tools alternated):
+  ``retrieval``; so is a reader that stops before a wiki ``Lookup`` after its own ``Search``;
 - a comparison looked up second entity first (then a garbled first, or the second again), or
   in reversed order and answered early: ``retrieval``;
-- a misspelt argument name with a wrong value (a dropped, doubled or transposed letter, its
-  case or accents changed): ``retrieval``, never ``interface``;
+- a misspelt argument or tool name with a wrong value (a dropped, doubled or transposed
+  letter, its case or accents changed): ``retrieval``, never ``interface``;
 - evidence overflow (one large observation, many small ones, more gold calls than the step
   budget holds): never ``beyond_reach``;
 - a coin flip at temperature > 0 (seeded per request and sample, or by a shared generator):
