@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -262,13 +263,11 @@ def given(step: Step) -> Step:
 
 def gold_step(call: ToolCall, thought: str | None = None) -> Step:
     """A gold call to be made at the start of a replay (no observation: the workflow makes
-    the call, so the observation is the tool's real one)."""
-    return Step(
-        index=0,
-        thought=thought if thought is not None else f"I need to call {call.tool}.",
-        tool=call.tool,
-        arguments=dict(call.arguments),
-    )
+    the call, so the observation is the tool's real one). Without ``thought`` (a call the
+    model did not write) the step carries none, and the replaying workflow writes the turn
+    as its own oracle would (ReAct's "I need to call X.", function calling's empty assistant
+    content): the text of a turn is the workflow's format, not the diagnosis's."""
+    return Step(index=0, thought=thought, tool=call.tool, arguments=dict(call.arguments))
 
 
 def _calls(steps: Sequence[Step]) -> list[tuple[int, tuple[str, Any]]]:
@@ -365,6 +364,12 @@ def _visible(call: ToolCall, seen: str) -> bool:
     return all(_norm(str(v)) in seen for v in values)
 
 
+def _plain(name: str) -> str:
+    """``name`` without case and accents."""
+    decomposed = unicodedata.normalize("NFKD", str(name))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
 def _repaired(step: Step, spec: Any) -> ToolCall | None:
     """``step``'s call with each argument name the tool does not have replaced by the
     closest one it has (a misspelling), if there was one and the result is a valid call."""
@@ -376,12 +381,45 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
         if key in names:
             args[key] = value
             continue
-        best = process.extractOne(key, names, scorer=fuzz.ratio, score_cutoff=60)
+        # compared without case and accents ("NAME", "námé" are "name" misspelt), so that
+        # a name only so changed is mended, its value kept, and never replaced by a gold call
+        best = process.extractOne(key, names, scorer=fuzz.ratio, processor=_plain, score_cutoff=60)
         if best is None or best[0] in args:
             return None
         args[best[0]] = value
     if set(args) == set(step.arguments or {}):
         return None  # nothing misspelled: its values are what is wrong
+    try:
+        spec.params.model_validate(args)
+    except ValidationError:
+        return None
+    return ToolCall(tool=spec.name, arguments=args)
+
+
+def _renamed(step: Step, tools: Sequence[Any]) -> ToolCall | None:
+    """``step``'s call of an unknown tool with the tool's name mended to the closest real one
+    (rapidfuzz ratio >= 80 without case and accents: tools share long prefixes, so a looser
+    match could name another tool) and the model's own arguments (their names mended too; a
+    lone positional value, ``Serch[Ada Lin]``, given to a tool of one parameter), if that
+    makes a valid call."""
+    from rapidfuzz import fuzz, process
+
+    if not step.tool or not tools:
+        return None
+    names = [t.name for t in tools]
+    best = process.extractOne(
+        step.tool, names, scorer=fuzz.ratio, processor=_plain, score_cutoff=80
+    )
+    if best is None:
+        return None
+    spec = tools[best[2]]
+    args = dict(step.arguments or {})
+    if list(args) == ["arg0"] and len(spec.param_names) == 1:  # positional, as parsed
+        args = {spec.param_names[0]: args["arg0"]}
+    renamed = step.model_copy(update={"tool": spec.name, "arguments": args})
+    mended = _repaired(renamed, spec)
+    if mended is not None:
+        return mended
     try:
         spec.params.model_validate(args)
     except ValidationError:
@@ -396,12 +434,15 @@ def intended_call(
     with misspelled argument names mended and the model's own values kept (a wrong value stays
     wrong: what the call then returns is a retrieval matter, not the interface's); else the
     gold call of that tool whose argument values the model could see (in the question or an
-    earlier observation); for an unknown tool, an unparseable action or a call nothing mends,
-    the next gold call."""
+    earlier observation); for an unknown tool whose name is a real one misspelt, that tool
+    with the model's own arguments (:func:`_renamed`); for another unknown tool, an
+    unparseable action or a call nothing mends, the next gold call."""
     nxt = next_gold_call(earlier, task)
     spec = next((t for t in tools if t.name == step.tool), None)
-    if spec is None or step.kind is OutcomeKind.parse_error:
+    if step.kind is OutcomeKind.parse_error:
         return nxt
+    if spec is None:  # an unknown tool: a misspelt name of a real one keeps its values
+        return _renamed(step, tools) or nxt
     mended = _repaired(step, spec)
     if mended is not None:
         return mended

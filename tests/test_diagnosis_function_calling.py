@@ -5,7 +5,9 @@ no random value enters a replay's cache key) is tested here together with what t
 function-calling workflow must do with such a prefix. The workflow's part (a reply's calls in
 one assistant turn, the ids the model gave, deterministic ids where a provider gives none,
 a given step sized after its own assistant message) lives in ``workflows/function_calling.py``
-and ``workflows/call_ids.py``. One test still fails, for the reason its mark gives.
+and ``workflows/call_ids.py``. A gold call put in carries the text its workflow's own turn
+would: none in function calling (its oracle writes none), so the room left for its result is
+the live call's.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from raleval import registry
@@ -28,14 +29,6 @@ from raleval.config import RunConfig
 from raleval.model import Capabilities, GenerateRequest, Generation, ModelBase
 from raleval.records import AgentSpec, ToolCall
 from raleval.text import contains_tokens, normalize_answer
-
-SYNTHETIC_THOUGHT = pytest.mark.xfail(
-    reason="a given step is sized after its assistant turn now, as the live tools node sizes "
-    "it, but the evidence prefix's gold steps carry ReAct's oracle thought ('I need to call "
-    "X.') as the turn's text where function calling's live oracle writes none, so the two "
-    "turns, and the room left for the result, differ by that text",
-    strict=True,
-)
 
 
 def _asked(request: GenerateRequest) -> list[tuple[Any, ...]]:
@@ -83,7 +76,6 @@ def test_a_reply_with_two_calls_replays_as_one_assistant_turn_with_its_ids() -> 
     assert _asked(AllAtOnce.seen[0]) == second
 
 
-@SYNTHETIC_THOUGHT
 def test_a_replayed_gold_call_is_sized_as_the_live_call_was_in_function_calling() -> None:
     from raleval.tasks.catalog import load_tasks
 

@@ -273,7 +273,11 @@ async def given_steps(
     steps. A step with an observation is taken as recorded; one without is a call made now
     through the episode's environment, recorded like any call, its observation cut by ``fit``
     as the workflow cuts its own. ``extra["prefix_steps"]`` says how many steps were given.
-    Stops early if a given call ends the episode (a tool fault)."""
+    Stops early if a given call ends the episode (a tool fault).
+
+    A recorded call is made again too, its result unused: an episode's environment may keep
+    state its calls set (wiki's ``Lookup`` reads the page the last ``Search`` opened), and a
+    replay's own calls after the prefix must find it as the episode left it."""
     out: list[Step] = []
     for step in prefix:
         if rec.done:
@@ -285,6 +289,8 @@ async def given_steps(
             fields = step.model_dump(exclude=drop)
             out.append(rec.add_step(result, **fields))
         else:
+            if step.tool is not None and step.kind is not OutcomeKind.parse_error:
+                await env.call(step.tool, dict(step.arguments or {}))
             out.append(rec.add_step(**step.model_dump(exclude={"index"})))
     rec.extra["prefix_steps"] = len(out)
     return out

@@ -229,6 +229,10 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
                     given = given.model_copy(
                         update={"raw_action": spec.react_call(given.arguments or {})}
                     )
+            if given.thought is None and given.tool is not None:
+                # a call the model did not write (a gold call put in): its thought as
+                # ReAct's own oracle and examples write one
+                given = given.model_copy(update={"thought": call_thought(given.tool)})
             n = len(rec.steps) + 1
             # sized as ``act`` sizes a live step: after the step's own thought and action
             head_n = head + pad + step_head(n, given.thought or "", given.raw_action or "")
@@ -269,6 +273,12 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
     return graph.compile()
 
 
+def call_thought(tool: str) -> str:
+    """The thought before a call in ReAct's own solved traces: its scripted oracle's, its
+    k-shot examples' and a replay's given call the model did not write."""
+    return f"I need to call {tool}."
+
+
 def step_head(n: int, thought: str, action: str) -> str:
     """Step ``n``'s lines in the scratchpad up to its observation."""
     return f"\nThought {n}: {thought}\nAction {n}: {action}\nObservation {n}: "
@@ -281,7 +291,7 @@ def render_react_example(example: SolvedExample, env: Environment) -> str:
         spec = env.tool(call.tool)
         action = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
         lines += [
-            f"Thought {i}: I need to call {call.tool}.",
+            f"Thought {i}: {call_thought(call.tool)}",
             f"Action {i}: {action}",
             f"Observation {i}: {one_line(observation)}",
         ]
@@ -342,7 +352,7 @@ class ReAct(Workflow):
             call = plan.calls[n - 1]
             spec = env.tool(call.tool)
             action = spec.react_call(call.arguments) if spec else f"{call.tool}({call.arguments})"
-            thought = f"I need to call {call.tool}."
+            thought = call_thought(call.tool)
         else:
             thought, action = "I have the answer.", f"Finish[{plan.answer}]"
         if slot == "Action":

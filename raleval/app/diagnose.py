@@ -184,16 +184,21 @@ def _calls_of(replays: list[Replay]) -> tuple[int, int]:
     return len(calls), sum(1 for c in calls if c.cache_hit)
 
 
-def evidence_cut(replay: Trajectory, task: Task) -> bool:
+def evidence_cut(replay: Trajectory, task: Task, steps_cut: bool = False) -> bool:
     """Whether the evidence a replay was given is out of the model's view: its given steps
     do not show the answer (or every value it rests on), and a given observation was cut to
-    fit the context (a long page's tail, a price series' older entries), so the evidence may
-    be what was cut."""
+    fit the context (a long page's tail, a price series' older entries) or, ``steps_cut``,
+    some of the gold calls were left out to leave the model a turn within ``max_steps``, so
+    the evidence may be what was cut."""
     from raleval.workflows.common import SERIES_MARKER, TRUNCATION_MARKER
 
     given = given_part(replay)
-    if evidence_found(given, task.answers, task.evidence):
+    # with the question: a comparison's winner is one of the names it asks about, so a page
+    # that names it does not show the answer; the values compared do
+    if evidence_found(given, task.answers, task.evidence, task.question):
         return False
+    if steps_cut:
+        return True
     page_cut = TRUNCATION_MARKER.split("{")[0]
     series_cut = f'"{SERIES_MARKER}": '
     return any(page_cut in (s.observation or "") or series_cut in (s.observation or "")
@@ -256,7 +261,7 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
     """Replay the episode under intervention ``name`` and its control; the outcome."""
     traj, task = ep.traj, ep.task
     rounds, current, last, control_prefix = 0, traj, [], None
-    why = ""
+    why, steps_cut = "", False
     while True:
         if name == "clean_interface":
             prefix, why = clean_interface_prefix(current, task, tools)
@@ -266,7 +271,10 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
             prefix, why = evidence_prefix(task)
         if prefix is None:
             break
-        prefix = ep.fit(prefix)
+        fitted = ep.fit(prefix)
+        # evidence in hand cut to the step budget: what is left may not be the evidence
+        steps_cut = name == "evidence_in_hand" and len(fitted) < len(prefix)
+        prefix = fitted
         rounds += 1
         last = await ep.run(name, prefix, rounds)
         # the context full before the model spoke: the agent's oldest steps go, while any
@@ -290,6 +298,11 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
     why = "a replay was stopped by the harness before the model answered" if undecided else ""
     if name == "evidence_in_hand" and any(evidence_cut(r.trajectory, task) for r in last):
         undecided, why = True, "the evidence was cut to fit the context: out of the model's view"
+    elif name == "evidence_in_hand" and any(
+        evidence_cut(r.trajectory, task, steps_cut) for r in last
+    ):
+        undecided = True
+        why = "the gold calls do not all fit the step budget: evidence out of the model's view"
     return Outcome(
         applied=True,
         fixed=fixed and not undecided,
