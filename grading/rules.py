@@ -430,16 +430,28 @@ def parse_day(text: str | None) -> date | None:
     return parse_date(_ORDINAL.sub(r"\1", text.replace("T", " ")))
 
 
-_YES = re.compile(r"^(?:yes|yeah|yep|true|correct|indeed|affirmative|right)\b", re.IGNORECASE)
-_NO = re.compile(r"^(?:no|nope|false|not|incorrect|never|negative|wrong)\b", re.IGNORECASE)
+# A verdict word opens the answer. "yes" and its kin are verdicts whatever follows; the others
+# are verdicts only when the answer stops there or a clause follows ("No, it is not", "Wrong.",
+# "true it is"), not when they qualify a noun ("No information", "True Detective", "a wrong
+# answer" after its article, "Not sure"): those are other answers, not a yes or a no.
+_YES = re.compile(r"^(?:yes|yeah|yep|affirmative)\b", re.IGNORECASE)
+_NO = re.compile(r"^(?:nope)\b", re.IGNORECASE)
+_CLAUSE = (
+    r"(?:$|[^\w\s]|\s+(?:it|he|she|they|this|that|there|i|we|you|is|are|was|were|does|do|did|"
+    r"has|have|had|can|could|will|would|not|because|since|as|but)\b)"
+)
+_YES_VERDICT = re.compile(rf"^(?:true|correct|indeed|right){_CLAUSE}", re.IGNORECASE)
+_NO_VERDICT = re.compile(
+    rf"^(?:no|false|not|incorrect|never|negative|wrong){_CLAUSE}", re.IGNORECASE
+)
 
 
 def parse_boolean(text: str | None) -> bool | None:
     """True for a yes-phrasing, False for a no-phrasing, None for neither."""
-    t = normalize_answer(text or "")
-    if _YES.match(t):
+    t = (text or "").strip().strip("\"'*`“”‘’ ").lower()
+    if _YES.match(t) or _YES_VERDICT.match(t):
         return True
-    if _NO.match(t):
+    if _NO.match(t) or _NO_VERDICT.match(t):
         return False
     if re.search(r"\b(?:is|are|was|were|does|did|has|have|can) not\b|n't\b", (text or "").lower()):
         return False

@@ -408,3 +408,26 @@ def test_score_lists_budget_stops_that_became_reasoning_errors(tmp_path):
     assert "t1 epoch 0: TE (TE:step_budget) -> RE (RE:step_budget); correct False -> False" in (
         out.stdout
     )
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ("No", False), ("no, it is not", False), ("Wrong.", False), ("Never.", False),
+        ("**No**", False), ("Nope", False), ("No it does not", False), ("Yes", True),
+        ("Yes, Paris is.", True), ("Right, it is", True), ("Correct", True),
+        # a verdict word qualifying a noun is not a yes or a no: the answer says something else
+        ("a wrong answer", None), ("No information available", None), ("Not sure", None),
+        ("True Detective", None), ("False premise", None), ("correct answer", None),
+        ("No one knows", None),
+    ],
+)  # fmt: skip
+def test_a_yes_or_no_is_a_verdict_not_a_word_that_opens_a_phrase(answer, verdict):
+    """'a wrong answer' graded as "no" made a made-up answer right wherever the gold was no
+    (found by a defect model written for issue 46)."""
+    from raleval.grading.rules import grade, parse_boolean
+
+    assert parse_boolean(answer) is verdict
+    if verdict is None:
+        for gold in ("no", "yes"):
+            assert not grade(answer, [gold], "boolean").correct
