@@ -289,9 +289,12 @@ def against_baseline(args: argparse.Namespace, passthrough: list[str]) -> None:
             for name, layout in layouts.items():
                 out = Path(tmp) / f"{name.split()[0]}-{i}.json"
                 env = {**os.environ, "PYTHONPATH": str(layout)}
+                # run from the temporary directory: a worker process (`python -m`) puts its
+                # working directory first on sys.path, and from the checkout it would import
+                # the working tree's raleval in the baseline's workers too
                 subprocess.run(
-                    [sys.executable, __file__, *passthrough, "--out", str(out)], env=env,
-                    check=True, stdout=subprocess.DEVNULL,
+                    [sys.executable, str(Path(__file__).resolve()), *passthrough, "--out",
+                     str(out.resolve())], env=env, check=True, stdout=subprocess.DEVNULL, cwd=tmp,
                 )  # fmt: skip
                 row = json.loads(out.read_text())["levels"][-1]
                 runs[name].append(row)
