@@ -21,7 +21,8 @@ Other work on the machine (the load average, recorded per level) takes from thos
     python benchmarks/throughput.py --levels 256 --baseline fe9507e --repeat 3
 
 ``--baseline REV`` measures a commit and this working tree back to back on this machine
-(alternating, ``--repeat`` times each, the same benchmark script for both, each tree imported
+(alternating, ``--repeat`` times each, which goes first alternating too, the same benchmark
+script for both, each tree imported
 from a copy laid out as the package installs it, run from a temporary directory) and prints the
 ratio of the medians of CPU per episode and of throughput, and the median of the run-by-run
 ratios; a CPU regression of more than 10% (ratio of medians) is said in the output.
@@ -287,7 +288,10 @@ def against_baseline(args: argparse.Namespace, passthrough: list[str]) -> None:
         }
         runs: dict[str, list[dict]] = {name: [] for name in layouts}
         for i in range(args.repeat):
-            for name, layout in layouts.items():
+            # which tree goes first alternates (baseline first, then the working tree first):
+            # whatever the second run of a pair meets that the first did not falls on each
+            order = list(layouts.items()) if i % 2 == 0 else list(layouts.items())[::-1]
+            for name, layout in order:
                 out = Path(tmp) / f"{name.split()[0]}-{i}.json"
                 env = {**os.environ, "PYTHONPATH": str(layout)}
                 # run from the temporary directory: a worker process (`python -m`) puts its
