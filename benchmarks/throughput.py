@@ -21,9 +21,11 @@ Other work on the machine (the load average, recorded per level) takes from thos
     python benchmarks/throughput.py --levels 256 --baseline fe9507e --repeat 3
 
 ``--baseline REV`` measures a commit and this working tree back to back on this machine
-(alternating, ``--repeat`` times each, the same benchmark script for both, each tree imported
-from a copy laid out as the package installs it) and prints the ratio of the medians of CPU per
-episode and of throughput; a CPU regression of more than 10% is said in the output.
+(alternating, ``--repeat`` times each, which goes first alternating too, the same benchmark
+script for both, each tree imported
+from a copy laid out as the package installs it, run from a temporary directory) and prints the
+ratio of the medians of CPU per episode and of throughput, and the median of the run-by-run
+ratios; a CPU regression of more than 10% (ratio of medians) is said in the output.
 """
 
 from __future__ import annotations
@@ -286,12 +288,18 @@ def against_baseline(args: argparse.Namespace, passthrough: list[str]) -> None:
         }
         runs: dict[str, list[dict]] = {name: [] for name in layouts}
         for i in range(args.repeat):
-            for name, layout in layouts.items():
+            # which tree goes first alternates (baseline first, then the working tree first):
+            # whatever the second run of a pair meets that the first did not falls on each
+            order = list(layouts.items()) if i % 2 == 0 else list(layouts.items())[::-1]
+            for name, layout in order:
                 out = Path(tmp) / f"{name.split()[0]}-{i}.json"
                 env = {**os.environ, "PYTHONPATH": str(layout)}
+                # run from the temporary directory: a worker process (`python -m`) puts its
+                # working directory first on sys.path, and from the checkout it would import
+                # the working tree's raleval in the baseline's workers too
                 subprocess.run(
-                    [sys.executable, __file__, *passthrough, "--out", str(out)], env=env,
-                    check=True, stdout=subprocess.DEVNULL,
+                    [sys.executable, str(Path(__file__).resolve()), *passthrough, "--out",
+                     str(out.resolve())], env=env, check=True, stdout=subprocess.DEVNULL, cwd=tmp,
                 )  # fmt: skip
                 row = json.loads(out.read_text())["levels"][-1]
                 runs[name].append(row)
@@ -309,17 +317,24 @@ def against_baseline(args: argparse.Namespace, passthrough: list[str]) -> None:
     base, work = layouts  # names
     cpu = median(work, "client_cpu_ms_per_episode") / median(base, "client_cpu_ms_per_episode")
     speed = median(work, "ratio_to_ideal") / median(base, "ratio_to_ideal")
+    # each working-tree run over the baseline run just before it: a drift in the machine's
+    # load between runs moves both of a pair, where the medians can fall in different spells
+    key = "client_cpu_ms_per_episode"
+    pairs = sorted(w[key] / b[key] for b, w in zip(runs[base], runs[work], strict=True))
+    paired = pairs[len(pairs) // 2]
     print(
-        f"working tree / {base}: CPU per episode x{cpu:.3f} (medians of {args.repeat}: "
-        f"{median(work, 'client_cpu_ms_per_episode'):.2f} vs "
-        f"{median(base, 'client_cpu_ms_per_episode'):.2f} ms), throughput x{speed:.3f}"
+        f"working tree / {base} ({args.backend}): CPU per episode x{cpu:.3f} (medians of "
+        f"{args.repeat}: {median(work, key):.2f} vs {median(base, key):.2f} ms; run by run "
+        f"x{paired:.3f}, x{pairs[0]:.2f}-x{pairs[-1]:.2f}), throughput x{speed:.3f}"
     )
     if cpu > REGRESSION:
         print(f"REGRESSION: CPU per episode {100 * (cpu - 1):.0f}% above {base}")
     payload = {
         "baseline": rev,
         "repeat": args.repeat,
+        "backend": args.backend,
         "cpu_ratio": cpu,
+        "cpu_ratio_paired": paired,
         "throughput_ratio": speed,
         "regression": cpu > REGRESSION,
         "runs": runs,

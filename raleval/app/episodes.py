@@ -281,7 +281,14 @@ def episode_graph(workflow: Workflow, model: Any, env: Any) -> Any:
     """The workflow compiled once for a run's episodes (they differ in ``configurable``), with
     what scoring reads once per process already loaded, so that the first finished episodes
     do not wait on it inside the event loop."""
+    import importlib
+
     from raleval.analysis.scoring import warm_scoring
+
+    # what run_episode and run_scored import where each episode runs, imported before the
+    # episodes: inside the event loop the first ones waited on it (~12 ms)
+    for module in ("raleval.analysis.demonstrations", "raleval.tasks.testbeds"):
+        importlib.import_module(module)
 
     graph = workflow.build(model, env)
     warm_scoring()
