@@ -18,7 +18,8 @@ def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
 
     from raleval.analysis.diagnosis import cause_tables, read_diagnoses, replay_calls
 
-    diagnoses = [d for p in run_dirs for d in read_diagnoses(p)]
+    per_run = {p: read_diagnoses(p) for p in run_dirs}
+    diagnoses = [d for ds in per_run.values() for d in ds]
     if not diagnoses:
         fail(f"no {', '.join(map(str, run_dirs))} has a diagnosis.jsonl: run raleval diagnose")
     from raleval.app.console import make_console
@@ -41,8 +42,8 @@ def print_diagnosis_tables(run_dirs: list[Path], fmt: str = "rich") -> None:
     typer.echo(f"replay model calls recorded: {calls} ({hits} answered by the response cache)")
     from raleval.analysis.runs import load_run
 
-    for path in run_dirs:  # the tables count diagnosed episodes only: say when that is not all
-        diagnosed = {(d.task_id, d.epoch) for d in read_diagnoses(path)}
+    for path, ds in per_run.items():  # the tables count diagnosed episodes: say when not all
+        diagnosed = {(d.task_id, d.epoch) for d in ds}
         episodes = {(t.task_id, t.epoch) for t in load_run(path).scored}
         rest = len(episodes - diagnosed)
         if rest:
