@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -48,6 +47,7 @@ from raleval.analysis.calls import (
 from raleval.analysis.taxonomy import invalid_steps, stop_reason
 from raleval.records import OutcomeKind, Step, StopReason, Task, ToolCall, Trajectory
 from raleval.store import read_stored_bytes, stored_file
+from raleval.text import ascii_fold
 
 DIAGNOSIS = "diagnosis.jsonl"
 
@@ -366,8 +366,7 @@ def _visible(call: ToolCall, seen: str) -> bool:
 
 def _plain(name: str) -> str:
     """``name`` without case and accents."""
-    decomposed = unicodedata.normalize("NFKD", str(name))
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    return ascii_fold(str(name)).casefold()
 
 
 def _repaired(step: Step, spec: Any) -> ToolCall | None:

@@ -41,7 +41,6 @@ A missing answer (``None``) scores 0, as in :mod:`raleval.grading.metrics`.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -49,18 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from raleval.registry import register_metric
-from raleval.text import has_cjk, segment, words
+from raleval.text import ascii_fold, has_cjk, segment, words
 
 ROUGE_TYPE = "rougeL"
 ROUGE_STEMMER = False
 BLEU_ORDER = 4
-
-
-def ascii_fold(text: str) -> str:
-    """``text`` with accents removed (NFKD, combining marks dropped): what rouge-score's ASCII
-    tokenizer can read without losing letters."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @lru_cache(maxsize=4)

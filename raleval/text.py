@@ -37,6 +37,13 @@ _CJK = re.compile(f"[{_CJK_CHARS}\u3000-\u303f\uff00-\uffef]")
 _CJK_RUN = re.compile(f"([{_CJK_CHARS}])")
 
 
+def ascii_fold(text: str) -> str:
+    """``text`` with accents removed (NFKD, combining marks dropped): ``Zürich`` -> ``Zurich``,
+    what rouge-score's ASCII tokenizer and token-based fuzzy search can read."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds a character of a script written without spaces (Chinese, ...)."""
     return _CJK.search(text) is not None

@@ -75,12 +75,6 @@ def title_key(title: str) -> str:
     return clean(text.replace("_", " ")).casefold()
 
 
-def ascii_fold(text: str) -> str:
-    """``Zürich`` -> ``Zurich``: lets token-based fuzzy search see accented titles."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def split_paragraphs(text: str) -> list[str]:
     return [p for p in (clean(block) for block in _BLANK_LINE.split(text)) if p]
 

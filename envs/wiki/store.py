@@ -23,12 +23,12 @@ import numpy as np
 from raleval.envs.fuzzy import FuzzyIndex, StringTable, cached_index, cached_strings
 from raleval.envs.wiki.page import (
     Page,
-    ascii_fold,
     normalize_text,
     normalize_title,
     split_blocks,
     title_key,
 )
+from raleval.text import ascii_fold
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
