@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from raleval.analysis.taxonomy import evidence_found
@@ -77,6 +78,28 @@ def gold_paths(task: Task) -> list[list[ToolCall]]:
     return paths
 
 
+@dataclass(frozen=True)
+class GoldPaths:
+    """A task's gold paths as call matching reads them: each path's calls, their normalised
+    keys (:func:`call_key`) and which steps depend on earlier ones (:func:`needs_order`).
+    Scoring builds it once per episode (:func:`gold_of`) and hands it to the call scores and
+    the progress rate, which would otherwise each normalise the same calls again."""
+
+    paths: list[list[ToolCall]]
+    keys: list[list[tuple[str, Any]]]
+    orders: list[list[bool]]
+
+
+def gold_of(task: Task) -> GoldPaths:
+    """``task``'s :class:`GoldPaths` (the solution first, then its alternatives)."""
+    paths = gold_paths(task)
+    return GoldPaths(
+        paths,
+        [[call_key(c.tool, c.arguments) for c in p] for p in paths],
+        [needs_order(task.question, p) for p in paths],
+    )
+
+
 def needs_order(question: str, path: Sequence[ToolCall]) -> list[bool]:
     """Per gold call: whether it depends on earlier calls (an argument value that is not in the
     question must have come from a tool's observation)."""
@@ -107,7 +130,12 @@ def match_path(
 ) -> int:
     """How many agent calls match gold calls of ``path`` (each gold call at most once), in the
     agent's order, a dependent gold call only after every gold call before it."""
-    keys = [call_key(c.tool, c.arguments) for c in path]
+    return _match_keys(calls, [call_key(c.tool, c.arguments) for c in path], ordered)
+
+
+def _match_keys(
+    calls: Sequence[tuple[str, Any]], keys: Sequence[tuple[str, Any]], ordered: Sequence[bool]
+) -> int:
     matched = [False] * len(keys)
     for call in calls:
         j = _matching(call, keys, matched, ordered)
@@ -141,7 +169,14 @@ def departure_point(
     path when it makes one of its steps :func:`available` allows (independent steps, such as a
     comparison's two look-ups, in any order), or repeats a step already made (a retry)."""
     keys = [[call_key(c.tool, c.arguments) for c in p] for p in paths]
-    order = [needs_order(question, p) for p in paths]
+    return _departure(calls, keys, [needs_order(question, p) for p in paths])
+
+
+def _departure(
+    calls: Sequence[tuple[int, tuple[str, Any]]],
+    keys: Sequence[Sequence[tuple[str, Any]]],
+    order: Sequence[Sequence[bool]],
+) -> tuple[int | None, dict[int, tuple[bool, ...]]]:
     alive = {i: (False,) * len(keys[i]) for i in range(len(keys))}  # path -> steps made
     for index, call in calls:
         nxt: dict[int, tuple[bool, ...]] = {}
@@ -167,16 +202,17 @@ def first_departure(
     return departure_point(calls, paths, question)[0]
 
 
-def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:
-    """The call-level scores of ``traj`` (empty when the task has no gold solution)."""
-    paths = gold_paths(task)
-    if not paths:
+def call_scores(traj: Trajectory, task: Task, gold: GoldPaths | None = None) -> dict[str, float]:
+    """The call-level scores of ``traj`` (empty when the task has no gold solution); ``gold``
+    is ``gold_of(task)`` when the caller has it already."""
+    gold = gold or gold_of(task)
+    if not gold.paths:
         return {}
     made = agent_calls(traj)
     calls = [c for _, c in made]
     best: tuple[float, float, float] | None = None
-    for path in paths:
-        n = match_path(calls, path, needs_order(task.question, path))
+    for path, keys, order in zip(gold.paths, gold.keys, gold.orders, strict=True):
+        n = _match_keys(calls, keys, order)
         precision = n / len(calls) if calls else 0.0
         recall = n / len(path)
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
@@ -189,7 +225,7 @@ def call_scores(traj: Trajectory, task: Task) -> dict[str, float]:
         "call_f1": best[2],
         "evidence_retrieved": float(evidence_found(traj, task.answers, task.evidence)),
     }
-    departure = first_departure(made, paths, task.question)
+    departure = _departure(made, gold.keys, gold.orders)[0]
     scores["on_gold_path"] = float(departure is None)
     if departure is not None:
         scores["first_departure"] = float(departure)

@@ -17,37 +17,44 @@ Pure: reads records only.
 
 from __future__ import annotations
 
-from raleval.analysis.calls import FINISH_TOOLS, call_key, needs_order, ready
+from raleval.analysis.calls import FINISH_TOOLS, GoldPaths, call_key, gold_of, ready
 from raleval.records import OutcomeKind, Task, Trajectory
 from raleval.text import contains_tokens, normalize_answer
 
 SUBGOALS = "subgoals"  # Task.metadata key written by raleval.tasks.subgoals
 
 
-def reached_subgoals(traj: Trajectory, task: Task) -> list[bool] | None:
-    """Per gold call, whether the episode reached its subgoal; None without stored subgoals."""
+def reached_subgoals(
+    traj: Trajectory, task: Task, gold: GoldPaths | None = None
+) -> list[bool] | None:
+    """Per gold call, whether the episode reached its subgoal; None without stored subgoals.
+    ``gold`` is ``gold_of(task)`` when the caller has it already."""
     subgoals = task.metadata.get(SUBGOALS)
     calls = list(task.solution or [])
     if not calls or not isinstance(subgoals, list) or len(subgoals) != len(calls):
         return None
-    seen = [normalize_answer(s.observation).split() for s in traj.steps
-            if s.observation and s.tool not in FINISH_TOOLS]  # fmt: skip
+    gold = gold or gold_of(task)  # the solution is its first path
+    seen: list[list[str]] | None = None  # the observations' tokens, read when needed
     made = {call_key(s.tool, s.arguments) for s in traj.steps
             if s.tool is not None and s.kind is OutcomeKind.ok}  # fmt: skip
-    ordered = needs_order(task.question, calls)
+    ordered = gold.orders[0]
     reached: list[bool] = []
-    for i, (call, values) in enumerate(zip(calls, subgoals, strict=True)):
-        wanted = [normalize_answer(str(v)).split() for v in values]
-        wanted = [w for w in wanted if w]
-        shown = bool(wanted) and all(any(contains_tokens(o, w) for o in seen) for w in wanted)
-        hit = shown or call_key(call.tool, call.arguments) in made
+    for i, (key, values) in enumerate(zip(gold.keys[0], subgoals, strict=True)):
+        hit = key in made
+        if not hit:
+            if seen is None:
+                seen = [normalize_answer(s.observation).split() for s in traj.steps
+                        if s.observation and s.tool not in FINISH_TOOLS]  # fmt: skip
+            wanted = [normalize_answer(str(v)).split() for v in values]
+            wanted = [w for w in wanted if w]
+            hit = bool(wanted) and all(any(contains_tokens(o, w) for o in seen) for w in wanted)
         reached.append(hit and ready(reached, ordered, i))
     return reached
 
 
-def progress_rate(traj: Trajectory, task: Task) -> float | None:
+def progress_rate(traj: Trajectory, task: Task, gold: GoldPaths | None = None) -> float | None:
     """The share of the task's subgoals the episode reached (None without subgoals)."""
-    reached = reached_subgoals(traj, task)
+    reached = reached_subgoals(traj, task, gold)
     if not reached:
         return None
     return sum(reached) / len(reached)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from raleval import registry
-from raleval.analysis.calls import call_scores
+from raleval.analysis.calls import call_scores, gold_of
 from raleval.analysis.progress import progress_rate
 from raleval.analysis.taxonomy import classify_episode
 from raleval.answers import AnswerType
@@ -109,8 +109,9 @@ def score_trajectory(
         traj.scores.update(overlap_scores(traj.answer, task.answers, profile))
     if task.metric not in traj.scores and task.metric in registry.metrics:
         traj.scores[task.metric] = registry.metrics.get(task.metric)(traj.answer, task.answers)
-    traj.scores.update(call_scores(traj, task))  # tasks with a gold solution (analysis/calls.py)
-    progress = progress_rate(traj, task)  # AgentBoard's, over stored subgoals
+    gold = gold_of(task)  # normalised once for the call scores and the progress rate
+    traj.scores.update(call_scores(traj, task, gold))  # with a gold solution (analysis/calls.py)
+    progress = progress_rate(traj, task, gold)  # AgentBoard's, over stored subgoals
     if progress is not None:
         traj.scores["progress"] = progress
     golds = [g for e in task.elements or [] for g in e] or task.answers

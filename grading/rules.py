@@ -212,12 +212,19 @@ class PhraseGrammar:
         if self._abstain_re.match(text) or declines_in_chinese(answer):
             # Chinese refusals ("信息不足", "无法回答": RGB's and RAGEval's) decline too
             return True
-        return any(re.search(p, text, re.IGNORECASE) for p in self.abstain_anywhere)
+        return any(p.search(text) for p in _compile_each(tuple(self.abstain_anywhere)))
 
     def claims_invalid(self, answer: str | None) -> bool:
         """Whether ``answer`` says the question's premise is false."""
         text = _apostrophes(answer or "").lower()
-        return any(re.search(p, text, re.IGNORECASE) for p in self.invalid)
+        return any(p.search(text) for p in _compile_each(tuple(self.invalid)))
+
+
+@lru_cache(maxsize=16)
+def _compile_each(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """Each of ``patterns`` compiled once, case-insensitive (kept apart rather than joined
+    into one alternation, whose group numbers would differ from each pattern's own)."""
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
 
 
 @lru_cache(maxsize=16)

@@ -36,6 +36,7 @@ from raleval.workflows.common import (
     ended_at_context,
     episode_env,
     episode_model,
+    episode_prefix,
     examples_text,
     fit_observation,
     given_steps,
@@ -65,7 +66,6 @@ class FCState(TypedDict, total=False):
     rec: EpisodeRecord
     messages: Annotated[list[BaseMessage], add_messages]
     turns: int
-    prefix: list[Step]  # steps the episode starts from (a replay); rendered as its own
 
 
 def transcript(messages: tuple[Any, ...]) -> str:
@@ -165,9 +165,9 @@ def build_function_calling_graph(
         if not messages:
             text = system.substitute(examples=examples_text(cfg, config))
             new = [SystemMessage(text), HumanMessage(f"Question: {state['question']}")]
-            if state.get("prefix"):
+            if prefix := episode_prefix(config):
                 so_far = schema_text + transcript(to_raleval_messages(new))
-                new += await start_from(state["prefix"], config, rec, so_far)
+                new += await start_from(prefix, config, rec, so_far)
                 # the prefix's replies are the episode's first turns
                 state = {**state, "turns": sum(isinstance(m, AIMessage) for m in new)}
                 if rec.done:

@@ -31,6 +31,7 @@ from raleval.workflows.common import (
     ended_at_context,
     episode_env,
     episode_model,
+    episode_prefix,
     examples_text,
     fit_observation,
     given_steps,
@@ -52,7 +53,6 @@ class ReActState(TypedDict, total=False):
     scratchpad: str  # the Thought / Action / Observation lines so far
     n: int
     parse_errors: int
-    prefix: list[Step]  # steps the episode starts from (a replay); rendered as its own
 
 
 def one_line(text: str) -> str:
@@ -257,8 +257,8 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         rec = state.get("rec") or EpisodeRecord()
         head = state.get("header") or header(state["question"], episode_env(config, env), config)
         update: ReActState = {"rec": rec, "header": head}
-        if "header" not in state and state.get("prefix"):
-            update.update(await start_from(state["prefix"], config, rec, head))
+        if "header" not in state and (prefix := episode_prefix(config)):
+            update.update(await start_from(prefix, config, rec, head))
             state = {**state, **update}
             if rec.done:
                 return Command(update=update, goto=END)

@@ -142,7 +142,7 @@ async def run_episode(
             graph = workflow.build(episode_model, session)
         await within(
             graph.ainvoke(
-                {"question": task.question, "rec": rec, **({"prefix": prefix} if prefix else {})},
+                {"question": task.question, "rec": rec},
                 {
                     "recursion_limit": workflow.recursion_limit(),
                     # the task's family picks its demonstrations (examples_text)
@@ -150,6 +150,8 @@ async def run_episode(
                         "model": episode_model,
                         "env": session,
                         "family": task.family,
+                        # a replay's given steps (workflows.common.episode_prefix)
+                        **({"prefix": prefix} if prefix else {}),
                     },
                 },
             ),
