@@ -162,3 +162,36 @@ def test_a_resumed_matrix_keeps_the_reports_of_cells_that_did_not_change(tmp_pat
     assert third.output.count("(kept: nothing in the run changed)") == 1
     assert "matrix report" in third.output and "no cell changed" not in third.output
     assert all(p.stat().st_mtime_ns > when for p, when in zip(reports, old, strict=True))
+
+
+def test_a_matrix_stops_a_model_server_after_the_last_cell_that_uses_it(monkeypatch):
+    """Cells run one after another: an embedded model's server is stopped once no later cell
+    asks for that model (with those options), so a study of three models never holds three
+    servers (their memory, and a busy-server warning when the next one starts)."""
+    from types import SimpleNamespace
+
+    import raleval.app.cli.run as run_cli
+    import raleval.app.runner as runner_mod
+
+    events: list[str] = []
+
+    def cell(name: str, model: str, **options: str) -> SimpleNamespace:
+        return SimpleNamespace(name=name, model=model, model_options=options)
+
+    monkeypatch.setattr(
+        run_cli,
+        "_run_one",
+        lambda cfg, display, deadline: (events.append(cfg.name), (True, True))[1],
+    )
+    monkeypatch.setattr(runner_mod, "stop_child_processes", lambda: events.append("stop"))
+    run_cli._run_all(
+        [
+            cell("a", "local/qwen2.5-0.5b"),
+            cell("b", "local/smollm2-135m"),
+            cell("c", "local/qwen2.5-0.5b"),
+            cell("d", "local/qwen2.5-0.5b", threads="1"),  # other options: another server
+            cell("e", "local/qwen2.5-0.5b", threads="1"),
+        ],
+        "none",
+    )
+    assert events == ["a", "b", "stop", "c", "stop", "d", "e", "stop"]

@@ -411,13 +411,20 @@ def _run_all(
 
     failed = False
     unfinished = 0  # configurations the deadline stopped or kept from starting
-    for cfg in configs:
+    for i, cfg in enumerate(configs):
         if deadline is not None and time.monotonic() >= deadline:
             unfinished += 1
             continue
         ok, complete = _run_one(cfg, display, deadline)
         failed |= not ok
         unfinished += not complete
+        if not any(_same_model(cfg, later) for later in configs[i + 1 :]):
+            # no later cell asks for this model: its llama.cpp server (an embedded model)
+            # would otherwise hold its memory, and count as a busy server when the next
+            # model's starts (OversubscribedWarning), until the whole matrix ends
+            from raleval.app.runner import stop_child_processes
+
+            stop_child_processes()
     if matrix:
         from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
 
@@ -463,6 +470,11 @@ def retry(
         _run_all([build_config(data, source=str(run_dir / HEADER))], display)
     except user_errors() as exc:
         fail(str(exc))
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """Whether two cells run the same model with the same options (one model server)."""
+    return bool(a.model == b.model and a.model_options == b.model_options)
 
 
 def _exit_interrupted(saved: str) -> None:
