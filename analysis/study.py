@@ -56,7 +56,7 @@ def sampling_of(config: dict) -> str | None:
     (run-to-run consistency: an arm of its own, never merged with the greedy cells); ``None``
     for greedy decoding, one epoch."""
     epochs = int(config.get("epochs", 1) or 1)
-    temperature = (config.get("model_options") or {}).get("temperature")
+    temperature = (config.get("workflow_options") or {}).get("temperature")
     if epochs == 1 and not temperature:
         return None
     return f"temperature {temperature or 0}, {epochs} epoch{'s' if epochs > 1 else ''}"

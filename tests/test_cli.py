@@ -205,3 +205,24 @@ def test_list_metrics_names_a_metric_of_two_names_once():
     heads = [line.split("  ")[0] for line in res.output.splitlines() if line[:1].strip()]
     assert "relaxed, relaxed_f1" in heads
     assert len(heads) == len(set(heads))
+
+
+def test_a_matrix_refuses_a_later_cell_s_wrong_option_before_the_first_cell_runs(tmp_path):
+    """A study's third block asked for ``model_options: {temperature: 0.7}``; the run stopped
+    when that cell's model loaded, after the blocks before it had run for hours. Every cell
+    is checked first: nothing runs, exit 2, and the message says where the option goes."""
+    cfg = tmp_path / "matrix.yaml"
+    cfg.write_text(
+        "env: scholar\nenv_options: {size: tiny}\nworkflows: [react]\nmodels: [scripted/oracle]\n"
+        "tasks: scholar-ks\nlimit: 2\n---\n"
+        "env: scholar\nenv_options: {size: tiny}\nworkflows: [react]\n"
+        "models: [scripted/abstain]\ntasks: scholar-ks\nlimit: 2\nepochs: 3\n"
+        "model_options: {temperature: 0.7}\n"
+    )
+    res = runner.invoke(
+        app, ["run", "--config", str(cfg), "--log-dir", str(tmp_path), "--display", "none"]
+    )
+    assert res.exit_code == 2, res.output
+    assert "'temperature' is a workflow option" in res.output
+    assert "-W temperature=0.7" in res.output
+    assert not [p for p in tmp_path.iterdir() if p.is_dir()]  # no cell ran

@@ -92,7 +92,7 @@ def test_a_sampled_arm_has_its_own_table_with_pass_at_k(tmp_path):
     sampled = tmp_path / f"sampled-{name}"
     shutil.copytree(stored / name, sampled)
     header = json.loads((sampled / "header.json").read_text())
-    header["config"].update(epochs=2, model_options={"temperature": 0.7})
+    header["config"].update(epochs=2, workflow_options={"temperature": 0.7})
     (sampled / "header.json").write_text(json.dumps(header))
     with gzip.open(sampled / "results.jsonl.gz", "rt") as f:
         lines = f.read().splitlines()

@@ -184,6 +184,10 @@ def test_a_matrix_stops_a_model_server_after_the_last_cell_that_uses_it(monkeypa
         lambda cfg, display, deadline: (events.append(cfg.name), (True, True))[1],
     )
     monkeypatch.setattr(runner_mod, "stop_child_processes", lambda: events.append("stop"))
+    import raleval.app.plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "check_config", lambda cfg: None)  # the cells are stand-ins
+    monkeypatch.setattr(plan_mod, "resolve_config", lambda cfg: cfg)
     run_cli._run_all(
         [
             cell("a", "local/qwen2.5-0.5b"),

@@ -157,12 +157,29 @@ def check_config(config: RunConfig) -> CheckedConfig:
     workflow = registry.workflows.get(config.workflow).configure(config.workflow_options)
     _check_options(config.env, factory.parameters(), config.env_options)
     registry.models.get(spec.provider)  # UnknownNameError names the known ones
+    check_decoding_options(config)
     check_cost_budget(config, workflow.config.max_cost_usd)
     try:  # e.g. PAL refuses to run where it cannot sandbox code
         workflow.preflight()
     except RuntimeError as exc:
         raise ConfigError(str(exc)) from exc
     return CheckedConfig(factory, workflow)
+
+
+def check_decoding_options(config: RunConfig) -> None:
+    """Refuse a ``-M`` option that is a workflow's (``temperature``, ``max_steps``): decoding
+    and budgets are set per workflow, which sends them with every request, so no model takes
+    them. Checked with the rest of the configuration, before a model server starts: a
+    matrix's later cell would otherwise stop the run only when its turn came."""
+    from raleval.workflow import WorkflowConfig
+
+    misplaced = [k for k in config.model_options if k in WorkflowConfig.model_fields]
+    if misplaced:
+        flags = " ".join(f"-W {k}={config.model_options[k]}" for k in misplaced)
+        raise ConfigError(
+            f"{', '.join(map(repr, misplaced))} is a workflow option, not a model's (-M): "
+            f"set it with {flags} (workflow_options in a config file)"
+        )
 
 
 def task_set_request(

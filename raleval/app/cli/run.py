@@ -409,6 +409,11 @@ def _run_all(
     any left episodes failed (or unwritten), else 3 if ``deadline`` stopped the run early."""
     import time
 
+    from raleval.app.plan import check_config, resolve_config
+
+    if len(configs) > 1:  # every cell checked before the first runs: not hours later
+        for cfg in configs:
+            check_config(resolve_config(cfg))
     failed = False
     unfinished = 0  # configurations the deadline stopped or kept from starting
     for i, cfg in enumerate(configs):
