@@ -1,6 +1,6 @@
 """--backend processes: episodes run in local worker processes, the driver alone writes.
 
-Each test runs real worker interpreters (``python -m raleval.app.process_backend``); a lost
+Each test runs real worker interpreters (``raleval.app.process_backend``); a lost
 worker is a real SIGKILL of one of them, and Ctrl-C is a real SIGINT to a `raleval run`.
 """
 
@@ -141,3 +141,18 @@ def test_ctrl_c_stops_the_workers_and_a_resume_completes(tmp_path):
     assert again.returncode == 0, again.stderr
     ids = [json.loads(x)["task_id"] for x in results_path.read_text().splitlines()]
     assert len(ids) == len(set(ids)) == 40
+
+
+def test_workers_import_the_driver_s_raleval_not_one_in_the_working_directory(
+    tmp_path, monkeypatch
+):
+    """Started from a folder that holds another ``raleval/`` (a checkout of another version),
+    the workers still run the driver's code: they start on its ``sys.path``, not with the
+    working directory first (as ``python -m`` would put it)."""
+    decoy = tmp_path / "elsewhere"
+    (decoy / "raleval").mkdir(parents=True)
+    (decoy / "raleval" / "__init__.py").write_text("raise ImportError('the decoy raleval')\n")
+    monkeypatch.chdir(decoy)
+    options = {**OPTIONS, "limit": 4, "tasks_per_family": 4}
+    pooled, results = run_config(tmp_path / "pool", backend="processes", workers=1, **options)
+    assert pooled.worker_errors == [] and pooled.ran == 4 and len(results) == 4

@@ -4,13 +4,13 @@ One process of raleval spends 1.3-2.5 ms of CPU per episode on the 2-core machin
 one-node LangGraph ``ainvoke`` alone ~0.5-0.9 ms), so it serves at most ~500-700 episodes a
 second however fast the model is; more in flight needs more cores (docs/scale.md).
 
-Each worker is a fresh interpreter (``python -m raleval.app.process_backend FD``) that
-receives its configuration, the workflow and its episodes through a socket pair, runs
-:func:`raleval.app.distributed.stream_episodes` and sends the finished episodes back in
-batches; the driver (:func:`raleval.app.distributed.run_on_workers`) alone writes the run
-directory, as with Ray. A worker is a new process with the driver's interpreter and
-environment variables: it imports raleval and resolves names (environment, model, plugins) as
-any new process would, from installed packages and entry points.
+Each worker is a fresh interpreter (``raleval.app.process_backend``, on the driver's
+``sys.path``) that receives its configuration, the workflow and its episodes through a socket
+pair, runs :func:`raleval.app.distributed.stream_episodes` and sends the finished episodes back
+in batches; the driver (:func:`raleval.app.distributed.run_on_workers`) alone writes the run
+directory, as with Ray. A worker is a new process with the driver's interpreter and environment
+variables: it imports raleval and resolves names (environment, model, plugins) as any new
+process would, from installed packages and entry points.
 
 Each worker first sets itself up (imports, environment, model, graph) and says so; the driver
 starts every worker's episodes together once all are ready, so that no worker runs alone while
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import math
 import signal
 import subprocess
@@ -66,6 +67,17 @@ class _Worker:
         return f"worker process exited with code {code}"
 
 
+# A worker imports what the driver imported: it starts on the driver's ``sys.path``. Started
+# with ``python -m``, Python would put the working directory first, and a ``raleval/`` folder
+# there (a checkout, another version) would be the workers' raleval while the driver ran the
+# installed one (seen in the throughput benchmark's baseline mode; ``-P`` would avoid it only
+# from Python 3.11).
+_BOOT = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from raleval.app.process_backend import _worker_main; _worker_main(int(sys.argv[2]))"
+)
+
+
 class ProcessTransport:
     name = "processes"
     lost_cause = "worker_process_lost"
@@ -86,7 +98,7 @@ class ProcessTransport:
         for _ in chunks:  # every interpreter starts (imports) at once, before any is fed
             mine, theirs = Pipe(duplex=True)
             proc = subprocess.Popen(
-                [sys.executable, "-m", "raleval.app.process_backend", str(theirs.fileno())],
+                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
             )
