@@ -274,6 +274,19 @@ def cost(
     return _svg(_pareto_figure(points, front, "US dollars per query", linthresh, extras))
 
 
+def tokens(
+    points: Mapping[str, tuple[float, float, float, float]],
+    front: list[str],
+    extras: Extras | None = None,
+) -> str:
+    """Tokens per episode (prompt + completion) versus F1, 95% interval bars on both, each
+    point's n and the Pareto front: cost as the model sees it, the same on any machine (the
+    matched-compute comparison's figure). ``points``: system -> (tokens, low, high, F1)."""
+    positive = [v for p in points.values() for v in p[:3] if v > 0]
+    linthresh = 10 ** math.floor(math.log10(min(positive))) if positive else 1.0
+    return _svg(_pareto_figure(points, front, "tokens per episode", linthresh, extras))
+
+
 def _pareto_figure(
     points: Mapping[str, tuple[float, float, float, float]],
     front: list[str],

@@ -441,6 +441,8 @@ class SystemSummary:
     model_s: float = 0.0
     tool_s: float = 0.0
     tokens: float = 0.0
+    # tokens per episode with its 95% interval (cost that does not depend on the machine)
+    tokens_ci: Interval | None = None
     calls: float = 0.0
     steps: float = 0.0
     # US dollars per episode with its 95% interval (None: some episode's price is unknown)
@@ -465,6 +467,7 @@ def summarize_system(run: Run, seed: int = 0, cluster: str = "auto") -> SystemSu
         model_s=sum(t.model_time_s for t in r) / n,
         tool_s=sum(t.tool_time_s for t in r) / n,
         tokens=sum(t.prompt_tokens + t.completion_tokens for t in r) / n,
+        tokens_ci=unit_interval(run, r, lambda t: t.prompt_tokens + t.completion_tokens, cluster),
         calls=sum(t.n_llm_calls for t in r) / n,
         steps=sum(len(t.steps) for t in r) / n,
         cost_usd=unit_interval(run, r, lambda t: t.cost_usd or 0.0, cluster)

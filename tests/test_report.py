@@ -47,12 +47,12 @@ def test_asking_for_one_figure_draws_only_that_one(runs, tmp_path, monkeypatch):
     _, good, bad = runs
     loaded = [load_run(good), load_run(bad)]
     everything = [p.stem for p in save_figures(loaded, tmp_path / "all")]
-    assert {"errors", "bars", "deployment"} <= set(everything)
+    assert {"errors", "bars", "tokens", "deployment"} <= set(everything)
 
     def not_asked(*args, **kwargs):
         raise AssertionError("drew a figure nobody asked for")
 
-    for name in ("radar", "level_bars", "deployment", "cost", "robustness"):
+    for name in ("radar", "level_bars", "tokens", "deployment", "cost", "robustness"):
         monkeypatch.setattr(plots, name, not_asked)
     written = save_figures(loaded, tmp_path / "one", ["errors"])
     assert [p.name for p in written] == ["errors.png"]
@@ -200,10 +200,10 @@ def test_report_figures_and_viewer_in_a_real_browser(tmp_path):
         driver.get(many.as_uri())
         figures = driver.execute_script(FIGURE_LAYOUT_JS)
         # two radars (one per workflow), the F1 bars, the progress-rate bars, the error mix,
-        # time and cost versus F1
-        assert len(figures) == 7 and sum(f["polar"] for f in figures) == 2
+        # tokens, time and cost versus F1
+        assert len(figures) == 8 and sum(f["polar"] for f in figures) == 2
         kinds = [f["kind"] for f in figures]
-        assert kinds[-2:] == ["deployment", "cost"], kinds
+        assert kinds[-3:] == ["tokens", "deployment", "cost"], kinds
         cost = figures[-1]
         # both systems plotted (the free react one at 0), with their Pareto front
         assert cost["marks"] >= 2
@@ -383,3 +383,35 @@ def test_the_study_report_names_each_rows_environment_and_task_set(tmp_path):
         assert len(subtitle.text.splitlines()) <= 2  # one line and the folded list's summary
     finally:
         driver.quit()
+
+
+def test_tokens_per_episode_against_f1_has_both_intervals_and_each_n():
+    """Issue 48: the matched-compute comparison is read as F1 against tokens per episode (the
+    same on any machine), with both intervals and n on every point."""
+    pytest.importorskip("matplotlib")
+    from types import SimpleNamespace
+
+    from raleval.analysis import plots
+    from raleval.analysis.report import token_points
+    from raleval.analysis.stats import Interval
+
+    def system(name, n, tokens, f1):
+        return SimpleNamespace(
+            system=name, n=n, tokens=tokens[0], tokens_ci=Interval(*tokens), f1=Interval(*f1)
+        )
+
+    summaries = [
+        system("react/m", 80, (3678.0, 2622.0, 4733.0), (0.281, 0.177, 0.414)),
+        system("direct/m", 80, (121.0, 116.0, 126.0), (0.135, 0.077, 0.228)),
+        system("pal/m", 20, (810.0, -5.0, 974.0), (0.123, 0.06, 0.233)),  # a t interval below 0
+        system("none/m", 0, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)),  # no episode: no point
+    ]
+    points, front = token_points(summaries)
+    assert set(points) == {"react/m", "direct/m", "pal/m"}
+    assert points["pal/m"] == (810.0, 0.0, 974.0, 0.123)
+    assert front == ["direct/m", "react/m"]  # pal costs more than direct for less F1
+    extras = {s.system: (s.f1.low, s.f1.high, s.n) for s in summaries if s.n}
+    svg = plots.tokens(points, front, extras)
+    assert "tokens per episode" in svg
+    for name, n in (("react/m", 80), ("direct/m", 80), ("pal/m", 20)):
+        assert f"{name} (n={n})" in svg

@@ -534,12 +534,24 @@ def time_and_cost(summaries: list[Any]) -> tuple[Points, list[str], Points, list
     return points, front, cost_points, cost_front
 
 
+def token_points(summaries: list[Any]) -> tuple[Points, list[str]]:
+    """Tokens per episode versus F1 (system -> (tokens, low, high, F1)) and its Pareto front,
+    for the systems whose episodes counted tokens."""
+    points = {
+        s.system: (s.tokens_ci.estimate, max(0.0, s.tokens_ci.low), s.tokens_ci.high, s.f1.estimate)
+        for s in summaries
+        if getattr(s, "tokens_ci", None) is not None and s.n and s.tokens > 0
+    }
+    return points, pareto_front({k: (v[0], v[3]) for k, v in points.items()})
+
+
 def report_figures(
     runs: list[Run], summaries: list[Any] | None = None, only: Collection[str] = ()
 ) -> list[tuple[str, str, Any]]:
     """The report's figures as (kind, name, figure): a radar per workflow (F1 by domain and
     level, one polygon per model), F1 and progress bars by domain x level, the error-type mix
-    per system, seconds (and dollars) per query versus F1 with the Pareto front, robustness.
+    per system, tokens per episode, seconds (and dollars) per query versus F1 with the Pareto
+    front, robustness.
     Each figure is SVG text, or PNG bytes inside ``plots.rendered_as("png")``; ``only`` those
     names when given (the others are not drawn)."""
 
@@ -577,6 +589,11 @@ def report_figures(
         figures.append(("errors", "errors", plots.error_bars(labels)))
     # F1's interval and n on every point of the time and cost figures
     extras = {s.system: (s.f1.low, s.f1.high, s.n) for s in summaries if s.n}
+    if wanted("tokens"):
+        by_tokens, tokens_front = token_points(summaries)
+        if by_tokens:
+            figure = plots.tokens(by_tokens, tokens_front, extras)
+            figures.append(("tokens", "tokens", figure))
     if points and wanted("deployment"):
         figures.append(("deployment", "deployment", plots.deployment(points, front, extras)))
     # beside time versus F1, when some system's tokens cost money (all at 0 says nothing)

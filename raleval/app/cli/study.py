@@ -192,13 +192,13 @@ def study_figures(
         list[str] | None,
         typer.Option(
             help="only this figure (repeatable): radar-<workflow>, bars, progress, errors, "
-            "deployment (default: all)"
+            "tokens, deployment (default: all)"
         ),
     ] = None,
 ) -> None:
     """Write the report's figures for one arm of the study as PNG files (a radar per workflow,
-    F1 by domain x level, the error-type mix, time versus F1), each system's cells merged as
-    in the tables: what the README shows."""
+    F1 by domain x level, the error-type mix, tokens and time versus F1), each system's cells
+    merged as in the tables: what the README shows."""
     from raleval.analysis.report import save_figures
     from raleval.analysis.study import load_study
 
