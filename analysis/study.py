@@ -256,14 +256,26 @@ def _cause_table(folder: Path) -> list[str]:
     return [*out, ""] if out else []
 
 
-def study_tables(folder: Path, declared: Declared | None = None, cluster: str = "auto") -> str:
+def study_tables(
+    folder: Path,
+    declared: Declared | None = None,
+    cluster: str = "auto",
+    timing: Path | None = None,
+) -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
     its paired comparisons (:func:`comparison_table`, Holm over that arm's tested pairs; with
-    a design's ``declared`` comparisons, those on the generated arm, the rest exploratory)."""
+    a design's ``declared`` comparisons, those on the generated arm, the rest exploratory).
+
+    A study run under a design (``declared``) compares cost as tokens and model calls per
+    episode: its cells ran two episodes at once on a shared machine, so their seconds are left
+    out; wall time comes from a timing pass (``timing``: a folder of ``timing.jsonl`` files,
+    :func:`timing_table`)."""
     out = []
     for arm, systems in load_study(folder).items():
         generated = arm.startswith(GENERATED)
         columns = COLUMNS[GENERATED if generated else "real"]
+        if declared is not None:
+            columns = [c for c in columns if c != "s/ep"]
         if arm == GENERATED:
             title = "generated task sets"
         elif arm.startswith(f"{GENERATED} ~"):  # sampled, several epochs: consistency
@@ -302,5 +314,46 @@ def study_tables(folder: Path, declared: Declared | None = None, cluster: str = 
                     "unadjusted 95% interval, no verdict"
                 )
             out.append("")
+    if declared is not None:
+        out.append(
+            "Seconds per episode are not compared from these cells (two episodes at once under "
+            "`nice` on a shared machine): cost is tokens and model calls per episode; wall "
+            "time comes from a timing pass (`raleval study timing`).\n"
+        )
+    if timing is not None:
+        out.extend(timing_table(timing))
     out.extend(_cause_table(folder))
     return "\n".join(out).rstrip() + "\n"
+
+
+def timing_table(folder: Path) -> list[str]:
+    """The timing pass's table (``raleval study timing``, every ``timing.jsonl`` under
+    ``folder``): per cell, its episodes (run one at a time, interleaved), the median and range
+    of their wall seconds, and the load average before them. Empty when there is none."""
+    import json
+    import statistics
+
+    rows: dict[tuple[str, str, str], list[dict]] = {}
+    for log in sorted(folder.rglob("timing.jsonl")):
+        env = log.parent.name
+        for line in log.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("wall_time_s") is not None:
+                rows.setdefault((env, row["workflow"], row["model"]), []).append(row)
+    if not rows:
+        return []
+    out = [
+        "#### timing pass: one episode at a time, cells interleaved\n",
+        "| env | workflow | model | episodes | median s | range s | median load before |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for (env, workflow, model), got in sorted(rows.items()):
+        wall = [r["wall_time_s"] for r in got]
+        loads = [r["load_before"] for r in got if r.get("load_before") is not None]
+        load = f"{statistics.median(loads):.1f}" if loads else "-"
+        out.append(
+            f"| {env} | {workflow} | {model} | {len(got)} | {statistics.median(wall):.1f} | "
+            f"{min(wall):.1f}-{max(wall):.1f} | {load} |"
+        )
+    out.append("")
+    return out

@@ -141,6 +141,42 @@ def test_tables_test_exactly_the_declared_comparisons(tmp_path):
     assert "| 100 | 20 |" in tested[0]
 
 
+def test_under_a_design_wall_time_comes_only_from_the_timing_pass(tmp_path):
+    """Issue 48: the cells ran two at once under nice on a shared machine, so a study under
+    a design compares tokens and calls, not their seconds; a timing pass's episodes (one at
+    a time, interleaved, load recorded) make the only time table."""
+    import json
+
+    path = tmp_path / "d.yaml"
+    path.write_text(DESIGN, encoding="utf-8")
+    timing = tmp_path / "timing" / "scholar"
+    timing.mkdir(parents=True)
+    rows = [
+        ("react", 30.0, 1.1), ("react", 50.0, 1.3), ("react", 34.0, 0.9),
+        ("direct", 1.0, 1.0), ("direct", None, 1.0),  # an episode that failed to run
+    ]  # fmt: skip
+    (timing / "timing.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"cell": f"timing-{w}", "workflow": w, "model": "local/qwen2.5-0.5b",
+                 "task_id": f"t{i}", "wall_time_s": s, "load_before": load}
+            ) + "\n"
+            for i, (w, s, load) in enumerate(rows)
+        )
+    )  # fmt: skip
+    args = ["study", "tables", str(STUDY), "--timing", str(tmp_path / "timing")]
+    result = runner.invoke(app, [*args, "--design", str(path)])
+    assert result.exit_code == 0, result.output
+    header = next(r for r in result.output.splitlines() if r.startswith("| workflow | model |"))
+    assert "| s/ep |" not in header and "| tokens/ep |" in header and "| calls/ep |" in header
+    assert "wall time comes from a timing pass" in result.output
+    assert "| scholar | react | local/qwen2.5-0.5b | 3 | 34.0 | 30.0-50.0 | 1.1 |" in result.output
+    assert "| scholar | direct | local/qwen2.5-0.5b | 1 | 1.0 | 1.0-1.0 | 1.0 |" in result.output
+    # without a design (the first study's tables), the cells' own seconds stay
+    plain = runner.invoke(app, ["study", "tables", str(STUDY)])
+    assert "| s/ep |" in next(r for r in plain.output.splitlines() if r.startswith("| workflow |"))
+
+
 @pytest.mark.parametrize(
     "design", sorted((ROOT / "studies").glob("*.design.yaml")), ids=lambda p: p.name
 )

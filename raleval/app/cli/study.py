@@ -90,23 +90,30 @@ def study_tables_command(
             "clustered at its level; every other pair is marked exploratory"
         ),
     ] = None,
+    timing: Annotated[
+        Path | None,
+        typer.Option(help="a timing pass's folder (raleval study timing --out): its table too"),
+    ] = None,
 ) -> None:
     """Print the study's headline tables as Markdown: a row per workflow x model, one table per
     arm (generated task sets, each real-data file), F1 with clustered 95% intervals, F1 by
-    level, the error-type mix, unparseable endings, seconds and tokens per episode."""
+    level, the error-type mix, unparseable endings, seconds (without a design) and tokens per
+    episode."""
     from raleval.analysis.study import study_tables
 
     if not folder.exists():
         fail(f"no study folder {folder}")
+    if timing is not None and not timing.is_dir():
+        fail(f"no timing folder {timing}")
     try:
         if design is None:
-            text = study_tables(folder)
+            text = study_tables(folder, timing=timing)
         else:
             from raleval.analysis.design import load_design
 
             plan = load_design(design)
             declared = [(*c.systems, c.level) for c in plan.comparisons]
-            text = study_tables(folder, declared, plan.cluster)
+            text = study_tables(folder, declared, plan.cluster, timing)
     except user_errors() as exc:
         fail(str(exc))
     if into is None:
