@@ -125,17 +125,11 @@ def available(done: Sequence[bool], ordered: Sequence[bool], j: int) -> bool:
     return not done[j] and ready(done, ordered, j)
 
 
-def match_path(
-    calls: Sequence[tuple[str, Any]], path: Sequence[ToolCall], ordered: Sequence[bool]
-) -> int:
-    """How many agent calls match gold calls of ``path`` (each gold call at most once), in the
-    agent's order, a dependent gold call only after every gold call before it."""
-    return _match_keys(calls, [call_key(c.tool, c.arguments) for c in path], ordered)
-
-
 def _match_keys(
     calls: Sequence[tuple[str, Any]], keys: Sequence[tuple[str, Any]], ordered: Sequence[bool]
 ) -> int:
+    """How many agent calls match a path's gold calls (its ``keys``; each at most once), in the
+    agent's order, a dependent gold call only after every gold call before it."""
     matched = [False] * len(keys)
     for call in calls:
         j = _matching(call, keys, matched, ordered)
@@ -159,24 +153,14 @@ def next_on_path(done: Sequence[bool], ordered: Sequence[bool]) -> int | None:
 
 
 def departure_point(
-    calls: Sequence[tuple[int, tuple[str, Any]]],
-    paths: Sequence[Sequence[ToolCall]],
-    question: str = "",
+    calls: Sequence[tuple[int, tuple[str, Any]]], gold: GoldPaths
 ) -> tuple[int | None, dict[int, tuple[bool, ...]]]:
     """Where the agent first leaves every gold path: the step index of the first call that
     continues none, or None when every call continues some path; and each path still followed
     just before it (or at the end) with which of its steps had been made. A call continues a
     path when it makes one of its steps :func:`available` allows (independent steps, such as a
     comparison's two look-ups, in any order), or repeats a step already made (a retry)."""
-    keys = [[call_key(c.tool, c.arguments) for c in p] for p in paths]
-    return _departure(calls, keys, [needs_order(question, p) for p in paths])
-
-
-def _departure(
-    calls: Sequence[tuple[int, tuple[str, Any]]],
-    keys: Sequence[Sequence[tuple[str, Any]]],
-    order: Sequence[Sequence[bool]],
-) -> tuple[int | None, dict[int, tuple[bool, ...]]]:
+    keys, order = gold.keys, gold.orders
     alive = {i: (False,) * len(keys[i]) for i in range(len(keys))}  # path -> steps made
     for index, call in calls:
         nxt: dict[int, tuple[bool, ...]] = {}
@@ -190,16 +174,6 @@ def _departure(
             return index, alive
         alive = nxt
     return None, alive
-
-
-def first_departure(
-    calls: Sequence[tuple[int, tuple[str, Any]]],
-    paths: Sequence[Sequence[ToolCall]],
-    question: str = "",
-) -> int | None:
-    """The step index of the first call that continues no gold path (:func:`departure_point`),
-    or None."""
-    return departure_point(calls, paths, question)[0]
 
 
 def call_scores(traj: Trajectory, task: Task, gold: GoldPaths | None = None) -> dict[str, float]:
@@ -225,7 +199,7 @@ def call_scores(traj: Trajectory, task: Task, gold: GoldPaths | None = None) -> 
         "call_f1": best[2],
         "evidence_retrieved": float(evidence_found(traj, task.answers, task.evidence)),
     }
-    departure = _departure(made, gold.keys, gold.orders)[0]
+    departure = departure_point(made, gold)[0]
     scores["on_gold_path"] = float(departure is None)
     if departure is not None:
         scores["first_departure"] = float(departure)

@@ -40,8 +40,8 @@ from raleval.analysis.calls import (
     FINISH_TOOLS,
     call_key,
     departure_point,
+    gold_of,
     gold_paths,
-    needs_order,
     next_on_path,
 )
 from raleval.analysis.taxonomy import invalid_steps, stop_reason
@@ -284,14 +284,14 @@ def _next_calls(
     """Where ``steps`` first left every gold path (None: they never did), the next gold call
     of each path still followed there (paths the steps went furthest along first, then the
     task's own order), and the steps' calls."""
-    paths = gold_paths(task)
+    gold = gold_of(task)
     made = _calls(steps)
-    index, alive = departure_point(made, paths, task.question)
+    index, alive = departure_point(made, gold)
     pending = []
     for p, done in alive.items():
-        j = next_on_path(done, needs_order(task.question, paths[p]))
+        j = next_on_path(done, gold.orders[p])
         if j is not None:
-            pending.append((-sum(done), p, paths[p][j]))
+            pending.append((-sum(done), p, gold.paths[p][j]))
     return index, [(p, call) for _n, p, call in sorted(pending, key=lambda x: x[:2])], made
 
 
