@@ -536,7 +536,7 @@ def check_model_options(
     parameters the provider sets itself (besides the model, address and name)."""
     import inspect
 
-    from raleval.workflow import WorkflowConfig
+    from raleval.workflow import workflow_flags
 
     fixed = {"self", "model", "base_url", "name", *sets}
     valid = [p for p in inspect.signature(OpenAICompatibleModel).parameters if p not in fixed]
@@ -546,9 +546,8 @@ def check_model_options(
         return
     message = f"{spec} has no model option {', '.join(map(repr, unknown))} (-M); valid: "
     message += ", ".join(valid)
-    workflow = [k for k in unknown if k in WorkflowConfig.model_fields]
+    workflow, flags = workflow_flags({k: options[k] for k in unknown})
     if workflow:
-        flags = " ".join(f"-W {k}={options[k]}" for k in workflow)
         message += f". {', '.join(workflow)}: a workflow option, set with {flags}"
     raise ValueError(message)
 

@@ -56,6 +56,14 @@ class WorkflowConfig(BaseModel):
     examples: list[str] = Field(default_factory=list)  # for a family without its own
 
 
+def workflow_flags(options: dict[str, Any]) -> tuple[list[str], str]:
+    """The keys of a model's options (``-M``) that are workflow options, and the ``-W`` flags
+    that set them: decoding and budgets are set per workflow, which sends them with every
+    request, so no model takes them."""
+    keys = [k for k in options if k in WorkflowConfig.model_fields]
+    return keys, " ".join(f"-W {k}={options[k]}" for k in keys)
+
+
 @dataclass(frozen=True)
 class SolvedExample:
     """A task with its gold calls already run: what a k-shot example is rendered from."""

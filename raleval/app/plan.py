@@ -167,15 +167,14 @@ def check_config(config: RunConfig) -> CheckedConfig:
 
 
 def check_decoding_options(config: RunConfig) -> None:
-    """Refuse a ``-M`` option that is a workflow's (``temperature``, ``max_steps``): decoding
-    and budgets are set per workflow, which sends them with every request, so no model takes
-    them. Checked with the rest of the configuration, before a model server starts: a
-    matrix's later cell would otherwise stop the run only when its turn came."""
-    from raleval.workflow import WorkflowConfig
+    """Refuse a ``-M`` option that is a workflow's (``temperature``, ``max_steps``;
+    :func:`raleval.workflow.workflow_flags`), with the rest of the configuration, before a model
+    server starts: a matrix's later cell would otherwise stop the run only when its turn
+    came."""
+    from raleval.workflow import workflow_flags
 
-    misplaced = [k for k in config.model_options if k in WorkflowConfig.model_fields]
+    misplaced, flags = workflow_flags(dict(config.model_options))
     if misplaced:
-        flags = " ".join(f"-W {k}={config.model_options[k]}" for k in misplaced)
         raise ConfigError(
             f"{', '.join(map(repr, misplaced))} is a workflow option, not a model's (-M): "
             f"set it with {flags} (workflow_options in a config file)"
