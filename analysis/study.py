@@ -19,6 +19,8 @@ docs/study.md holds a copy and a test recomputes it.
 
 from __future__ import annotations
 
+import json
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +31,7 @@ from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
 from raleval.analysis.stats import holm, holm_intervals, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
+from raleval.store import TIMING
 
 GENERATED = "generated"
 LEVELS = ("KS", "KU", "KA")
@@ -330,11 +333,8 @@ def timing_table(folder: Path) -> list[str]:
     """The timing pass's table (``raleval study timing``, every ``timing.jsonl`` under
     ``folder``): per cell, its episodes (run one at a time, interleaved), the median and range
     of their wall seconds, and the load average before them. Empty when there is none."""
-    import json
-    import statistics
-
     rows: dict[tuple[str, str, str], list[dict]] = {}
-    for log in sorted(folder.rglob("timing.jsonl")):
+    for log in sorted(folder.rglob(TIMING)):
         env = log.parent.name
         for line in log.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)

@@ -30,6 +30,7 @@ from raleval.records import RunHeader, Task, Termination, Trajectory
 HEADER = "header.json"
 TASKS = "tasks.jsonl"
 RESULTS = "results.jsonl"
+TIMING = "timing.jsonl"  # a timing pass's episodes (raleval.app.timing; read by study tables)
 GZ = ".gz"  # a finished run's files stored compressed: results.jsonl.gz, tasks.jsonl.gz
 
 

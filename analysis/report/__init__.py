@@ -540,7 +540,7 @@ def token_points(summaries: list[Any]) -> tuple[Points, list[str]]:
     points = {
         s.system: (s.tokens_ci.estimate, max(0.0, s.tokens_ci.low), s.tokens_ci.high, s.f1.estimate)
         for s in summaries
-        if getattr(s, "tokens_ci", None) is not None and s.n and s.tokens > 0
+        if s.tokens_ci is not None and s.n and s.tokens > 0
     }
     return points, pareto_front({k: (v[0], v[3]) for k, v in points.items()})
 

@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval.config import RunConfig
-from raleval.store import RESULTS, ResultsFile
-
-TIMING = "timing.jsonl"
+from raleval.store import RESULTS, TIMING, ResultsFile
 
 
 def interleaved(cells: int, tasks: list[str]) -> list[tuple[int, str]]:

@@ -410,6 +410,7 @@ def _run_all(
     import time
 
     from raleval.app.plan import check_config, resolve_config
+    from raleval.app.runner import stop_child_processes
 
     if len(configs) > 1:  # every cell checked before the first runs: not hours later
         for cfg in configs:
@@ -427,8 +428,6 @@ def _run_all(
             # no later cell asks for this model: its llama.cpp server (an embedded model)
             # would otherwise hold its memory, and count as a busy server when the next
             # model's starts (OversubscribedWarning), until the whole matrix ends
-            from raleval.app.runner import stop_child_processes
-
             stop_child_processes()
     if matrix:
         from raleval.app.matrix import matrix_rows, to_markdown, write_matrix
