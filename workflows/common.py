@@ -63,14 +63,19 @@ TRUNCATION_MARKER = "[... truncated: {dropped} more characters]"
 # runtime ``configurable``, and the builder's arguments are the defaults.
 
 
+def configurable(config: Any) -> dict[str, Any]:
+    """What this episode's runtime config carries (``configurable``; {} without one)."""
+    return (config or {}).get("configurable") or {}
+
+
 def episode_model(config: Any, default: Any) -> Any:
     """The model of this episode."""
-    return ((config or {}).get("configurable") or {}).get("model", default)
+    return configurable(config).get("model", default)
 
 
 def episode_env(config: Any, default: Any) -> Any:
     """The environment session of this episode."""
-    return ((config or {}).get("configurable") or {}).get("env", default)
+    return configurable(config).get("env", default)
 
 
 def episode_prefix(config: Any) -> list[Any]:
@@ -78,7 +83,7 @@ def episode_prefix(config: Any) -> list[Any]:
     They travel in the run's config, not the graph's state: a state key is a channel LangGraph
     reads and writes on every step of every episode (measured: 0.02-0.06 ms an episode for
     one more key on a one-node graph), and only replays carry a prefix."""
-    return ((config or {}).get("configurable") or {}).get("prefix") or []
+    return configurable(config).get("prefix") or []
 
 
 Node = Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]]
@@ -269,7 +274,7 @@ def load_prompt(workflow: str, env: Any, override: str | None = None) -> Templat
 def examples_text(config: WorkflowConfig, runtime: Any = None) -> str:
     """The demonstrations block for a prompt template's ``$examples``: those of the episode's
     task family (LangGraph's ``configurable["family"]``), else ``config.examples``."""
-    family = ((runtime or {}).get("configurable") or {}).get("family")
+    family = configurable(runtime).get("family")
     examples = config.demonstrations.get(family, config.examples) if family else config.examples
     return "".join(f"Here is an example.\n{example}\n(End of example)\n" for example in examples)
 
