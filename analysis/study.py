@@ -23,13 +23,14 @@ import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from raleval.analysis.compare import run_units
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
-from raleval.analysis.stats import holm, holm_intervals, paired_difference
+from raleval.analysis.stats import Interval, holm, holm_intervals, paired_difference
 from raleval.records import ErrorType, StopReason, Trajectory
 from raleval.store import TIMING
 
@@ -166,27 +167,51 @@ def _pairs(systems: dict[tuple[str, str], Run]) -> list[tuple[tuple[str, str], t
 
 
 Declared = list[tuple[tuple[str, str], tuple[str, str], str | None]]
+System = tuple[str, str]
 
 
-def comparison_table(
-    systems: dict[tuple[str, str], Run], declared: Declared | None = None, cluster: str = "auto"
-) -> list[str]:
-    """Markdown rows: each tested pair on the tasks both ran, the clustered paired difference
-    in F1, its interval at Holm's simultaneous level (it holds 0 exactly when the verdict is
-    "inside": :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the tested pairs,
-    and the minimum difference the shared tasks could detect (80% power).
+@dataclass(frozen=True)
+class Tested:
+    """One comparison of two systems on the tasks both ran (of ``level`` only, when given).
+    ``diff`` is the paired difference in F1, A - B; a declared comparison carries its interval
+    at Holm's simultaneous level and Holm's p over the arm's declared (or default) pairs, an
+    exploratory one its unadjusted 95% interval and raw p."""
+
+    a: System
+    b: System
+    level: str | None
+    tasks: int
+    diff: Interval
+    p: float
+    mdd: float
+    exploratory: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if self.exploratory:
+            return "exploratory"
+        return "differ" if self.p == self.p and self.p < 0.05 else "inside"
+
+
+def compare_systems(
+    systems: dict[System, Run], declared: Declared | None = None, cluster: str = "auto"
+) -> list[Tested]:
+    """Each tested pair on the tasks both ran: the clustered paired difference in F1, its
+    interval at Holm's simultaneous level (it holds 0 exactly when the verdict is "inside":
+    :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the tested pairs, and the
+    minimum difference the shared tasks could detect (80% power).
 
     Without ``declared`` the pairs of :func:`_pairs` are tested. With a design's declared
-    comparisons (A, B, level or None), exactly those are tested, Holm over them; every other
-    pair of :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked
-    exploratory."""
+    comparisons (A, B, level or None), exactly those are tested, Holm over them (a declared
+    pair a system of this arm lacks is left out: :func:`untested`); every other pair of
+    :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked exploratory."""
     units = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
 
     def level_of(run: Run, task_id: str) -> str | None:
         task = run.tasks.get(task_id)
         return task.level.value if task is not None else None
 
-    def test(a: tuple[str, str], b: tuple[str, str], level: str | None) -> tuple | None:
+    def test(a: System, b: System, level: str | None) -> tuple | None:
         if a not in units or b not in units:
             return None
         ua, ub = units[a], units[b]
@@ -205,38 +230,51 @@ def comparison_table(
     found = [r for r in (test(*t) for t in tested) if r is not None]
     adjusted = holm([r.p for *_, r in found])
     intervals = holm_intervals([r.diff for *_, r in found], adjusted)
-    rows = []
-
-    def name(a: tuple[str, str], level: str | None) -> str:
-        return f"{a[0]} / {a[1]}" + (f" ({level})" if level else "")
-
-    for (a, b, level, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True):
-        ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
-        verdict = "differ" if p_holm == p_holm and p_holm < 0.05 else "inside"
-        p_text = "-" if p_holm != p_holm else ("<0.001" if p_holm < 1e-3 else f"{p_holm:.3f}")
-        mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
-        rows.append(
-            f"| {name(a, level)} | {name(b, level)} | {n} | {d.clusters} | {d.estimate:+.3f} "
-            f"| {ci} | {p_text} | {mdd} | {verdict} |"
-        )
+    out = [
+        Tested(a, b, level, n, d, p_holm, res.mdd)
+        for (a, b, level, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True)
+    ]
     if declared is not None:
         asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
         for a, b in _pairs(systems):
-            if (a, b, None) in asked:
-                continue
-            r = test(a, b, None)
-            if r is None:
-                continue
-            res = r[4]
-            d = res.diff
-            ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
-            p_text = "-" if res.p != res.p else ("<0.001" if res.p < 1e-3 else f"{res.p:.3f}")
-            mdd = "-" if res.mdd != res.mdd else f"{res.mdd:.3f}"
-            rows.append(
-                f"| {name(a, None)} | {name(b, None)} | {r[3]} | {d.clusters} "
-                f"| {d.estimate:+.3f} | {ci} | {p_text} (raw) | {mdd} | exploratory |"
-            )
+            r = None if (a, b, None) in asked else test(a, b, None)
+            if r is not None:
+                res = r[4]
+                out.append(Tested(a, b, None, r[3], res.diff, res.p, res.mdd, exploratory=True))
+    return out
+
+
+def untested(systems: dict[System, Run], declared: Declared) -> list[tuple]:
+    """The declared comparisons of ``declared`` this arm cannot test: a system without
+    episodes here, or fewer than two shared tasks."""
+    found = {(t.a, t.b, t.level) for t in compare_systems(systems, declared) if not t.exploratory}
+    return [c for c in declared if tuple(c) not in found]
+
+
+def _p_text(p: float) -> str:
+    return "-" if p != p else ("<0.001" if p < 1e-3 else f"{p:.3f}")
+
+
+def comparison_table(
+    systems: dict[System, Run], declared: Declared | None = None, cluster: str = "auto"
+) -> list[str]:
+    """Markdown rows of :func:`compare_systems`: pair, shared tasks and clusters, the
+    difference, its interval, p (Holm's, or raw for an exploratory pair), MDD, verdict."""
+    rows = []
+    for t in compare_systems(systems, declared, cluster):
+        d = t.diff
+        ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
+        p_text = _p_text(t.p) + (" (raw)" if t.exploratory else "")
+        mdd = "-" if t.mdd != t.mdd else f"{t.mdd:.3f}"
+        rows.append(
+            f"| {_name(t.a, t.level)} | {_name(t.b, t.level)} | {t.tasks} | {d.clusters} "
+            f"| {d.estimate:+.3f} | {ci} | {p_text} | {mdd} | {t.verdict} |"
+        )
     return rows
+
+
+def _name(system: System, level: str | None) -> str:
+    return f"{system[0]} / {system[1]}" + (f" ({level})" if level else "")
 
 
 def _cause_table(folder: Path) -> list[str]:

@@ -70,19 +70,36 @@ def study_restore(
         fail(str(exc))
 
 
-START, END = "<!-- study-tables:start -->", "<!-- study-tables:end -->"
+def _markers(block: str) -> tuple[str, str]:
+    return f"<!-- {block}:start -->", f"<!-- {block}:end -->"
+
+
+def write_block(into: Path, block: str, text: str) -> None:
+    """Rewrite the lines between ``<!-- BLOCK:start -->`` and ``<!-- BLOCK:end -->`` of a
+    Markdown file with ``text``; the rest of the file is kept byte for byte."""
+    start, end = _markers(block)
+    try:
+        page = into.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {into}: {exc}")
+    if page.count(start) != 1 or page.count(end) != 1 or page.index(start) > page.index(end):
+        fail(f"{into} needs one {start} line before one {end} line")
+    head, rest = page.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    into.write_text(f"{head}{start}\n{text}{end}{tail}", encoding="utf-8")
+
+
+INTO_HELP = (
+    "rewrite the block between <!-- BLOCK:start --> and <!-- BLOCK:end --> of this Markdown "
+    "file instead of printing (default: print)"
+)
 
 
 @study_app.command("tables")
 def study_tables_command(
     folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
-    into: Annotated[
-        Path | None,
-        typer.Option(
-            help=f"rewrite the block between {START} and {END} of this Markdown file "
-            "instead of printing (default: print)"
-        ),
-    ] = None,
+    into: Annotated[Path | None, typer.Option(help=INTO_HELP)] = None,
+    block: Annotated[str, typer.Option(help="the block's name, for --into")] = "study-tables",
     design: Annotated[
         Path | None,
         typer.Option(
@@ -119,16 +136,34 @@ def study_tables_command(
     if into is None:
         typer.echo(text, nl=False)
         return
-    try:
-        page = into.read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read {into}: {exc}")
-    if page.count(START) != 1 or page.count(END) != 1 or page.index(START) > page.index(END):
-        fail(f"{into} needs one {START} line before one {END} line")
-    head, rest = page.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    into.write_text(f"{head}{START}\n{text}{END}{tail}", encoding="utf-8")
+    write_block(into, block, text)
     typer.echo(f"tables written into {into}")
+
+
+@study_app.command("claims")
+def study_claims_command(
+    folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
+    design: Annotated[Path, typer.Option(help="the study's design file, declared before it ran")],
+    into: Annotated[Path | None, typer.Option(help=INTO_HELP)] = None,
+    block: Annotated[str, typer.Option(help="the block's name, for --into")] = "study-claims",
+) -> None:
+    """The study's claims as Markdown, from its declared comparisons only: per arm, a sentence
+    per comparison (which system scores higher when Holm's verdict says they differ, else no
+    difference detected and the MDD), and the declared comparisons with no data yet."""
+    from raleval.analysis.claims import study_claims
+    from raleval.analysis.design import load_design
+
+    if not folder.exists():
+        fail(f"no study folder {folder}")
+    try:
+        text = study_claims(folder, load_design(design), f"`{design.as_posix()}`")
+    except user_errors() as exc:
+        fail(str(exc))
+    if into is None:
+        typer.echo(text, nl=False)
+        return
+    write_block(into, block, text)
+    typer.echo(f"claims written into {into}")
 
 
 @study_app.command("plan")

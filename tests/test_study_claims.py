@@ -1,0 +1,136 @@
+"""A study's claims come from its declared comparisons only (issue 48): `raleval study claims`
+writes a sentence per declared comparison from the same numbers as the comparison table, never
+an exploratory pair, and the README's claims are that block, regenerated from the stored cells."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from raleval.analysis.claims import study_claims
+from raleval.analysis.design import load_design
+from raleval.app.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST = ROOT / "studies" / "local-models"
+RERUN = "studies/local-models-2"
+RERUN_DESIGN = "studies/local-models-2.design.yaml"
+README = ROOT / "README.md"
+START, END = "<!-- study-claims:start -->", "<!-- study-claims:end -->"
+runner = CliRunner()
+
+DESIGN = """\
+sample: {seed: 7, per_family: 5}
+cluster: family
+comparisons:
+  - [react/local/qwen2.5-0.5b, direct/local/qwen2.5-0.5b]
+  - [react/local/smollm2-135m, dfsdt/local/smollm2-135m]
+  - [pal/local/smollm2-135m, react/local/smollm2-135m]
+  - {a: react/local/qwen2.5-0.5b, b: direct/local/qwen2.5-0.5b, level: KU}
+  - [react/local/qwen2.5-0.5b, react/local/qwen2.5-7b]
+"""
+ROW = re.compile(r"^\| (.+?) \| (.+?) \| (\d+) \| (\d+) \| ([+-][\d.]+) \| \[(.+?), (.+?)\] \| ")
+
+
+def _tables(design: Path) -> dict[tuple[str, str], list[str]]:
+    result = runner.invoke(app, ["study", "tables", str(FIRST), "--design", str(design)])
+    assert result.exit_code == 0, result.output
+    block = result.output.split("#### generated task sets: paired comparisons\n", 1)[1]
+    rows = {}
+    for line in block.split("####", 1)[0].splitlines():
+        m = ROW.match(line)
+        if m:
+            rows[(m.group(1), m.group(2))] = [line.rsplit(" | ", 1)[1].strip(" |"), *m.groups()]
+    return rows
+
+
+def test_claims_are_the_declared_comparisons_with_the_table_s_numbers(tmp_path):
+    design = tmp_path / "d.yaml"
+    design.write_text(DESIGN, encoding="utf-8")
+    rows = _tables(design)
+    text = study_claims(FIRST, load_design(design), "d.yaml")
+    claims = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    assert len(claims) == 5  # four tested, the 7B not run
+    assert claims[-1] == "Not yet run: ReAct on `local/qwen2.5-0.5b` against `local/qwen2.5-7b`."
+    declared = [k for k, v in rows.items() if v[0] in ("differ", "inside")]
+    assert len(declared) == 4
+    for (a, b), claim in zip(declared, claims, strict=False):
+        verdict, *_, tasks, clusters, diff, low, high = rows[(a, b)]
+        assert f"({tasks} tasks, {clusters} clusters" in claim
+        if verdict == "inside":
+            assert claim.startswith("No difference detected between")
+            assert f"F1 {diff} [{low}, {high}]" in claim
+            continue
+        # "differ": the system with the higher F1 comes first, the difference made positive
+        value = float(diff)
+        first = a if value > 0 else b
+        workflow = first.split(" / ")[0]
+        assert claim.split(" scores higher than ")[0].lower().startswith(workflow[:4].lower())
+        lo, hi = sorted((float(low), float(high)) if value > 0 else (-float(high), -float(low)))
+        assert f"F1 +{abs(value):.3f} [{lo:+.3f}, {hi:+.3f}]" in claim
+    # an exploratory pair of the table is never claimed
+    exploratory = [k for k, v in rows.items() if v[0] == "exploratory"]
+    assert exploratory
+    assert "PAL on `local/qwen2.5-0.5b`" not in text and "function calling" not in text
+    # the level comparison says it is one level's tasks
+    assert sum("KU tasks only" in c for c in claims) == 1
+
+
+def test_a_system_still_running_says_how_far_its_cells_are(tmp_path):
+    """A partial cell (stored with --partial) makes its comparison run on fewer tasks; the
+    claim says so instead of reading like the finished design."""
+    import gzip
+    import shutil
+
+    study = tmp_path / "study"
+    cells = [f"scholar__{w}__local_qwen2.5-0.5b__scholar" for w in ("react", "direct")]
+    for name in cells:
+        shutil.copytree(FIRST / name, study / name)
+    direct = study / cells[1] / "results.jsonl.gz"
+
+    lines = gzip.decompress(direct.read_bytes()).decode().splitlines(keepends=True)
+    direct.write_bytes(gzip.compress("".join(lines[:9]).encode()))
+    design = tmp_path / "d.yaml"
+    design.write_text(DESIGN, encoding="utf-8")
+    text = study_claims(study, load_design(design), "d.yaml")
+    line = next(c for c in text.splitlines() if "`direct`" in c and "KU" not in c)
+    assert "(9 tasks," in line
+    assert "`direct` (no tools) on `local/qwen2.5-0.5b`: 9 of its 15 tasks so far" in line
+
+
+def test_the_readme_s_claims_are_the_re_run_s_declared_comparisons_regenerated():
+    text = README.read_text(encoding="utf-8")
+    block = text.split(START + "\n", 1)[1].split(END, 1)[0]
+    fresh = study_claims(ROOT / RERUN, load_design(ROOT / RERUN_DESIGN), f"`{RERUN_DESIGN}`")
+    assert block == fresh, (
+        "the README's claims are not what the stored cells say: regenerate them with "
+        f"`raleval study claims {RERUN} --design {RERUN_DESIGN} --into README.md`"
+    )
+    # the Studies section claims nothing outside the block: no F1, share or p of its own
+    section = text.split("\n## Studies\n", 1)[1].split("\n## ", 1)[0]
+    outside = re.sub(r"Qwen2\.5-[\d.]+B|SmolLM2-135M", "MODEL", section.replace(block, ""))
+    numbers = re.findall(r"\b\d+\.\d+|\d+(?:\.\d+)?\s?%", outside)
+    assert not numbers, f"the README's Studies section claims numbers of its own: {numbers}"
+
+
+def test_the_claims_command_rewrites_its_block_and_tables_take_a_block_name(tmp_path):
+    design = tmp_path / "d.yaml"
+    design.write_text(DESIGN, encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        f"# t\n{START}\nold\n{END}\nmid\n<!-- two:start -->\nold\n<!-- two:end -->\n",
+        encoding="utf-8",
+    )
+    args = ["study", "claims", str(FIRST), "--design", str(design), "--into", str(page)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    args = ["study", "tables", str(FIRST), "--into", str(page), "--block", "two"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    got = page.read_text(encoding="utf-8")
+    assert "old" not in got and got.startswith(f"# t\n{START}\nDeclared before the run")
+    assert "\nmid\n<!-- two:start -->\n#### generated task sets\n" in got
+    result = runner.invoke(app, [*args[:-1], "three"])
+    assert result.exit_code != 0 and "needs one <!-- three:start -->" in result.output
