@@ -62,28 +62,25 @@ README = ROOT / "README.md"
 FIGURE_REF = re.compile(r"!\[[^\]]+\]\((docs/study/[A-Za-z0-9_.-]+\.png)\)")
 
 
-def test_readme_shows_study_figures_that_the_stored_cells_regenerate(tmp_path):
-    """The README's figures exist, are PNG files, and are what ``raleval study figures`` draws
-    from the stored cells now (same size, the same pixels but for anti-aliasing: a figure left
-    behind after the results changed fails)."""
+def _same_figures(refs: list[str], study: Path, arm: str, tmp_path: Path) -> None:
+    """Each of ``refs`` (paths under the repository) exists, is a PNG file, and is what
+    ``raleval study figures`` draws from ``study``'s ``arm`` now (same size, the same pixels but
+    for anti-aliasing: a figure left behind after the results changed fails)."""
     from matplotlib import image
     from typer.testing import CliRunner
 
     from raleval.app.cli import app
 
-    refs = FIGURE_REF.findall(README.read_text(encoding="utf-8"))
-    assert len(refs) >= 2, "the README shows fewer than two of the study's figures"
-    assert "docs/study.md" in README.read_text(encoding="utf-8")
     names = [f"--figure={Path(ref).stem}" for ref in refs]
-    result = CliRunner().invoke(
-        app, ["study", "figures", str(STUDY), "--into", str(tmp_path), *names]
-    )
+    out = tmp_path / arm.replace(" ", "_")
+    args = ["study", "figures", str(study), "--arm", arm, "--into", str(out), *names]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(r).name for r in refs)
+    assert sorted(p.name for p in out.iterdir()) == sorted(Path(r).name for r in refs)
     for ref in refs:
         shown = ROOT / ref
         assert shown.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", ref
-        fresh = tmp_path / shown.name
+        fresh = out / shown.name
         assert fresh.exists(), f"{ref}: raleval study figures draws no such figure"
         a, b = image.imread(shown), image.imread(fresh)
         assert a.shape == b.shape, f"{ref} is not the figure the stored cells give"
@@ -92,8 +89,48 @@ def test_readme_shows_study_figures_that_the_stored_cells_regenerate(tmp_path):
         changed = float((abs(a - b).max(axis=-1) > 0.1).mean())
         assert changed < 5e-4, (
             f"{ref} differs from the stored cells' figure ({changed:.2%} of its pixels): "
-            "regenerate with `raleval study figures studies/local-models --into docs/study`"
+            f"regenerate with `raleval study figures {study.relative_to(ROOT)} --arm '{arm}'`"
         )
+
+
+def test_readme_shows_study_figures_that_the_stored_cells_regenerate(tmp_path):
+    refs = FIGURE_REF.findall(README.read_text(encoding="utf-8"))
+    assert len(refs) >= 2, "the README shows fewer than two of the study's figures"
+    assert "docs/study.md" in README.read_text(encoding="utf-8")
+    _same_figures(refs, STUDY, "generated", tmp_path)
+
+
+RERUN = ROOT / "studies" / "local-models-2"
+RERUN_FIGURE = re.compile(r"!\[[^\]]+\]\((study2/[A-Za-z0-9_./-]+\.png)\)")
+
+
+def test_the_re_run_s_tables_and_figures_in_the_docs_are_its_stored_cells(tmp_path):
+    """docs/study.md's re-run block is `raleval study tables` under the design, its claims
+    block the README's, and its figures what the stored cells draw (default and matched arm);
+    `bash studies/regenerate.sh` rewrites them all."""
+    from raleval.analysis.design import load_design
+
+    text = DOC.read_text(encoding="utf-8")
+    design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
+    declared = [(*c.systems, c.level) for c in design.comparisons]
+    block = text.split("<!-- study-rerun-tables:start -->\n", 1)[1]
+    block = block.split("<!-- study-rerun-tables:end -->", 1)[0]
+    # the timing pass's lines, kept beside the study once it has run
+    timing = ROOT / "studies" / "local-models-2-timing"
+    fresh = study_tables(RERUN, declared, design.cluster, timing if timing.is_dir() else None)
+    assert block == fresh, "regenerate with `bash studies/regenerate.sh`"
+    claims = "<!-- study-claims:start -->\n"
+    readme = README.read_text(encoding="utf-8")
+    assert (
+        text.split(claims, 1)[1].split("<!-- study-claims:end -->")[0]
+        == readme.split(claims, 1)[1].split("<!-- study-claims:end -->")[0]
+    )
+    refs = [f"docs/{r}" for r in RERUN_FIGURE.findall(text)]
+    assert len(refs) == 5
+    default = [r for r in refs if "/matched/" not in r]
+    _same_figures(default, RERUN, "generated", tmp_path)
+    matched = [r for r in refs if "/matched/" in r]
+    _same_figures(matched, RERUN, "generated @ 4000 tokens", tmp_path)
 
 
 def test_figures_name_the_arms_there_are(tmp_path):

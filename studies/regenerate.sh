@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Regenerate, from the stored cells alone (no model), everything docs/study.md and the README
+# show of the re-run (issue 48): its tables, its claims (declared comparisons only) and its
+# figures. Run it after each `raleval study store`; tests check the result. The timing pass's
+# table comes from studies/local-models-2-timing/ once that holds the pass's timing.jsonl files
+# (`raleval study timing --config studies/local-models-2.yaml --out DIR`, then copy each
+# DIR/<env>/timing.jsonl there).
+#
+#   bash studies/regenerate.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STUDY=studies/local-models-2
+DESIGN=studies/local-models-2.design.yaml
+TIMING=()
+[ -d studies/local-models-2-timing ] && TIMING=(--timing studies/local-models-2-timing)
+raleval study tables "$STUDY" --design "$DESIGN" "${TIMING[@]}" --into docs/study.md \
+    --block study-rerun-tables
+raleval study claims "$STUDY" --design "$DESIGN" --into docs/study.md
+raleval study claims "$STUDY" --design "$DESIGN" --into README.md
+raleval study figures "$STUDY" --into docs/study2 --figure radar-react --figure errors \
+    --figure tokens
+raleval study figures "$STUDY" --arm "generated @ 4000 tokens" --into docs/study2/matched \
+    --figure tokens --figure errors
