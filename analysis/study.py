@@ -37,6 +37,10 @@ from raleval.store import TIMING
 GENERATED = "generated"
 LEVELS = ("KS", "KU", "KA")
 LABELS = [e.value for e in ErrorType]
+BUDGETS = {
+    StopReason.step_budget, StopReason.time_budget, StopReason.token_budget,
+    StopReason.cost_budget, StopReason.context_overflow,
+}  # fmt: skip
 
 
 def arm_of(run: Run) -> str:
@@ -125,6 +129,9 @@ def _row(run: Run) -> dict[str, str]:
     unparseable = sum(t.stop_reason is StopReason.unparseable_output for t in scored)
     row["unparseable"] = str(unparseable)
     row["prog. error"] = str(sum(t.stop_reason is StopReason.program_error for t in scored))
+    # stopped by a limit of the harness (steps, time, tokens or cost, the context window):
+    # at matched compute, the budget rather than the workflow ending the episode
+    row["at budget"] = str(sum(t.stop_reason in BUDGETS for t in scored))
     # answers that were a demonstration's answer and not the gold (analysis/demonstrations.py)
     row["copied"] = str(sum(t.scores.get(COPIED, 0.0) > 0 for t in scored))
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
@@ -315,8 +322,9 @@ def study_tables(
     for arm, systems in load_study(folder).items():
         generated = arm.startswith(GENERATED)
         columns = COLUMNS[GENERATED if generated else "real"]
-        if declared is not None:
+        if declared is not None:  # tokens and calls are the cost; the budgets' share beside
             columns = [c for c in columns if c != "s/ep"]
+            columns.insert(columns.index("prog. error") + 1, "at budget")
         if arm == GENERATED:
             title = "generated task sets"
         elif arm.startswith(f"{GENERATED} ~"):  # sampled, several epochs: consistency

@@ -49,6 +49,7 @@ def test_every_workflow_stops_at_the_same_token_budget(tmp_path, workflow):
 def test_the_matched_compute_arm_has_its_table_beside_the_default_budgets(tmp_path):
     """Cells run at ``max_episode_tokens`` form an arm of their own, shown right after the
     default budgets' table, with tokens and model calls per episode and the tokens' interval."""
+    import gzip
     import json
     import shutil
     from pathlib import Path
@@ -74,6 +75,21 @@ def test_the_matched_compute_arm_has_its_table_beside_the_default_budgets(tmp_pa
     ]
     header = next(line for line in text.splitlines() if line.startswith("| workflow"))
     assert header.endswith("| tokens/ep | tokens CI | calls/ep |")
+    # under a design, each row also counts the episodes a budget ended (the matched arm's
+    # point: the budget, not the workflow's own stopping rule, ends them)
+    for cell in tmp_path.glob("matched-*"):
+        path = cell / "results.jsonl.gz"
+        rows = [json.loads(x) for x in gzip.decompress(path.read_bytes()).splitlines()]
+        for row in rows[:3]:
+            row["stop_reason"], row["termination"] = "cost_budget", "cost_limit"
+        path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    declared = [(("react", "local/qwen2.5-0.5b"), ("direct", "local/qwen2.5-0.5b"), None)]
+    text = study_tables(tmp_path, declared, "family")
+    matched = text.split("matched compute: 2000 tokens per episode\n", 1)[1]
+    header, _, *rows = matched.strip().split("\n\n", 1)[0].splitlines()
+    for row in rows:
+        cells = dict(zip(header.split(" | "), row.split(" | "), strict=True))
+        assert cells["at budget"] == "3", row
 
 
 def test_a_sampled_arm_has_its_own_table_with_pass_at_k(tmp_path):
