@@ -102,6 +102,31 @@ def test_every_number_of_the_generated_arms_account_is_in_the_regenerated_data()
     assert not missing, f"numbers in docs/study.md's prose not in the stored cells: {missing}"
 
 
+def test_every_number_of_the_re_run_s_account_is_in_its_regenerated_data():
+    """The re-run's prose quotes its tables (under the design), its claims, and the first
+    study's tables where it compares the two; nothing else."""
+    from raleval.analysis.claims import study_claims
+    from raleval.analysis.design import load_design
+
+    design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
+    declared = [(*c.systems, c.level) for c in design.comparisons]
+    rerun = ROOT / "studies" / "local-models-2"
+    pool = (
+        _pool(study_tables(rerun, declared, design.cluster))
+        | _pool(study_claims(rerun, design, "design"))
+        | _pool(study_tables(STUDY))
+    )
+    text = DOC.read_text(encoding="utf-8")
+    prose = NAMES.sub(" ", _section(text, "What the re-run shows"))
+    assert "ReAct" in prose and len(NUMBER.findall(prose)) > 30
+    missing = [
+        m.group(0)
+        for m in NUMBER.finditer(prose)
+        if not _found(m.group(0), _suffix(prose, m.end()), pool)
+    ]
+    assert not missing, f"numbers in the re-run's prose not in its stored cells: {missing}"
+
+
 def test_the_r_eval_block_quotes_the_paper_model_by_model():
     with open(REVAL, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
