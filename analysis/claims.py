@@ -89,9 +89,9 @@ def study_claims(folder: Path, design: StudyDesign, design_name: str) -> str:
     :func:`claim`; on the default arm, the declared comparisons without data yet."""
     declared = [(*c.systems, c.level) for c in design.comparisons]
     out = [
-        f"Declared before the run ({design_name}): {len(declared)} comparisons of F1, paired on "
-        f"the tasks both systems ran, clustered by {design.cluster}; each arm's verdicts are "
-        f"Holm's over its declared comparisons, each interval Holm's simultaneous 95%.",
+        f"The {len(declared)} comparisons {design_name} declares: F1, paired on the tasks both "
+        f"systems ran, clustered by {design.cluster}; each arm's verdicts are Holm's over its "
+        f"declared comparisons, each interval Holm's simultaneous 95%.",
         "",
     ]
     for arm, systems in load_study(folder).items():

@@ -130,7 +130,7 @@ def test_the_claims_command_rewrites_its_block_and_tables_take_a_block_name(tmp_
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     got = page.read_text(encoding="utf-8")
-    assert "old" not in got and got.startswith(f"# t\n{START}\nDeclared before the run")
+    assert "old" not in got and got.startswith(f"# t\n{START}\nThe 5 comparisons ")
     assert "\nmid\n<!-- two:start -->\n#### generated task sets\n" in got
     result = runner.invoke(app, [*args[:-1], "three"])
     assert result.exit_code != 0 and "needs one <!-- three:start -->" in result.output
