@@ -230,6 +230,25 @@ def test_the_re_run_s_config_draws_the_design_s_sample_in_every_cell():
         assert set(comparison.systems) <= default_arm, comparison
 
 
+def test_the_timing_pass_times_the_default_arm_s_cells_on_the_study_s_sample():
+    """studies/local-models-2.timing.yaml holds exactly the default arm's cells (environment,
+    workflow, model, options), drawing the same seeded sample, so its seconds are theirs."""
+    from raleval.config import load_matrix
+
+    def cells(path: Path, arm_only: bool) -> set[tuple]:
+        out = set()
+        for c in load_matrix(path, {}):
+            if arm_only and c.arm is not None:
+                continue
+            sample = (c.with_defaults().tasks, c.tasks_per_family, c.sample_seed, c.limit)
+            out.add((c.env, c.workflow, c.model, sample, repr(c.workflow_options)))
+        return out
+
+    study = cells(ROOT / "studies" / "local-models-2.yaml", arm_only=True)
+    timing = cells(ROOT / "studies" / "local-models-2.timing.yaml", arm_only=False)
+    assert timing == study and len(timing) == 30
+
+
 def test_an_arm_names_its_cells_and_leaves_the_fingerprint_alone(tmp_path):
     """Two arms of one system (other budgets, sampling) keep apart in one log directory; a cell
     without an arm keeps the name and fingerprint it had before arms existed."""
