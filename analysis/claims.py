@@ -87,7 +87,7 @@ def claim(t: Tested, systems: dict[System, Run] | None = None) -> str:
 def study_claims(folder: Path, design: StudyDesign, design_name: str) -> str:
     """Markdown: the declared comparisons' verdicts, arm by arm, each a sentence of
     :func:`claim`; on the default arm, the declared comparisons without data yet."""
-    declared = [(*c.systems, c.level) for c in design.comparisons]
+    declared = design.declared
     out = [
         f"The {len(declared)} comparisons {design_name} declares: F1, paired on the tasks both "
         f"systems ran, clustered by {design.cluster}; each arm's verdicts are Holm's over its "

@@ -94,6 +94,11 @@ class StudyDesign(BaseModel):
     power: float = Field(0.8, gt=0, lt=1)
     comparisons: list[Comparison] = Field(min_length=1)
 
+    @property
+    def declared(self) -> list[tuple[tuple[str, str], tuple[str, str], str | None]]:
+        """The comparisons as (A, B, level or None), as the study tables take them."""
+        return [(*c.systems, c.level) for c in self.comparisons]
+
     @field_validator("comparisons", mode="before")
     @classmethod
     def _pairs(cls, v: Any) -> Any:

@@ -137,10 +137,9 @@ def test_every_number_of_the_re_run_s_account_is_in_its_regenerated_data():
     from raleval.analysis.design import load_design
 
     design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
-    declared = [(*c.systems, c.level) for c in design.comparisons]
     rerun = ROOT / "studies" / "local-models-2"
     pool = (
-        _pool(study_tables(rerun, declared, design.cluster))
+        _pool(study_tables(rerun, design.declared, design.cluster))
         | _pool(study_claims(rerun, design, "design"))
         | _pool(study_tables(STUDY))
     )

@@ -89,6 +89,15 @@ def write_block(into: Path, block: str, text: str) -> None:
     into.write_text(f"{head}{start}\n{text}{end}{tail}", encoding="utf-8")
 
 
+def emit(text: str, into: Path | None, block: str, what: str) -> None:
+    """Print ``text``, or with ``into`` write it into that file's block (:func:`write_block`)."""
+    if into is None:
+        typer.echo(text, nl=False)
+        return
+    write_block(into, block, text)
+    typer.echo(f"{what} written into {into}")
+
+
 INTO_HELP = (
     "rewrite the block between <!-- BLOCK:start --> and <!-- BLOCK:end --> of this Markdown "
     "file instead of printing (default: print)"
@@ -129,15 +138,10 @@ def study_tables_command(
             from raleval.analysis.design import load_design
 
             plan = load_design(design)
-            declared = [(*c.systems, c.level) for c in plan.comparisons]
-            text = study_tables(folder, declared, plan.cluster, timing)
+            text = study_tables(folder, plan.declared, plan.cluster, timing)
     except user_errors() as exc:
         fail(str(exc))
-    if into is None:
-        typer.echo(text, nl=False)
-        return
-    write_block(into, block, text)
-    typer.echo(f"tables written into {into}")
+    emit(text, into, block, "tables")
 
 
 @study_app.command("claims")
@@ -159,11 +163,7 @@ def study_claims_command(
         text = study_claims(folder, load_design(design), f"`{design.as_posix()}`")
     except user_errors() as exc:
         fail(str(exc))
-    if into is None:
-        typer.echo(text, nl=False)
-        return
-    write_block(into, block, text)
-    typer.echo(f"claims written into {into}")
+    emit(text, into, block, "claims")
 
 
 @study_app.command("plan")
