@@ -46,22 +46,25 @@ def _sides(a: System, b: System) -> tuple[str, str, str]:
     return f"{_workflow(a[0])} on {_model(a[1])}", f"{_workflow(b[0])} on {_model(b[1])}", ""
 
 
-def _unfinished(run: Run) -> str | None:
-    """ "52 of its 80 tasks so far" for a system whose cells are stored partial, else None."""
-    done = {t.task_id for t in run.results}
-    if len(done) >= len(run.tasks):
+def _unfinished(run: Run, arm_tasks: set[str]) -> str | None:
+    """ "12 of the arm's 80 tasks so far" for a system that has answered fewer of the arm's
+    tasks than the arm holds (a cell stored partial, or cells not yet run), else None."""
+    done = {t.task_id for t in run.results} & arm_tasks
+    if len(done) >= len(arm_tasks):
         return None
-    return f"{len(done)} of its {len(run.tasks)} tasks so far"
+    return f"{len(done)} of the arm's {len(arm_tasks)} tasks so far"
 
 
 def claim(t: Tested, systems: dict[System, Run] | None = None) -> str:
     """One declared comparison as a sentence; its numbers are the comparison table's row. With
-    the arm's ``systems``, a system whose cells are not finished says how far they are."""
+    the arm's ``systems``, a system that has not answered every task of the arm says how far it
+    is (the comparison then runs on the tasks both answered)."""
     d = t.diff
     level = f", {t.level} tasks only" if t.level else ""
     size = f"{t.tasks} tasks, {d.clusters} clusters{level}"
+    arm_tasks = {k for run in (systems or {}).values() for k in run.tasks}
     for system in (t.a, t.b):
-        partial = _unfinished(systems[system]) if systems and system in systems else None
+        partial = _unfinished(systems[system], arm_tasks) if systems and system in systems else None
         if partial:
             size += f"; {_workflow(system[0])} on {_model(system[1])}: {partial}"
     p = "<0.001" if t.p < 1e-3 else f"{t.p:.3f}"

@@ -79,8 +79,9 @@ def test_claims_are_the_declared_comparisons_with_the_table_s_numbers(tmp_path):
 
 
 def test_a_system_still_running_says_how_far_its_cells_are(tmp_path):
-    """A partial cell (stored with --partial) makes its comparison run on fewer tasks; the
-    claim says so instead of reading like the finished design."""
+    """A partial cell (stored with --partial), or a system whose other environments' cells have
+    not run, makes its comparison run on fewer tasks; the claim says so instead of reading like
+    the finished design."""
     import gzip
     import shutil
 
@@ -97,7 +98,14 @@ def test_a_system_still_running_says_how_far_its_cells_are(tmp_path):
     text = study_claims(study, load_design(design), "d.yaml")
     line = next(c for c in text.splitlines() if "`direct`" in c and "KU" not in c)
     assert "(9 tasks," in line
-    assert "`direct` (no tools) on `local/qwen2.5-0.5b`: 9 of its 15 tasks so far" in line
+    assert "`direct` (no tools) on `local/qwen2.5-0.5b`: 9 of the arm's 15 tasks so far" in line
+    # a system whose other cells have not run yet: fewer tasks than the arm holds
+    wiki = "wiki__react__local_qwen2.5-0.5b__wiki"
+    shutil.copytree(FIRST / wiki, study / wiki)
+    text = study_claims(study, load_design(design), "d.yaml")
+    line = next(c for c in text.splitlines() if "`direct`" in c and "KU" not in c)
+    assert "(9 tasks," in line
+    assert "`direct` (no tools) on `local/qwen2.5-0.5b`: 9 of the arm's 60 tasks so far" in line
 
 
 def test_the_readme_s_claims_are_the_re_run_s_declared_comparisons_regenerated():
