@@ -230,6 +230,36 @@ def test_the_re_run_s_config_draws_the_design_s_sample_in_every_cell():
         assert set(comparison.systems) <= default_arm, comparison
 
 
+def test_the_re_run_s_comparisons_were_declared_before_its_cells_ran():
+    """Every stored cell of the re-run records the commit it ran from (its header's
+    ``git_revision``); that commit's design file already declared today's comparisons and
+    cluster level, so none was chosen after seeing a cell."""
+    import json
+    import subprocess
+
+    import yaml
+
+    from raleval.analysis.design import StudyDesign
+
+    design_file = "studies/local-models-2.design.yaml"
+    now = load_design(ROOT / design_file)
+    revisions = {
+        json.loads(h.read_text(encoding="utf-8"))["git_revision"]
+        for h in (ROOT / "studies" / "local-models-2").glob("*/header.json")
+    }
+    assert revisions and None not in revisions
+    for rev in sorted(revisions):
+        known = subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=ROOT)
+        if known.returncode != 0:
+            pytest.skip(f"this clone lacks the history of {rev} (a shallow clone)")
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{design_file}"], cwd=ROOT, capture_output=True, text=True
+        )
+        assert shown.returncode == 0, f"{rev} has no {design_file}: {shown.stderr}"
+        then = StudyDesign.model_validate(yaml.safe_load(shown.stdout))
+        assert then.declared == now.declared and then.cluster == now.cluster, rev
+
+
 def test_the_timing_pass_times_the_default_arm_s_cells_on_the_study_s_sample():
     """studies/local-models-2.timing.yaml holds exactly the default arm's cells (environment,
     workflow, model, options), drawing the same seeded sample, so its seconds are theirs."""
