@@ -210,7 +210,7 @@ def compare_systems(
 
     Without ``declared`` the pairs of :func:`_pairs` are tested. With a design's declared
     comparisons (A, B, level or None), exactly those are tested, Holm over them (a declared
-    pair a system of this arm lacks is left out: :func:`untested`); every other pair of
+    pair a system of this arm lacks is left out); every other pair of
     :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked exploratory."""
     units = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
 
@@ -249,13 +249,6 @@ def compare_systems(
                 res = r[4]
                 out.append(Tested(a, b, None, r[3], res.diff, res.p, res.mdd, exploratory=True))
     return out
-
-
-def untested(systems: dict[System, Run], declared: Declared) -> list[tuple]:
-    """The declared comparisons of ``declared`` this arm cannot test: a system without
-    episodes here, or fewer than two shared tasks."""
-    found = {(t.a, t.b, t.level) for t in compare_systems(systems, declared) if not t.exploratory}
-    return [c for c in declared if tuple(c) not in found]
 
 
 def _p_text(p: float) -> str:
