@@ -31,16 +31,13 @@ from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
 from raleval.analysis.stats import Interval, holm, holm_intervals, paired_difference
+from raleval.analysis.taxonomy import BUDGETS
 from raleval.records import ErrorType, StopReason, Trajectory
 from raleval.store import TIMING
 
 GENERATED = "generated"
 LEVELS = ("KS", "KU", "KA")
 LABELS = [e.value for e in ErrorType]
-BUDGETS = {
-    StopReason.step_budget, StopReason.time_budget, StopReason.token_budget,
-    StopReason.cost_budget, StopReason.context_overflow,
-}  # fmt: skip
 
 
 def arm_of(run: Run) -> str:
