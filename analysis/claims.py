@@ -17,7 +17,14 @@ from pathlib import Path
 
 from raleval.analysis.design import StudyDesign
 from raleval.analysis.runs import Run
-from raleval.analysis.study import GENERATED, System, Tested, compare_systems, load_study
+from raleval.analysis.study import (
+    GENERATED,
+    System,
+    Tested,
+    compare_systems,
+    load_study,
+    p_text,
+)
 
 WORKFLOWS = {
     "react": "ReAct",
@@ -46,28 +53,29 @@ def _sides(a: System, b: System) -> tuple[str, str, str]:
     return f"{_workflow(a[0])} on {_model(a[1])}", f"{_workflow(b[0])} on {_model(b[1])}", ""
 
 
-def _unfinished(run: Run, arm_tasks: set[str]) -> str | None:
-    """ "12 of the arm's 80 tasks so far" for a system that has answered fewer of the arm's
-    tasks than the arm holds (a cell stored partial, or cells not yet run), else None."""
-    done = {t.task_id for t in run.results} & arm_tasks
-    if len(done) >= len(arm_tasks):
-        return None
-    return f"{len(done)} of the arm's {len(arm_tasks)} tasks so far"
+def progress(systems: dict[System, Run]) -> dict[System, str]:
+    """For each system of an arm that has answered fewer of the arm's tasks than the arm holds
+    (a cell stored partial, or cells not yet run): "12 of the arm's 80 tasks so far"."""
+    arm_tasks = {k for run in systems.values() for k in run.tasks}
+    out = {}
+    for system, run in systems.items():
+        done = {t.task_id for t in run.results} & arm_tasks
+        if len(done) < len(arm_tasks):
+            out[system] = f"{len(done)} of the arm's {len(arm_tasks)} tasks so far"
+    return out
 
 
-def claim(t: Tested, systems: dict[System, Run] | None = None) -> str:
-    """One declared comparison as a sentence; its numbers are the comparison table's row. With
-    the arm's ``systems``, a system that has not answered every task of the arm says how far it
-    is (the comparison then runs on the tasks both answered)."""
+def claim(t: Tested, unfinished: dict[System, str] | None = None) -> str:
+    """One declared comparison as a sentence; its numbers are the comparison table's row. A
+    system in ``unfinished`` (:func:`progress`) says how far it is (the comparison then runs on
+    the tasks both answered)."""
     d = t.diff
     level = f", {t.level} tasks only" if t.level else ""
     size = f"{t.tasks} tasks, {d.clusters} clusters{level}"
-    arm_tasks = {k for run in (systems or {}).values() for k in run.tasks}
     for system in (t.a, t.b):
-        partial = _unfinished(systems[system], arm_tasks) if systems and system in systems else None
-        if partial:
-            size += f"; {_workflow(system[0])} on {_model(system[1])}: {partial}"
-    p = "<0.001" if t.p < 1e-3 else f"{t.p:.3f}"
+        if unfinished and system in unfinished:
+            size += f"; {_workflow(system[0])} on {_model(system[1])}: {unfinished[system]}"
+    p = p_text(t.p)
     if t.verdict == "differ":
         first, second = (t.a, t.b) if d.estimate > 0 else (t.b, t.a)
         subject, obj, shared = _sides(first, second)
@@ -116,7 +124,8 @@ def study_claims(folder: Path, design: StudyDesign, design_name: str) -> str:
         )
         out.append(f"{title}:")
         out.append("")
-        out += [f"- {claim(t, systems)}" for t in tested]
+        unfinished = progress(systems)
+        out += [f"- {claim(t, unfinished)}" for t in tested]
         for a, b, level in missing:
             subject, obj, shared = _sides(a, b)
             level_text = f" ({level} tasks)" if level else ""

@@ -248,7 +248,8 @@ def compare_systems(
     return out
 
 
-def _p_text(p: float) -> str:
+def p_text(p: float) -> str:
+    """A p-value as the tables print it: '-' for none, '<0.001', else three places."""
     return "-" if p != p else ("<0.001" if p < 1e-3 else f"{p:.3f}")
 
 
@@ -261,11 +262,11 @@ def comparison_table(
     for t in compare_systems(systems, declared, cluster):
         d = t.diff
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
-        p_text = _p_text(t.p) + (" (raw)" if t.exploratory else "")
+        p_shown = p_text(t.p) + (" (raw)" if t.exploratory else "")
         mdd = "-" if t.mdd != t.mdd else f"{t.mdd:.3f}"
         rows.append(
             f"| {_name(t.a, t.level)} | {_name(t.b, t.level)} | {t.tasks} | {d.clusters} "
-            f"| {d.estimate:+.3f} | {ci} | {p_text} | {mdd} | {t.verdict} |"
+            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {mdd} | {t.verdict} |"
         )
     return rows
 
