@@ -91,24 +91,27 @@ def _found(token: str, suffix: str, pool: set[float]) -> bool:
 
 
 def _crag_protocol_scores() -> str:
-    """CRAG's own protocol (exact match, then the rules) on every CRAG real-data cell: the
-    prose quotes the range of its scores."""
-    from raleval.grading.crag_protocol import protocol_summary, rules_protocol_verdict
+    """CRAG's own protocol (exact match, then the rules) on every CRAG real-data cell, as
+    `raleval score CELL --protocol crag` computes it: the prose quotes the range of its
+    scores."""
+    from raleval.app.cli.grading import crag_protocol_verdicts
+    from raleval.grading.crag_protocol import protocol_summary
 
     out = []
     for run in load_study(STUDY)["crag-dev"].values():
-        verdicts = []
-        for t in run.results:
-            task = run.tasks[t.task_id]
-            kind = task.answer_type.value if task.answer_type else "entity"
-            verdicts.append(
-                rules_protocol_verdict(
-                    task.question, task.answers, t.answer, kind, task.elements,
-                    task.tags.answerable,
-                )
-            )  # fmt: skip
+        verdicts = [v for v in crag_protocol_verdicts(run, None) if v is not None]
         out.append(f"{protocol_summary(verdicts)['score']:+.3f}")
     return " ".join(out)
+
+
+def _missing(prose: str, pool: set[float]) -> list[str]:
+    """The numbers of ``prose`` (names taken out) that no pooled value gives."""
+    prose = NAMES.sub(" ", prose)
+    return [
+        m.group(0)
+        for m in NUMBER.finditer(prose)
+        if not _found(m.group(0), _suffix(prose, m.end()), pool)
+    ]
 
 
 QUOTED = re.compile(r'"[^"]*"')  # a gold or an answer quoted as written: text, not a measure
@@ -120,13 +123,7 @@ def test_every_number_of_the_generated_arms_account_is_in_the_regenerated_data()
     pool |= _pool(_crag_protocol_scores())
     text = DOC.read_text(encoding="utf-8")
     real = text.split("\n### Real data with the embedded models", 1)[1].split("\n## ", 1)[0]
-    prose = _section(text, "What the study shows") + QUOTED.sub(" ", real)
-    prose = NAMES.sub(" ", prose)
-    missing = [
-        m.group(0)
-        for m in NUMBER.finditer(prose)
-        if not _found(m.group(0), _suffix(prose, m.end()), pool)
-    ]
+    missing = _missing(_section(text, "What the study shows") + QUOTED.sub(" ", real), pool)
     assert not missing, f"numbers in docs/study.md's prose not in the stored cells: {missing}"
 
 
@@ -144,13 +141,9 @@ def test_every_number_of_the_re_run_s_account_is_in_its_regenerated_data():
         | _pool(study_tables(STUDY))
     )
     text = DOC.read_text(encoding="utf-8")
-    prose = NAMES.sub(" ", _section(text, "What the re-run shows"))
-    assert "ReAct" in prose and len(NUMBER.findall(prose)) > 30
-    missing = [
-        m.group(0)
-        for m in NUMBER.finditer(prose)
-        if not _found(m.group(0), _suffix(prose, m.end()), pool)
-    ]
+    prose = _section(text, "What the re-run shows")
+    assert "ReAct" in prose and len(NUMBER.findall(NAMES.sub(" ", prose))) > 30
+    missing = _missing(prose, pool)
     assert not missing, f"numbers in the re-run's prose not in its stored cells: {missing}"
 
 
