@@ -175,3 +175,53 @@ def test_the_design_plan_block_is_what_study_plan_prints():
     text = DOC.read_text(encoding="utf-8")
     block = text.split("<!-- study-plan:start -->\n", 1)[1].split("<!-- study-plan:end -->")[0]
     assert block == plan
+
+
+def _cell_times() -> str:
+    """Per stored cell of the re-run and of the first study's generated arm (the plan's pilot),
+    as the re-run's account of its machine time quotes them: episodes, mean seconds per
+    episode, mean generated tokens per episode, seconds per generated token, and episodes that
+    ended at their first model call."""
+    from raleval.analysis.runs import find_runs, load_run
+    from raleval.analysis.study import GENERATED, arm_of
+
+    out = []
+    for path in find_runs([STUDY, ROOT / "studies" / "local-models-2"]):
+        run = load_run(path)
+        if path.parent.name == STUDY.name and arm_of(run) != GENERATED:
+            continue  # the first study's real-data cells were no part of the pilot
+        eps = run.results
+        seconds, tokens = sum(t.wall_time_s for t in eps), sum(t.completion_tokens for t in eps)
+        out.append(f"{len(eps)} {seconds / len(eps):.1f} {tokens / len(eps):.0f}")
+        out.append(f"{seconds / tokens:.3f} {sum(t.n_llm_calls == 1 for t in eps)}")
+    return " ".join(out)
+
+
+def _chunk_hours(table: str) -> dict[int, str]:
+    """The progress table's chunk -> the machine time of chunks 1..it, "H h M min"."""
+    total, out = 0, {}
+    for row in (r.strip("|").split(" | ") for r in table.splitlines() if r.startswith("| ")):
+        if not row[0].strip().isdigit():
+            continue
+        times = re.findall(r"(\d\d):(\d\d)", row[1])
+        (h0, m0), (h1, m1) = times[0], times[-1]
+        total += ((int(h1) * 60 + int(m1)) - (int(h0) * 60 + int(m0))) % (24 * 60)
+        out[int(row[0])] = f"{total // 60} h {total % 60} min"
+    return out
+
+
+def test_the_re_run_s_time_account_quotes_its_cells_and_its_chunk_table():
+    """"Where the time goes" explains the plan's overrun with measurements: each cell's seconds,
+    tokens and seconds per token (both studies' stored cells), the plan block's pilot figures,
+    and the machine time the chunk table adds up to. A number after "about" is a forecast."""
+    text = DOC.read_text(encoding="utf-8")
+    progress = _section(text, "The re-run: progress")
+    account = progress.split("**Where the time goes.**", 1)[1].split("\n\n", 1)[0]
+    hours = _chunk_hours(progress)
+    for chunk, used in re.findall(r"After chunk (\d+) the re-run has used (\d+ h \d+\s+min)", account):
+        assert " ".join(used.split()) == hours[int(chunk)], (chunk, used, hours)
+    account = re.sub(r"After chunk \d+ the re-run has used \d+ h \d+\s+min", " ", account)
+    account = re.sub(r"about \d+(?:-\d+)?", " ", account)
+    plan = text.split("<!-- study-plan:start -->\n", 1)[1].split("<!-- study-plan:end -->")[0]
+    missing = _missing(account, _pool(_cell_times()) | _pool(plan))
+    assert not missing, f"numbers in the re-run's time account not in its cells: {missing}"
