@@ -211,16 +211,18 @@ def _chunk_hours(table: str) -> dict[int, str]:
 
 
 def test_the_re_run_s_time_account_quotes_its_cells_and_its_chunk_table():
-    """"Where the time goes" explains the plan's overrun with measurements: each cell's seconds,
-    tokens and seconds per token (both studies' stored cells), the plan block's pilot figures,
-    and the machine time the chunk table adds up to. A number after "about" is a forecast."""
+    """The account of where the time goes explains the plan's overrun with measurements:
+    each cell's seconds, tokens and seconds per token (both studies' stored cells), the plan
+    block's pilot figures, and the machine time the chunk table adds up to. A number after
+    "about" is a forecast."""
     text = DOC.read_text(encoding="utf-8")
     progress = _section(text, "The re-run: progress")
     account = progress.split("**Where the time goes.**", 1)[1].split("\n\n", 1)[0]
     hours = _chunk_hours(progress)
-    for chunk, used in re.findall(r"After chunk (\d+) the re-run has used (\d+ h \d+\s+min)", account):
-        assert " ".join(used.split()) == hours[int(chunk)], (chunk, used, hours)
-    account = re.sub(r"After chunk \d+ the re-run has used \d+ h \d+\s+min", " ", account)
+    used = re.compile(r"After chunk (\d+) the re-run has used (\d+ h \d+\s+min)")
+    for chunk, total in used.findall(account):
+        assert " ".join(total.split()) == hours[int(chunk)], (chunk, total, hours)
+    account = used.sub(" ", account)
     account = re.sub(r"about \d+(?:-\d+)?", " ", account)
     plan = text.split("<!-- study-plan:start -->\n", 1)[1].split("<!-- study-plan:end -->")[0]
     missing = _missing(account, _pool(_cell_times()) | _pool(plan))
