@@ -8,7 +8,11 @@ overload (the requests that were already in flight when it was cut do not cut it
 endpoint refused is remembered: the limit grows back to one below it and stays, then probes one
 above after :data:`PROBE_AFTER_WINDOWS` clean windows (an endpoint can gain capacity); a probe
 that is refused goes back to the remembered level without halving and doubles the wait for the
-next, and a busy window at the probe's level that goes through makes it the new level.
+next, and :data:`PROBE_HOLD_WINDOWS` full windows at the probe's level with no refusal
+make it the new level. One window is not enough: the client counts a request in flight until its
+answer is read, so under CPU load the endpoint may have answered one of them before the last was
+sent and never had the probe's level at once (a probe at 5 was once kept against a server that
+refuses a fifth); each further window at that level is another chance for it to refuse.
 
 Inspect AI's adaptive connections work alike (start at 20, grow while the provider keeps up,
 back off on rate-limit retries, and the samples in flight track the limit); here it starts
@@ -38,6 +42,7 @@ AUTO_MAX = 64
 DECREASE = 0.5  # multiplicative decrease on an overload
 PROBE_AFTER_WINDOWS = 8  # clean windows at the remembered level before probing above it
 MAX_PROBE_AFTER_WINDOWS = 256  # each refused probe doubles the wait, up to this
+PROBE_HOLD_WINDOWS = 3  # full windows, none refused, at a probe's level to make it the level
 OVERLOAD_STATUSES = frozenset({429, 503})
 LOG_NAME = "concurrency.jsonl"
 
@@ -88,6 +93,7 @@ class AdaptiveLimit:
         self._busy = False  # every slot was taken during this window (episodes or requests)
         self._full = False  # ... by requests in flight at once: the endpoint served them all
         self._clean_windows = 0
+        self._held_windows = 0  # full windows at a probe's level since it began, none refused
         self._probe_after = PROBE_AFTER_WINDOWS
         self._hold_until = 0.0
         self._clock = clock
@@ -173,10 +179,14 @@ class AdaptiveLimit:
         if self.level > self.ceiling:
             if not full:
                 return  # the probe's level was never in flight at once: no answer yet
-            # the endpoint served the probe's level at once, and refused none of it
-            self.ceiling, self._probe_after, self._clean_windows = (
+            self._held_windows += 1
+            if self._held_windows < PROBE_HOLD_WINDOWS:
+                return
+            # the endpoint served the probe's level at once, window after window, refusing none
+            self.ceiling, self._probe_after, self._clean_windows, self._held_windows = (
                 self.level,
                 PROBE_AFTER_WINDOWS,
+                0,
                 0,
             )
             self._log("probe held")
@@ -196,6 +206,7 @@ class AdaptiveLimit:
         if era != self.era:
             return  # sent before the last decrease: that overload is already answered
         self._successes, self._busy, self._full, self._clean_windows = 0, False, False, 0
+        self._held_windows = 0
         refused_at = max(level, 1)
         if self.ceiling is not None and refused_at > self.ceiling:
             # capacity unchanged: back to it, and the next probe waits twice as long

@@ -9,7 +9,7 @@ import json
 from typer.testing import CliRunner
 
 from raleval.app.cli import app
-from raleval.concurrency import LOG_NAME, PROBE_AFTER_WINDOWS, AdaptiveLimit
+from raleval.concurrency import LOG_NAME, PROBE_AFTER_WINDOWS, PROBE_HOLD_WINDOWS, AdaptiveLimit
 from raleval.store import RESULTS
 
 from .stub_openai import StubServer
@@ -56,6 +56,32 @@ def test_auto_finds_the_servers_capacity_and_loses_no_episode(tmp_path):
     assert refused > 0  # the server did refuse requests: they were retried, none lost
 
 
+def test_a_probe_that_one_full_window_let_through_is_not_kept_if_the_next_is_refused():
+    """The flake this rule answers: the client counted the probe's level in flight, but the
+    endpoint had answered one of them already and never saw that many at once. One full window
+    at the probe's level is no proof; a refusal in a later one sends it back to the level it
+    knew, without halving."""
+
+    async def scenario():
+        limit = AdaptiveLimit(start=4, maximum=10)
+        limit.ceiling = 3  # refused at 4 before: 4 is a probe
+
+        async def window(refuse: bool = False):
+            async with contextlib.AsyncExitStack() as stack:
+                slots = [
+                    await stack.enter_async_context(limit.request()) for _ in range(limit.level)
+                ]
+                for i, slot in enumerate(slots):
+                    slot.overloaded(429) if refuse and i == len(slots) - 1 else slot.succeeded()
+
+        await window()  # all four counted at once, none refused
+        assert (limit.level, limit.settled) == (4, 3)  # not yet held
+        await window(refuse=True)
+        assert (limit.level, limit.ceiling) == (3, 3)  # back, not halved to 2
+
+    asyncio.run(scenario())
+
+
 def test_aimd_grows_while_the_endpoint_keeps_up_and_halves_once_per_overload():
     """The limit's arithmetic without a server: additive increase per window in which every
     slot was taken, multiplicative decrease once for the requests sent before the cut, the
@@ -99,7 +125,10 @@ def test_aimd_grows_while_the_endpoint_keeps_up_and_halves_once_per_overload():
         for _ in range(PROBE_AFTER_WINDOWS):
             await full_window(limit)
         assert limit.level == 3 and limit.settled == 2
-        await full_window(limit)  # a busy window at the probe's level goes through:
+        for _ in range(PROBE_HOLD_WINDOWS - 1):  # full windows at the probe's level go through
+            await full_window(limit)
+        assert limit.settled == 2  # ... not yet enough to say the endpoint had them at once
+        await full_window(limit)
         assert limit.level == limit.settled == 3  # the endpoint takes more now
         await full_window(limit, refuse=1, retry_after=5.0)
         assert (limit.level, limit.ceiling) == (1, 2)  # refused at or below it: halved
