@@ -18,7 +18,7 @@ FOLDERS = ("envs", "workflows", "agents", "grading", "tasks", "analysis")
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
+    built = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -35,6 +35,9 @@ def wheel(tmp_path_factory) -> Path:
         capture_output=True,
         text=True,
     )
+    # setuptools' warnings are its notice of what a later release stops building (a licence
+    # as a table, a prompts folder shipped as data but importable): the build stays quiet
+    assert "Warning" not in built.stderr, built.stderr
     (whl,) = out.glob("raleval-*.whl")
     return whl
 
@@ -58,6 +61,7 @@ def test_wheel_contains_every_package_and_no_top_level_folders(wheel):
     assert "raleval/envs/scholar/prompts/react.txt" in names
     assert "raleval/workflows/prompts/react/default.txt" in names
     assert "raleval/grading/prompts/judge_crag3.txt" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert {"raleval/analysis/report/template.html", "raleval/analysis/report/episode.js"} <= set(
         names
     )
