@@ -14,6 +14,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+def doc_block(text: str, name: str) -> str:
+    """The lines between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` in a page (what
+    ``raleval study ... --into FILE --block NAME`` writes)."""
+    return text.split(f"<!-- {name}:start -->\n", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Hermetic: no test may see responses or weights cached by an earlier run or by the user.
     import os

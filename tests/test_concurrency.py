@@ -56,6 +56,17 @@ def test_auto_finds_the_servers_capacity_and_loses_no_episode(tmp_path):
     assert refused > 0  # the server did refuse requests: they were retried, none lost
 
 
+async def _full_window(limit, refuse=None, retry_after=None):
+    """``limit.level`` requests at once; the last ``refuse`` of them refused, if set."""
+    async with contextlib.AsyncExitStack() as stack:
+        slots = [await stack.enter_async_context(limit.request()) for _ in range(limit.level)]
+        for i, slot in enumerate(reversed(slots)):
+            if refuse and i < refuse:
+                slot.overloaded(429, retry_after)
+            else:
+                slot.succeeded()
+
+
 def test_a_probe_that_one_full_window_let_through_is_not_kept_if_the_next_is_refused():
     """The flake this rule answers: the client counted the probe's level in flight, but the
     endpoint had answered one of them already and never saw that many at once. One full window
@@ -66,17 +77,9 @@ def test_a_probe_that_one_full_window_let_through_is_not_kept_if_the_next_is_ref
         limit = AdaptiveLimit(start=4, maximum=10)
         limit.ceiling = 3  # refused at 4 before: 4 is a probe
 
-        async def window(refuse: bool = False):
-            async with contextlib.AsyncExitStack() as stack:
-                slots = [
-                    await stack.enter_async_context(limit.request()) for _ in range(limit.level)
-                ]
-                for i, slot in enumerate(slots):
-                    slot.overloaded(429) if refuse and i == len(slots) - 1 else slot.succeeded()
-
-        await window()  # all four counted at once, none refused
+        await _full_window(limit)  # all four counted at once, none refused
         assert (limit.level, limit.settled) == (4, 3)  # not yet held
-        await window(refuse=True)
+        await _full_window(limit, refuse=1)
         assert (limit.level, limit.ceiling) == (3, 3)  # back, not halved to 2
 
     asyncio.run(scenario())
@@ -89,48 +92,38 @@ def test_aimd_grows_while_the_endpoint_keeps_up_and_halves_once_per_overload():
     requests."""
     now = [0.0]
 
-    async def full_window(limit, refuse=None, retry_after=None):
-        """``limit.level`` requests at once; the last ``refuse`` of them refused, if set."""
-        async with contextlib.AsyncExitStack() as stack:
-            slots = [await stack.enter_async_context(limit.request()) for _ in range(limit.level)]
-            for i, slot in enumerate(reversed(slots)):
-                if refuse and i < refuse:
-                    slot.overloaded(429, retry_after)
-                else:
-                    slot.succeeded()
-
     async def scenario():
         limit = AdaptiveLimit(start=2, maximum=10, clock=lambda: now[0])
-        await full_window(limit)
+        await _full_window(limit)
         assert limit.level == 3  # a busy window of successes: +1
         for _ in range(6):  # one request at a time: the slots were never all taken
             async with limit.request() as slot:
                 slot.succeeded()
         assert limit.level == 3
-        await full_window(limit, refuse=2)  # two of three refused: one halving, not two
+        await _full_window(limit, refuse=2)  # two of three refused: one halving, not two
         assert (limit.level, limit.ceiling, limit.overloads) == (1, 2, 2)
-        await full_window(limit)
+        await _full_window(limit)
         assert limit.level == limit.settled == 2  # back up to below the refused level ...
         for _ in range(PROBE_AFTER_WINDOWS - 1):
-            await full_window(limit)
+            await _full_window(limit)
         assert limit.level == 2  # ... held there ...
-        await full_window(limit)
+        await _full_window(limit)
         assert limit.level == 3 and limit.settled == 2  # ... then a probe above it
-        await full_window(limit, refuse=1, retry_after=5.0)
+        await _full_window(limit, refuse=1, retry_after=5.0)
         assert limit.level == 2  # a refused probe goes back without halving ...
         for _ in range(PROBE_AFTER_WINDOWS):
             now[0] += 5.0  # (past each Retry-After hold)
-            await full_window(limit)
+            await _full_window(limit)
         assert limit.level == 2  # ... and the next probe waits twice as long
         for _ in range(PROBE_AFTER_WINDOWS):
-            await full_window(limit)
+            await _full_window(limit)
         assert limit.level == 3 and limit.settled == 2
         for _ in range(PROBE_HOLD_WINDOWS - 1):  # full windows at the probe's level go through
-            await full_window(limit)
+            await _full_window(limit)
         assert limit.settled == 2  # ... not yet enough to say the endpoint had them at once
-        await full_window(limit)
+        await _full_window(limit)
         assert limit.level == limit.settled == 3  # the endpoint takes more now
-        await full_window(limit, refuse=1, retry_after=5.0)
+        await _full_window(limit, refuse=1, retry_after=5.0)
         assert (limit.level, limit.ceiling) == (1, 2)  # refused at or below it: halved
         # Retry-After 5 s holds every new request until the clock has passed it
         waiter = asyncio.ensure_future(limit.request().__aenter__())

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from raleval.analysis.study import study_tables
 
+from .conftest import doc_block
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "local-models"
 DOC = ROOT / "docs" / "study.md"
@@ -112,19 +114,14 @@ def test_the_re_run_s_tables_and_figures_in_the_docs_are_its_stored_cells(tmp_pa
 
     text = DOC.read_text(encoding="utf-8")
     design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
-    block = text.split("<!-- study-rerun-tables:start -->\n", 1)[1]
-    block = block.split("<!-- study-rerun-tables:end -->", 1)[0]
+    block = doc_block(text, "study-rerun-tables")
     # the timing pass's lines, kept beside the study once it has run
     timing = ROOT / "studies" / "local-models-2-timing"
     timing_dir = timing if timing.is_dir() else None
     fresh = study_tables(RERUN, design.declared, design.cluster, timing_dir)
     assert block == fresh, "regenerate with `bash studies/regenerate.sh`"
-    claims = "<!-- study-claims:start -->\n"
     readme = README.read_text(encoding="utf-8")
-    assert (
-        text.split(claims, 1)[1].split("<!-- study-claims:end -->")[0]
-        == readme.split(claims, 1)[1].split("<!-- study-claims:end -->")[0]
-    )
+    assert doc_block(text, "study-claims") == doc_block(readme, "study-claims")
     refs = [f"docs/{r}" for r in RERUN_FIGURE.findall(text)]
     assert len(refs) == 5
     default = [r for r in refs if "/matched/" not in r]

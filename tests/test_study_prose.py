@@ -15,6 +15,8 @@ from raleval.analysis.compare import run_units
 from raleval.analysis.stats import paired_difference
 from raleval.analysis.study import load_study, study_tables
 
+from .conftest import doc_block
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "local-models"
 DOC = ROOT / "docs" / "study.md"
@@ -29,12 +31,6 @@ NAMES = re.compile(
 
 def _section(text: str, title: str) -> str:
     return text.split(f"\n## {title}", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-
-
-def _block(text: str, name: str) -> str:
-    """The lines between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` (what
-    ``--into FILE --block NAME`` writes)."""
-    return text.split(f"<!-- {name}:start -->\n", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
 
 
 def _matched_numbers() -> str:
@@ -160,7 +156,7 @@ def test_the_r_eval_block_quotes_the_paper_model_by_model():
     by = {(r["workflow"], r["llm"]): float(r["avg_all"]) for r in rows}
     models = [m for (w, m) in by if w == "ReAct" and ("PAL", m) in by]
     text = DOC.read_text(encoding="utf-8")
-    block = _block(text, "reval-react-pal")
+    block = doc_block(text, "reval-react-pal")
     quoted = [r.strip("|").split(" | ") for r in block.splitlines() if r.startswith("| ")][1:]
     assert sorted(q[0].strip() for q in quoted) == sorted(models)
     for model, react, pal, higher in quoted:
@@ -180,7 +176,7 @@ def test_the_design_plan_block_is_what_study_plan_prints():
     design = load_design(ROOT / "studies" / "local-models-2.design.yaml")
     plan = render_plan(plan_design(design, load_study(STUDY)["generated"]), design)
     text = DOC.read_text(encoding="utf-8")
-    assert _block(text, "study-plan") == plan
+    assert doc_block(text, "study-plan") == plan
 
 
 def _cell_times() -> str:
@@ -230,5 +226,5 @@ def test_the_re_run_s_time_account_quotes_its_cells_and_its_chunk_table():
         assert " ".join(total.split()) == hours[int(chunk)], (chunk, total, hours)
     account = used.sub(" ", account)
     account = re.sub(r"about \d+(?:-\d+)?", " ", account)
-    missing = _missing(account, _pool(_cell_times()) | _pool(_block(text, "study-plan")))
+    missing = _missing(account, _pool(_cell_times()) | _pool(doc_block(text, "study-plan")))
     assert not missing, f"numbers in the re-run's time account not in its cells: {missing}"
