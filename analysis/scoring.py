@@ -116,19 +116,22 @@ def score_trajectory(
         traj.scores["progress"] = progress
     golds = [g for e in task.elements or [] for g in e] or task.answers
     premise = task.answer_type is AnswerType.invalid_premise or not task.tags.answerable
-    kind, cause, stop, sub = classify_episode(
-        traj,
-        verdict.correct,
-        golds,
-        long_form_evidence(task, verdict) or task.evidence,
-        question=task.question,
-        premise_check=premise,
+    facts = {
+        "question": task.question,
+        "premise_check": premise,
         # the gold plan's last call is the one its answer reads: it decides the premise
-        premise_tools=[task.solution[-1].tool] if premise and task.solution else (),
+        "premise_tools": [task.solution[-1].tool] if premise and task.solution else (),
+    }
+    evidence = long_form_evidence(task, verdict) or task.evidence
+    kind, cause, stop, sub = classify_episode(traj, verdict.correct, golds, evidence, **facts)
+    strict, strict_cause, _, _ = classify_episode(
+        traj, verdict.correct, golds, evidence, strict=True, **facts
     )
     if premise and verdict.correct:
         cause = f"{kind.value}:correct_rejection"
+        strict_cause = f"{strict.value}:correct_rejection"
     traj.error_type, traj.error_cause = kind, cause
+    traj.strict_error_type, traj.strict_error_cause = strict, strict_cause
     traj.stop_reason, traj.error_subcause = stop, sub
     return verdict
 

@@ -34,7 +34,14 @@ from collections.abc import Mapping, Sequence
 from raleval.analysis.programs import answer_program, answer_reads_tools
 from raleval.analysis.references import declared_references
 from raleval.failures import refused_call_escaped
-from raleval.records import ErrorType, OutcomeKind, StopReason, Termination, Trajectory
+from raleval.records import (
+    ErrorType,
+    OutcomeKind,
+    Step,
+    StopReason,
+    Termination,
+    Trajectory,
+)
 from raleval.text import contains_tokens, normalize_answer
 
 # R-Eval's code called an answer accurate at token F1 >= 0.05; ``raleval score --threshold``
@@ -112,14 +119,16 @@ def _observations(trajectory: Trajectory) -> list[str]:
 
 
 # A search that found nothing and lists page titles instead (ReAct's and R-Eval's wiki tools:
-# "Could not find X. Similar: ['A', 'B']."): the titles are not content. A gold that only
-# stands among them was never retrieved, though its page might have been (HotpotQA's
-# "Evolution" lists 'David Weissman', the answer, among the pages that mention it).
+# "Could not find X. Similar: ['A', 'B']."). The codebook counts the titles as scratchpad (the
+# paper checks containment); the strict reading does not: a gold that only stands among them
+# was never read, though its page might have been (HotpotQA's "Evolution" lists
+# 'David Weissman', the answer, among the pages that mention it).
 _SUGGESTIONS = re.compile(r"^(Could not find .*?)\s*Similar:\s*\[.*\]\.?\s*$", re.DOTALL)
 
 
 def _content(observation: str) -> str:
-    """What an observation says about the world: a failed search's suggested titles dropped."""
+    """What an observation says about the world in the strict reading: a failed search's
+    suggested titles dropped."""
     miss = _SUGGESTIONS.match(observation)
     return miss.group(1) if miss else observation
 
@@ -129,14 +138,16 @@ def evidence_found(
     golds: Sequence[str],
     every: Sequence[str] | None = None,
     question: str = "",
+    suggestions: bool = True,
 ) -> bool:
     """Whether the answer was shown: a gold alias appears, token-aligned, in an observation a
     tool returned, or, with ``every`` (the values a computed answer reads), each of them
-    appears in one. A gold alias among the titles a failed search suggested was not shown
-    (:func:`_content`); a value of ``every`` there was (the task named it). "yes" and "no"
-    are never taken as shown (any page says "no"), and where the task names the values its
-    answer reads, neither is a gold the question itself names (the winner of a comparison is
-    one of the two names asked about)."""
+    appears in one. Every observation is scratchpad, a failed search's suggested titles
+    included (the codebook); ``suggestions=False`` is the strict reading, where a gold alias
+    standing only among those titles was not shown (:func:`_content`) though a value of
+    ``every`` there was. "yes" and "no" are never taken as shown (any page says "no"), and
+    where the task names the values its answer reads, neither is a gold the question itself
+    names (the winner of a comparison is one of the two names asked about)."""
     observations = _observations(trajectory)
     if every:  # the task names what counts, a disambiguation page's titles included
         seen = [normalize_answer(obs).split() for obs in observations]
@@ -144,7 +155,8 @@ def evidence_found(
         needles = [n for n in needles if n]
         if needles and all(any(contains_tokens(t, n) for t in seen) for n in needles):
             return True
-    seen = [normalize_answer(_content(obs)).split() for obs in observations]
+    shown = observations if suggestions else [_content(obs) for obs in observations]
+    seen = [normalize_answer(obs).split() for obs in shown]
     asked = normalize_answer(question).split()
     needles = [normalize_answer(g).split() for g in golds]
     needles = [
@@ -230,8 +242,34 @@ def premise_checked(
     )
 
 
+def _is_call(step: Step) -> bool:
+    """A call of the agent's: a tool call other than the answer, or an action that did not parse."""
+    return step.kind in (OutcomeKind.misuse, OutcomeKind.parse_error) or step.tool not in (
+        None,
+        "Finish",
+    )
+
+
+def misuse_interrupted(
+    trajectory: Trajectory, question: str = "", references: References | None = None
+) -> list[str]:
+    """The causes of the invalid calls when misuse dominated the episode: every call from the
+    first invalid one on (refused, unparsed, or carrying a made-up key) was invalid; empty
+    otherwise. One incidental invalid call among valid ones did not interrupt the retrieval
+    (the codebook: TE needs an interruption)."""
+    bad = invalid_steps(trajectory, question, references)
+    if not bad:
+        return []
+    invalid = {i for i, _ in bad}
+    first = min(invalid)
+    calls = [s.index for s in trajectory.steps if s.index >= first and _is_call(s)]
+    return [cause for _, cause in bad] if all(i in invalid for i in calls) else []
+
+
 def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> ErrorType:
-    """The R-Eval class of an episode (docs/taxonomy.md): a pure function of four facts."""
+    """The R-Eval class of an episode (docs/taxonomy.md): a pure function of four facts.
+    ``misuse``: improper use of the tools interrupted the retrieval (in the codebook, misuse
+    that dominated it; in the strict reading, any invalid call)."""
     if correct:
         return ErrorType.EM if evidence else ErrorType.AM
     if evidence:  # R-Eval asks first whether the scratchpad held the answer
@@ -241,6 +279,51 @@ def label(correct: bool, evidence: bool, stop: StopReason, misuse: bool) -> Erro
     if misuse or stop in MISUSE_STOPS:
         return ErrorType.TE
     return ErrorType.RE  # answered, or halted on a budget
+
+
+def _useful(
+    trajectory: Trajectory,
+    correct: bool,
+    golds: Sequence[str],
+    evidence: Sequence[str] | None,
+    question: str,
+    premise_check: bool,
+    premise_tools: Sequence[str],
+    references: References | None,
+    stop: StopReason,
+    strict: bool,
+) -> bool:
+    """Whether the scratchpad held the useful information (the codebook's reading, or with
+    ``strict`` raleval's stricter one)."""
+    if premise_check and not evidence:
+        useful = premise_checked(trajectory, premise_tools, question, references)
+    else:
+        useful = evidence_found(trajectory, golds, evidence, question, suggestions=not strict)
+    program = answer_program(trajectory)
+    if program is not None and useful and (correct or strict):
+        # A right PAL answer is grounded only when final_result reads a tool result (a literal
+        # is AM). A wrong one after the evidence came back is GE in the codebook, whether the
+        # program wrote a literal or crashed; the strict reading asks the data flow there too.
+        called = {s.tool for s in trajectory.steps if s.tool and s.tool != "Finish"}
+        useful = stop is StopReason.answered and answer_reads_tools(program, called)
+    return useful
+
+
+def _cause(kind: ErrorType, stop: StopReason, trajectory: Trajectory, bad: Sequence[str]) -> str:
+    if kind is ErrorType.EM:
+        return "EM:grounded"
+    if kind is ErrorType.AM:
+        return "AM:from_memory"
+    if kind is ErrorType.GE:
+        return "GE:evidence_ignored"
+    if kind is ErrorType.RE:
+        return f"RE:{stop.value}" if stop is not StopReason.answered else "RE:wrong_answer"
+    if kind is ErrorType.ME:
+        detail = trajectory.termination_cause
+        return f"ME:{stop.value}:{detail}" if detail else f"ME:{stop.value}"
+    where = "misuse" if stop is StopReason.answered else stop.value
+    detail = bad[-1] if bad else None
+    return f"TE:{where}:{detail}" if detail and detail != where else f"TE:{where}"
 
 
 def classify_episode(
@@ -253,8 +336,12 @@ def classify_episode(
     premise_check: bool = False,
     premise_tools: Sequence[str] = (),
     references: References | None = None,
+    strict: bool = False,
 ) -> tuple[ErrorType, str, StopReason, str | None]:
-    """Label one graded episode: ``(label, cause, stop reason, sub-cause)``.
+    """Label one graded episode: ``(label, cause, stop reason, sub-cause)``, by the codebook
+    (``docs/taxonomy.md``), or with ``strict`` by raleval's stricter reading (any invalid call
+    is TE; a failed search's suggested titles are not scratchpad; a PAL answer is grounded
+    only through its data flow, right or wrong), kept as a second, named column.
 
     ``premise_check``: the task has no answer to find (false premise, unanswerable), so any
     successful tool call is evidence unless ``evidence`` names what must have been seen; with
@@ -265,35 +352,17 @@ def classify_episode(
     to name an earlier result (:func:`invalid_calls`).
     """
     stop = stop_reason(trajectory)
-    if premise_check and not evidence:
-        useful = premise_checked(trajectory, premise_tools, question, references)
-    else:
-        useful = evidence_found(trajectory, golds, evidence, question)
-    program = answer_program(trajectory)
-    if program is not None and useful:
-        # a program's tool results reach its answer only through its variables: none when it
-        # did not finish, none when final_result is a literal that reads no tool result
-        called = {s.tool for s in trajectory.steps if s.tool and s.tool != "Finish"}
-        useful = stop is StopReason.answered and answer_reads_tools(program, called)
-    bad = invalid_calls(trajectory, question, references)
-    kind = label(correct, useful, stop, bool(bad))
     sub = "harness_limit" if stop in HARNESS_LIMITS else None
-    if kind is ErrorType.EM:
-        cause = "EM:grounded"
-    elif kind is ErrorType.AM:
-        cause = "AM:from_memory"
-    elif kind is ErrorType.GE:
-        cause = "GE:evidence_ignored"
-    elif kind is ErrorType.RE:
-        cause = f"RE:{stop.value}" if stop in BUDGETS else "RE:wrong_answer"
-    elif kind is ErrorType.ME:
-        detail = trajectory.termination_cause
-        cause = f"ME:{stop.value}:{detail}" if detail else f"ME:{stop.value}"
+    useful = _useful(
+        trajectory, correct, golds, evidence, question, premise_check, premise_tools,
+        references, stop, strict,
+    )  # fmt: skip
+    if strict:
+        bad = invalid_calls(trajectory, question, references)
     else:
-        where = "misuse" if stop is StopReason.answered else stop.value
-        detail = bad[-1] if bad else None
-        cause = f"TE:{where}:{detail}" if detail and detail != where else f"TE:{where}"
-    return kind, cause, stop, sub
+        bad = misuse_interrupted(trajectory, question, references)
+    kind = label(correct, useful, stop, bool(bad))
+    return kind, _cause(kind, stop, trajectory, bad), stop, sub
 
 
 def classify(

@@ -230,6 +230,11 @@ class Trajectory(Record):
     scores: dict[str, float] = Field(default_factory=dict)
     error_type: ErrorType | None = None
     error_cause: str | None = None
+    # Set by scoring beside the label (the codebook's, docs/taxonomy.md): raleval's stricter
+    # reading, a second named column and never the label (any invalid call is TE; a failed
+    # search's suggested titles are not scratchpad; a PAL answer reads tools only by data flow).
+    strict_error_type: ErrorType | None = None
+    strict_error_cause: str | None = None
     # Set by scoring: the stop reason, and "harness_limit" beside the label when the episode was
     # cut by the machine (wall clock, context window), so a slower machine never hides in a label.
     stop_reason: StopReason | None = None

@@ -5,7 +5,9 @@
 already in a labelled set), each labelled by hand from the rendered trajectory, the gold and
 R-Eval's definitions before raleval's label was looked at (``build_taxonomy_fresh.py``).
 Before the three rules below, raleval agreed on 54 of 60 (53 against the first hand labels,
-one of which a display filter had misled); with them, on all 60.
+one of which a display filter had misled); with them, on all 60. Issue 59 re-adjudicated the
+sets by the codebook (docs/taxonomy.md): two fresh labels and one held-out label moved, each
+reason says why; raleval agrees on all of them.
 """
 
 import json
@@ -72,11 +74,11 @@ HELDOUT = [
 
 def test_agreement_on_the_held_out_draw(capsys):
     """18 more episodes (seed 2445, 3 per workflow, none of the 60), labelled by hand after
-    the rules below were written: 17 agree. The one that does not is a HotpotQA comparison
+    the rules below were written: 17 agreed. The one that did not, a HotpotQA comparison
     ("Who is older, Annie Morton or Terry Richardson?") answered right after reading Annie
-    Morton's page only, where Terry Richardson is named as her photographer: raleval reads the
-    gold's name in a page as grounding (EM); by its own rule for computed answers (both values
-    needed) it is AM, but a loaded HotpotQA task names no values its answer reads."""
+    Morton's page only, where Terry Richardson is named as her photographer, was hand-labelled
+    AM; the codebook checks containment, not attribution, so it is EM (re-adjudicated, issue
+    59), as raleval says: 18 agree."""
     assert len(HELDOUT) == 18 and all(c["reason"] for c in HELDOUT)
     fresh = {(c["cell"], c["trajectory"]["task_id"]) for c in FRESH}
     assert not fresh & {(c["cell"], c["trajectory"]["task_id"]) for c in HELDOUT}
@@ -88,7 +90,7 @@ def test_agreement_on_the_held_out_draw(capsys):
             wrong.append((traj.task_id, case["label"], traj.error_cause))
     with capsys.disabled():
         print(f"\nheld-out agreement: {len(HELDOUT) - len(wrong)}/{len(HELDOUT)} {wrong}")
-    assert wrong == [("3-1-5a7bbb64554299042af8f7cc", "AM", "EM:grounded")]
+    assert wrong == []
 
 
 # --- the three rules the fresh set brought, each on a small episode of its own -------------
@@ -128,8 +130,8 @@ LOOKUP = {"tool": "finance_get_ticker_by_name", "arguments": {"query": "Cormel L
 
 def test_a_name_passed_where_the_tool_takes_a_key_is_made_up():
     """The question names the company, not its ticker: passing the name as the ticker (after
-    the lookup returned CORME) is improper use, TE; the ticker the lookup gave, or one the
-    question names as a key, is not."""
+    the lookup returned CORME) is improper use, TE when it dominated (every call from it on);
+    the ticker the lookup gave, or one the question names as a key, is not."""
     by_name = {"tool": "finance_get_market_capitalization",
                "arguments": {"ticker": "Cormel Labs"}, "observation": "null"}  # fmt: skip
     assert _label(_traj("1.0", [LOOKUP, by_name]), CAP) == ("TE", "TE:misuse:unknown_id")
@@ -192,15 +194,18 @@ HOTPOT = {
 }
 
 
-def test_a_gold_among_a_failed_searchs_suggested_titles_was_not_shown():
-    """ReAct's and R-Eval's wiki tools answer a miss with page titles; a gold that stands only
-    there was never read (RE when wrong). Its page, read, is evidence (GE)."""
+def test_a_gold_among_a_failed_searchs_suggested_titles_was_shown():
+    """ReAct's and R-Eval's wiki tools answer a miss with page titles; the codebook counts
+    them as scratchpad (the paper checks containment): a wrong answer after a gold there is
+    GE. The strict reading, kept beside the label, says the titles were never read: RE."""
     for miss in (
         "Could not find Evolution. Similar: ['David Weissman', 'Outline of Ethiopia'].",
         "Could not find [Evolution]. Similar: ['David Weissman', 'Outline of Ethiopia']",
     ):
         step = {"tool": "Search", "arguments": {"entity": "Evolution"}, "observation": miss}
-        assert _label(_traj("I don't know.", [step], agent=WIKI), HOTPOT)[0] == "RE"
+        traj = _traj("I don't know.", [step], agent=WIKI)
+        assert _label(traj, HOTPOT)[0] == "GE"
+        assert traj.strict_error_type.value == "RE"
     page = {
         "tool": "Search",
         "arguments": {"entity": "David Weissman"},

@@ -139,12 +139,17 @@ def test_a_literal_answer_in_a_pal_program_is_am_when_right():
     assert _label(_pal(literal + f"final_result = {GOLD!r}", GOLD)) == ("AM", "AM:from_memory")
     computed = literal + "final_result = r1.split(' at ')[1].split('.')[0]"
     assert _label(_pal(computed, GOLD)) == ("EM", "EM:grounded")
-    # wrong, and the literal read nothing either: not a generation error grounded on the scratchpad
-    assert _label(_pal(literal + "final_result = 'MIT'", "MIT")) == ("RE", "RE:wrong_answer")
+    # wrong after the evidence was returned: GE, literal or computed (the codebook); the strict
+    # reading asks the data flow there too, and a literal read nothing (RE)
+    wrong = _pal(literal + "final_result = 'MIT'", "MIT")
+    assert _label(wrong) == ("GE", "GE:evidence_ignored")
+    assert (wrong.strict_error_type.value, wrong.strict_error_cause) == ("RE", "RE:wrong_answer")
     assert _label(_pal(computed, "MIT"))[0] == "GE"
 
 
-def test_a_crashed_pal_program_is_te_though_its_calls_returned_the_gold():
+def test_a_pal_program_that_crashed_after_the_evidence_is_ge():
+    """The codebook: a program that crashes after the evidence was returned is GE (the
+    scratchpad held it); the strict reading, where nothing reached final_result, says TE."""
     crash = Step(
         index=2,
         thought="r0 = Search(entity='Causal Graphs')\nr1 = Search(entity='Vel Kamertton')\n"
@@ -154,7 +159,9 @@ def test_a_crashed_pal_program_is_te_though_its_calls_returned_the_gold():
         observation="TypeError: string indices must be integers",
     )
     traj = _pal("", None, "program_error", "TypeError", extra=[crash])
-    assert _label(traj) == ("TE", "TE:program_error:program_error:TypeError")
+    assert _label(traj) == ("GE", "GE:evidence_ignored")
+    assert traj.strict_error_type.value == "TE"
+    assert traj.strict_error_cause == "TE:program_error:program_error:TypeError"
 
 
 def test_a_pal_argument_error_is_te_not_a_harness_failure():

@@ -17,8 +17,8 @@ EXPECTED = {
     },
     **{(wf, "oracle-wrong"): "GE" for wf in ("react", "function_calling", "dfsdt", "planned")},
     # PAL's wrong oracle makes the gold calls, then writes the wrong answer as a literal: the
-    # results never reach final_result, so nothing retrieved was generated from (RE, not GE)
-    ("pal", "oracle-wrong"): "RE:wrong_answer",
+    # evidence was returned, so GE by the codebook (the strict reading's data flow says RE)
+    ("pal", "oracle-wrong"): "GE",
     ("direct", "oracle-wrong"): "RE",
     ("react", "malformed"): "TE:unparseable_output:invalid_format",
     ("react", "unknown-tool"): "TE:step_budget:unknown_tool",

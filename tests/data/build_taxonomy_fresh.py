@@ -192,8 +192,8 @@ HAND: dict[str, tuple[str, str]] = {
         "valid publication search on the whole phrase; the count 4 never shown; abstained",
     ),
     "wiki__planned__local_qwen2.5-0.5b__hotpotqa-dev-a248973a/3-1-5a877e5d5542993e715abf7d/0": (
-        "RE",
-        "search failed; the gold appears only in a did-you-mean list, not as a fact; abstained (debatable: GE if a name in the suggestions counts)",
+        "GE",
+        "search failed; the gold appears in its did-you-mean list; abstained. Re-adjudicated by the codebook (issue 59): a failed search's suggestions are scratchpad, so GE (was RE)",
     ),
     "wiki__planned__local_smollm2-135m__wiki/wiki-3-3-s0-0003/0": (
         "TE",
@@ -264,8 +264,8 @@ HAND: dict[str, tuple[str, str]] = {
         "answered at once without any call; wrong position",
     ),
     "crag__function_calling__local_qwen2.5-0.5b__crag-kg/crag-simple-s0-0000/0": (
-        "TE",
-        "got the ticker CORME, then passed the company name as the ticker (null) again and again until the step budget",
+        "RE",
+        "got the ticker CORME, then passed the company name as the ticker (null) again and again, between valid lookups, until the step budget. Re-adjudicated by the codebook (issue 59): not every call from the first misuse on was invalid (the lookups were valid) and a budget ended it: RE (was TE; the strict column keeps TE)",
     ),
     "scholar__function_calling__local_smollm2-135m__scholar/scholar-1-3-s0-0000/0": (
         "GE",
@@ -401,8 +401,8 @@ HAND: dict[str, tuple[str, str]] = {
         "read the papers (the top one's pub_id) but never fetched its PDF link; answered a made-up title",
     ),
     "wiki__react__local_qwen2.5-0.5b__hotpotqa-dev-a248973a/3-1-5a7bbb64554299042af8f7cc/0": (
-        "AM",
-        "right, but only Annie Morton's birth date was read; Terry Richardson appears only as her photographer, his age never (debatable: EM if naming him in the page counts)",
+        "EM",
+        "right; Annie Morton's page was read and names the gold Terry Richardson (as her photographer). Re-adjudicated by the codebook (issue 59): containment, not attribution, so EM (was AM)",
     ),
     "crag__function_calling__local_smollm2-135m__crag-kg/crag-set-s0-0000/0": (
         "RE",

@@ -49,7 +49,9 @@ HARNESS = {"time_budget", "context_overflow"}
 
 
 def expected(correct: bool, evidence: bool, stop: str, misuse: bool) -> tuple[str, str]:
-    """The paper's definitions (R-Eval section 3.4), as docs/taxonomy.md tabulates them."""
+    """The paper's definitions (R-Eval section 3.4), as the codebook settles them
+    (docs/taxonomy.md). ``misuse``: improper use interrupted the retrieval (every call from the
+    first invalid one on was invalid); one incidental invalid call among valid ones is not."""
     if correct:
         return (
             ("EM", "matches the gold, and a tool returned it")
@@ -66,7 +68,7 @@ def expected(correct: bool, evidence: bool, stop: str, misuse: bool) -> tuple[st
     if stop in MISUSE_STOPS:
         return "TE", f"wrong, no evidence, interrupted by improper use of the tool ({stop})"
     if misuse:
-        return "TE", "wrong, no evidence, and a call was invalid (improper tool use)"
+        return "TE", "wrong, no evidence, and every call from the first invalid one on was invalid"
     if stop in BUDGETS:
         return "RE", f"wrong, no evidence, only valid calls until the retrieval halted ({stop})"
     return "RE", "wrong, no evidence, the retrieval ran to the end without interruption"
@@ -129,25 +131,42 @@ def cases() -> list[dict]:
                 {
                     "name": f"misuse/{wf}/{name}",
                     "task": COUNT_TASK,
-                    "trajectory": traj("count", "12", "answered", [bad, NOTHING], wf),
+                    "trajectory": traj("count", "12", "answered", [NOTHING, bad], wf),
                     "label": label,
                     "harness_limit": False,
                     "reason": f"{reason}: {name}",
                 }
             )
-    # misuse, then a budget stop: the improper use interrupted retrieval, TE under every budget
+            # one incidental invalid call, then a valid one: the retrieval was not interrupted
+            label, reason = expected(False, False, "answered", False)
+            out.append(
+                {
+                    "name": f"incidental-misuse/{wf}/{name}",
+                    "task": COUNT_TASK,
+                    "trajectory": traj("count", "12", "answered", [bad, NOTHING], wf),
+                    "label": label,
+                    "harness_limit": False,
+                    "reason": f"{reason}; one incidental invalid call ({name}) among valid ones",
+                }
+            )
+    # misuse, then a budget stop: TE when misuse dominated (every call from the first invalid
+    # one on), RE when one incidental invalid call was followed by valid calls to the budget
     for stop in sorted(BUDGETS):
-        label, reason = expected(False, False, stop, True)
-        out.append(
-            {
-                "name": f"misuse-then-budget/{stop}",
-                "task": COUNT_TASK,
-                "trajectory": traj("count", None, stop, [misuses["bad_arguments"], NOTHING]),
-                "label": label,
-                "harness_limit": stop in HARNESS,
-                "reason": f"{reason}; the budget stopped it afterwards",
-            }
-        )
+        for name, steps, misuse in (
+            ("misuse-then-budget", [NOTHING, misuses["bad_arguments"]], True),
+            ("incidental-misuse-then-budget", [misuses["bad_arguments"], NOTHING], False),
+        ):
+            label, reason = expected(False, False, stop, misuse)
+            out.append(
+                {
+                    "name": f"{name}/{stop}",
+                    "task": COUNT_TASK,
+                    "trajectory": traj("count", None, stop, steps),
+                    "label": label,
+                    "harness_limit": stop in HARNESS,
+                    "reason": f"{reason}; the budget stopped it afterwards",
+                }
+            )
     # a computed answer is grounded only when every value it reads was seen
     compare = {
         "id": "compare",
