@@ -238,3 +238,56 @@ def test_a_disambiguation_title_the_task_names_as_evidence_still_counts():
     ]
     assert _label(_traj("sairktaend", steps, agent=WIKI), task)[0] == "EM"
     assert _label(_traj("sairktaend", steps[1:], agent=WIKI), task)[0] == "AM"
+
+
+SECOND = [
+    json.loads(line)
+    for line in (DATA / "taxonomy_second.jsonl").read_text().splitlines()
+    if line.strip()
+]
+
+
+def test_the_second_studys_set_is_drawn_as_described():
+    """42 episodes of ``studies/local-models-2`` (seed 5959, 7 per workflow), none whose model,
+    workflow, environment and task an earlier labelled set holds, stored without any score or
+    label raleval gave them."""
+    assert len(SECOND) == 42 and all(c["reason"] and c["study"] == "local-models-2" for c in SECOND)
+    assert Counter(c["trajectory"]["agent"]["workflow"] for c in SECOND) == dict.fromkeys(
+        WORKFLOWS, 7
+    )
+    real = [json.loads(x) for x in (DATA / "taxonomy_real.jsonl").read_text().splitlines()]
+
+    def agent_task(c):
+        t = c["trajectory"]
+        return (t["agent"]["model"], t["agent"]["workflow"], t["agent"]["env"], t["task_id"])
+
+    earlier = {agent_task(c) for c in [*FRESH, *HELDOUT, *real]}
+    assert not earlier & {agent_task(c) for c in SECOND}
+    assert not any(
+        k in c["trajectory"] for c in SECOND for k in ("error_type", "strict_error_type", "scores")
+    )
+
+
+def test_agreement_on_the_second_studys_set(capsys):
+    """Labelled blind by the codebook (issue 59). Before the codebook rules raleval agreed on
+    41 of 42 (a PAL program that crashed after its search returned the gold: TE, the codebook
+    GE); with them, on all 42. The strict reading's agreement is printed beside it."""
+    agree, strict, total, lines = Counter(), 0, Counter(), []
+    for case in SECOND:
+        traj = Trajectory.model_validate(case["trajectory"])
+        score_trajectory(traj, Task.model_validate(case["task"]))
+        wf = traj.agent.workflow
+        total[wf] += 1
+        agree[wf] += traj.error_type.value == case["label"]
+        strict += traj.strict_error_type.value == case["label"]
+        if traj.error_type.value != case["label"]:
+            lines.append(f"  {case['cell']} {traj.task_id}: hand {case['label']}, raleval "
+                         f"{traj.error_cause}: {case['reason']}")  # fmt: skip
+    with capsys.disabled():
+        print(
+            "\nsecond-study agreement: "
+            + ", ".join(f"{w} {agree[w]}/{total[w]}" for w in WORKFLOWS)
+            + f"; strict reading {strict}/{len(SECOND)}"
+        )
+        print("\n".join(lines))
+    assert sum(agree.values()) == 42, "\n".join(lines)

@@ -17,6 +17,11 @@ never tuned on, labelled by hand (issue 45).
 4. ``... sample heldout`` (and ``render heldout``, ``write heldout``): a second draw (seed
    2445, 3 per workflow, none of the first), labelled the same way after the rules the first
    set brought were written: ``taxonomy_heldout.jsonl``.
+5. ``... sample second`` (``render second``, ``write second``): 42 episodes of the second
+   study's cells (``studies/local-models-2``, every arm; seed 5959, 7 per workflow), none
+   whose model, workflow, environment and task an earlier labelled set holds (the second
+   study re-ran some of the first study's tasks with the same models), labelled blind by the
+   codebook (``../shared/taxonomy-codebook.md``, issue 59): ``taxonomy_second.jsonl``.
 """
 
 from __future__ import annotations
@@ -27,20 +32,23 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDY = ROOT / "studies" / "local-models"
+STUDIES = ROOT / "studies"
 WORKFLOWS = ("direct", "planned", "react", "function_calling", "pal", "dfsdt")
-# draw -> (seed, episodes per workflow, file). "heldout" was drawn and labelled after the rules
-# the "fresh" set brought were written, to measure them on episodes they were not made on; it
-# leaves out the fresh episodes too.
+# draw -> (seed, episodes per workflow, file, study). "heldout" was drawn and labelled after
+# the rules the "fresh" set brought were written, to measure them on episodes they were not
+# made on; it leaves out the fresh episodes too. "second" is drawn from the second study and
+# leaves out every episode (by model, workflow, environment, task) of the sets before it.
 DRAWS = {
-    "fresh": (1445, 10, "taxonomy_fresh.jsonl"),
-    "heldout": (2445, 3, "taxonomy_heldout.jsonl"),
+    "fresh": (1445, 10, "taxonomy_fresh.jsonl", "local-models"),
+    "heldout": (2445, 3, "taxonomy_heldout.jsonl", "local-models"),
+    "second": (5959, 7, "taxonomy_second.jsonl", "local-models-2"),
 }
 
 
 def _source(cell: str) -> str:
-    env, _, _, tasks = cell.split("__")
-    return f"{env}:{tasks}"
+    """A cell's task source, arm included (``matched-4000__crag__pal__...``)."""
+    *arm, env, _, _, tasks = cell.split("__")
+    return ":".join([*arm, env, tasks])
 
 
 def _excluded() -> tuple[set, set]:
@@ -49,13 +57,26 @@ def _excluded() -> tuple[set, set]:
         (r["run"], r["task_id"], r["epoch"])
         for r in map(json.loads, answers.read_text().splitlines())
     }
-    real = Path(__file__).with_name("taxonomy_real.jsonl")
     by_agent = set()
+    for name in ("taxonomy_real.jsonl", "taxonomy_fresh.jsonl", "taxonomy_heldout.jsonl"):
+        path = Path(__file__).with_name(name)
+        if name != "taxonomy_real.jsonl" and not path.exists():
+            continue  # drawing the set itself
+        for line in path.read_text().splitlines():
+            t = json.loads(line)["trajectory"]
+            a = t["agent"]
+            by_agent.add((a["model"], a["workflow"], a["env"], t["task_id"]))
+    return by_cell, by_agent
+
+
+def _excluded_real() -> set:
+    real = Path(__file__).with_name("taxonomy_real.jsonl")
+    out = set()
     for line in real.read_text().splitlines():
         t = json.loads(line)["trajectory"]
         a = t["agent"]
-        by_agent.add((a["model"], a["workflow"], a["env"], t["task_id"]))
-    return by_cell, by_agent
+        out.add((a["model"], a["workflow"], a["env"], t["task_id"]))
+    return out
 
 
 def sample(draw: str = "fresh") -> list[tuple[str, str, int]]:
@@ -63,12 +84,15 @@ def sample(draw: str = "fresh") -> list[tuple[str, str, int]]:
     from raleval.analysis.runs import find_runs, load_run
     from raleval.grading.freetext import is_answer
 
-    seed, per_workflow, _ = DRAWS[draw]
+    seed, per_workflow, _, study = DRAWS[draw]
     by_cell, by_agent = _excluded()
-    if draw != "fresh":
+    if draw == "heldout":
         by_cell |= set(sample("fresh"))
+    if draw != "second":
+        # the first draws were made before the later sets existed: only taxonomy_real counts
+        by_agent = _excluded_real()
     pools: dict[str, dict[str, list]] = {w: {} for w in WORKFLOWS}
-    for path in find_runs([STUDY]):
+    for path in find_runs([STUDIES / study]):
         run = load_run(path)
         for t in run.scored:
             a = t.agent
@@ -102,7 +126,8 @@ def _episodes(draw: str):
 
     runs: dict = {}
     for cell, task_id, epoch in sample(draw):
-        run = runs.get(cell) or runs.setdefault(cell, load_run(STUDY / cell))
+        study = STUDIES / DRAWS[draw][3]
+        run = runs.get(cell) or runs.setdefault(cell, load_run(study / cell))
         traj = next(t for t in run.results if t.task_id == task_id and t.epoch == epoch)
         yield cell, run.tasks[task_id], traj
 
@@ -440,6 +465,175 @@ HAND: dict[str, tuple[str, str]] = {
         "TE",
         "no reply held a function call until the query budget",
     ),
+    # the second study's draw (issue 59), labelled blind by the codebook
+    "crag__direct__local_qwen2.5-1.5b__crag-kg/crag-aggregation-s0-0011/0": (
+        "RE",
+        "no tools; answered 2, gold 5",
+    ),
+    "matched-4000__crag__direct__local_qwen2.5-0.5b__crag-kg/crag-simple-s0-0016/0": (
+        "RE",
+        "no tools; answered 10, gold 100",
+    ),
+    "matched-4000__scholar__direct__local_qwen2.5-0.5b__scholar/scholar-2-4-s0-0018/0": (
+        "RE",
+        "no tools; answered 2005, gold 2014",
+    ),
+    "matched-4000__wiki__direct__local_qwen2.5-0.5b__wiki/wiki-3-4-s0-0018/0": (
+        "RE",
+        "no tools; answered 10, gold 64",
+    ),
+    "scholar__direct__local_qwen2.5-0.5b__scholar/scholar-1-3-s0-0014/0": (
+        "RE",
+        "no tools; answered 10, gold 4",
+    ),
+    "wiki__direct__local_smollm2-135m__wiki/wiki-2-1-s0-0016/0": (
+        "RE",
+        "no tools; answered No, gold yes",
+    ),
+    "crag__direct__local_qwen2.5-1.5b__crag-kg/crag-aggregation-s0-0019/0": (
+        "RE",
+        "no tools; answered 3, gold 0",
+    ),
+    "crag__planned__local_qwen2.5-0.5b__crag-kg/crag-aggregation-s0-0009/0": (
+        "RE",
+        "three valid artist searches returned other names or nothing, no country shown; abstained",
+    ),
+    "matched-4000__crag__planned__local_qwen2.5-0.5b__crag-kg/crag-comparison-s0-0016/0": (
+        "TE",
+        "every call (movie info with 'title' for 'query') refused; then abstained: misuse dominated",
+    ),
+    "matched-4000__scholar__planned__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0019/0": (
+        "RE",
+        "one valid call (a paper title passed to searchPerson: no person found), count never shown; abstained",
+    ),
+    "matched-4000__wiki__planned__local_qwen2.5-0.5b__wiki/wiki-1-1-s0-0018/0": (
+        "TE",
+        "its only call, Lookup before any Search, was refused; then abstained",
+    ),
+    "scholar__planned__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0012/0": (
+        "RE",
+        "found the person (num_pubs 3), the 2010 paper never shown; abstained",
+    ),
+    "wiki__planned__local_qwen2.5-0.5b__wiki/wiki-2-1-s0-0005/0": (
+        "RE",
+        "the page shows one of the two kinds the task reads ('kind of bralzaind'); yes/no never counts as shown; abstained",
+    ),
+    "crag__planned__local_qwen2.5-0.5b__crag-kg/crag-aggregation-s0-0011/0": (
+        "GE",
+        "person info showed all five acted movies (the evidence); abstained",
+    ),
+    "crag__react__local_qwen2.5-1.5b__crag-kg/crag-simple-s0-0003/0": (
+        "EM",
+        "birth place returned Toronto, Ontario; answered it",
+    ),
+    "matched-4000__crag__react__local_qwen2.5-0.5b__crag-kg/crag-set-s0-0017/0": (
+        "RE",
+        "song search returned another title; answered that title, not the five songs",
+    ),
+    "matched-4000__scholar__react__local_qwen2.5-0.5b__scholar/scholar-1-3-s0-0019/0": (
+        "GE",
+        "search returned all six interests (the gold); answered 42 (the citation count)",
+    ),
+    "matched-4000__wiki__react__local_qwen2.5-0.5b__wiki/wiki-1-1-s0-0018/0": (
+        "GE",
+        "the page says Associate Professor; answered the academy instead",
+    ),
+    "sampled-t0.7__crag__react__local_qwen2.5-0.5b__crag-kg/crag-set-s0-0002/2": (
+        "RE",
+        "song search returned another title; answered it",
+    ),
+    "sampled-t0.7__scholar__react__local_qwen2.5-0.5b__scholar/scholar-2-4-s0-0008/2": (
+        "EM",
+        "basic info returned position Researcher; answered it",
+    ),
+    "sampled-t0.7__wiki__react__local_qwen2.5-0.5b__wiki/wiki-2-2-s0-0016/2": (
+        "EM",
+        "the page says bro paevquin is nocturnal (the evidence); answered yes",
+    ),
+    "crag__function_calling__local_qwen2.5-0.5b__crag-kg/crag-comparison-s0-0012/0": (
+        "RE",
+        "valid calls for birth places (not dates), then for 'Toronto, Ontario' and 'null' as artist names (names, not keys) until the step budget; no birth date seen",
+    ),
+    "matched-4000__crag__function_calling__local_qwen2.5-0.5b__crag-kg/crag-false-premise-s0-0005/0": (
+        "RE",
+        "one valid call to a Grammy tool, then the token budget; nothing about the Oscar",
+    ),
+    "matched-4000__scholar__function_calling__local_qwen2.5-0.5b__scholar/scholar-2-4-s0-0008/0": (
+        "RE",
+        "no calls; answered a made-up profile saying Engineer",
+    ),
+    "matched-4000__wiki__function_calling__local_qwen2.5-0.5b__wiki/wiki-3-4-s0-0004/0": (
+        "TE",
+        "every call (Lookup with extra arguments) refused until the token budget",
+    ),
+    "scholar__function_calling__local_qwen2.5-0.5b__scholar/scholar-1-3-s0-0003/0": (
+        "TE",
+        "every call (searchPublication with an object for a string) refused until the step budget",
+    ),
+    "wiki__function_calling__local_qwen2.5-0.5b__wiki/wiki-1-1-s0-0006/0": (
+        "TE",
+        "every call (Lookup with an extra argument) refused until the step budget",
+    ),
+    "crag__function_calling__local_qwen2.5-0.5b__crag-kg/crag-set-s0-0001/0": (
+        "TE",
+        "every call (movie info by id given a title) refused until the context window filled: misuse dominated",
+    ),
+    "crag__pal__local_qwen2.5-0.5b__crag-kg/crag-false-premise-s0-0017/0": (
+        "TE",
+        "ticker lookup returned null, then the program called a tool that does not exist (NameError) before any evidence",
+    ),
+    "matched-4000__crag__pal__local_qwen2.5-0.5b__crag-kg/crag-multihop-s0-0000/0": (
+        "EM",
+        "ticker CORL then EPS 2.96 returned; final_result = str(r1) reads it",
+    ),
+    "matched-4000__scholar__pal__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0012/0": (
+        "TE",
+        "the program was '(End of example)', not Python (SyntaxError)",
+    ),
+    "matched-4000__wiki__pal__local_qwen2.5-0.5b__wiki/wiki-3-4-s0-0004/0": (
+        "TE",
+        "the program's Lookup before any Search was refused and raised; nothing retrieved",
+    ),
+    "scholar__pal__local_qwen2.5-0.5b__scholar/scholar-1-3-s0-0019/0": (
+        "GE",
+        "searchPerson returned all six interests (the gold), then the program crashed reading a field that does not exist (KeyError): crash after the evidence",
+    ),
+    "wiki__pal__local_qwen2.5-0.5b__wiki/wiki-3-2-s0-0019/0": (
+        "RE",
+        "both paper pages read (authors, not their organizations); the yes/no gold never counts as shown; wrote a literal 'Tavon Framework'",
+    ),
+    "crag__pal__local_qwen2.5-0.5b__crag-kg/crag-simple-s0-0006/0": (
+        "TE",
+        "lookup returned HO, the program then passed HOLD (never shown: made up) to market cap; wrote a literal wrong value: the only call after the misuse was the misuse",
+    ),
+    "crag__dfsdt__local_qwen2.5-0.5b__crag-kg/crag-set-s0-0002/0": (
+        "RE",
+        "valid song searches returning another title, again and again; the tree exhausted without an answer",
+    ),
+    "matched-4000__crag__dfsdt__local_qwen2.5-0.5b__crag-kg/crag-simple-s0-0005/0": (
+        "RE",
+        "one valid call (birth place: null), then the token budget",
+    ),
+    "matched-4000__scholar__dfsdt__local_qwen2.5-0.5b__scholar/scholar-3-5-s0-0006/0": (
+        "GE",
+        "search returned Bouzourt Neiru's record, organization Dousheil Academy of Sciences (the gold string, containment not attribution); then a reply with no function call and the token budget",
+    ),
+    "matched-4000__wiki__dfsdt__local_qwen2.5-0.5b__wiki/wiki-1-1-s0-0004/0": (
+        "RE",
+        "answered 154 at once without a call; gold 137",
+    ),
+    "scholar__dfsdt__local_qwen2.5-0.5b__scholar/scholar-1-3-s0-0002/0": (
+        "RE",
+        "answered 10 at once without a call; gold 7",
+    ),
+    "wiki__dfsdt__local_qwen2.5-0.5b__wiki/wiki-2-2-s0-0006/0": (
+        "AM",
+        "answered yes at once without a call; right from memory",
+    ),
+    "crag__dfsdt__local_qwen2.5-0.5b__crag-kg/crag-condition-s0-0009/0": (
+        "RE",
+        "valid artist searches returned nothing; gave up, the tree exhausted, no answer",
+    ),
 }
 
 
@@ -450,7 +644,15 @@ def write(draw: str = "fresh") -> None:
         label, reason = HAND[key]
         data = traj.model_dump(mode="json")
         data["llm_calls"] = []
-        for k in ("scores", "error_type", "error_cause", "stop_reason", "error_subcause"):
+        for k in (
+            "scores",
+            "error_type",
+            "error_cause",
+            "stop_reason",
+            "error_subcause",
+            "strict_error_type",
+            "strict_error_cause",
+        ):
             data.pop(k, None)
         out.append(
             {
@@ -462,6 +664,9 @@ def write(draw: str = "fresh") -> None:
             }
         )
     path = Path(__file__).with_name(DRAWS[draw][2])
+    if draw == "second":  # a study's cell names repeat across studies: say which
+        for c in out:
+            c["study"] = DRAWS[draw][3]
     path.write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in out), encoding="utf-8")
     print(f"{len(out)} hand-labelled trajectories -> {path}")
 
