@@ -19,7 +19,7 @@ from raleval.analysis.scoring import (
 from raleval.analysis.stats import Interval, mean_interval, score_interval
 from raleval.analysis.tables import REVAL_TASKS, RevalTable
 from raleval.failures import failure_cause, latest_attempts
-from raleval.records import RunHeader, Task, Trajectory
+from raleval.records import ErrorType, RunHeader, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks, stored_file
 
 
@@ -624,6 +624,22 @@ def long_form_rows(runs: list[Run]) -> list[list[str]]:
                 values = [t.scores[key] for t in trajs if key in t.scores]
                 cells.append(f"{sum(values) / len(values):.3f}" if values else "-")
             rows.append(cells)
+    return rows
+
+
+def label_rows(runs: list[Run]) -> list[list[str]]:
+    """Per run: episodes, then each R-Eval label's count by the codebook (the label) with the
+    strict reading's count beside it (``EM 3/2``: 3 by the codebook, 2 by the strict reading;
+    docs/taxonomy.md). ``-`` for the strict count where no episode was scored with it."""
+    rows: list[list[str]] = []
+    for run in runs:
+        r = run.scored
+        label = Counter(t.error_type.value for t in r if t.error_type)
+        strict = Counter(t.strict_error_type.value for t in r if t.strict_error_type)
+        rows.append(
+            [run.system, run.task_set, str(len(r))]
+            + [f"{label[k.value]}/{strict[k.value] if strict else '-'}" for k in ErrorType]
+        )
     return rows
 
 

@@ -229,6 +229,8 @@ def score_run(
                     "scores": t.scores,
                     "error_type": t.error_type.value if t.error_type else None,
                     "error_cause": t.error_cause,
+                    "strict_error_type": t.strict_error_type.value if t.strict_error_type else None,
+                    "strict_error_cause": t.strict_error_cause,
                     "stop_reason": t.stop_reason.value if t.stop_reason else None,
                     "error_subcause": t.error_subcause,
                     **({"judge": j} if j else {}),

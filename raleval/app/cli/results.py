@@ -105,10 +105,13 @@ def _print_progress_and_testbeds(runs: list) -> None:  # type: ignore[type-arg]
     from rich.console import Console
     from rich.table import Table
 
-    from raleval.analysis.runs import progress_rows, testbed_rows
+    from raleval.analysis.runs import label_rows, progress_rows, testbed_rows
+    from raleval.records import ErrorType
 
     console = Console()
     for title, header, rows in (
+        ("R-Eval labels: the codebook's / the strict reading's (docs/taxonomy.md)",
+         ["system", "set", "n", *(e.value for e in ErrorType)], label_rows(runs)),
         ("F1 and progress rate (AgentBoard)", ["system", "family", "level", "n", "F1", "progress"],
          progress_rows(runs)),
         ("testbeds beside the untouched set", ["system", "set", "n", "rates"], testbed_rows(runs)),
