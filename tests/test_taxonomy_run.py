@@ -52,3 +52,25 @@ def test_intended_label(tmp_path, workflow, model):
     for r in results:
         assert r.error_type.value == want.split(":")[0], (r.error_cause, r.termination)
         assert r.error_cause.startswith(want), r.error_cause
+
+
+def test_the_strict_reading_is_stored_and_tabled_beside_the_label(tmp_path):
+    """PAL's wrong oracle writes a literal after its calls returned the evidence: GE by the
+    codebook, RE by the strict reading; the run stores both and ``raleval table`` shows both
+    counts per system (codebook/strict)."""
+    if check_isolation() is not None:
+        pytest.skip(check_isolation())
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    summary, results = run_config(
+        tmp_path, workflow="pal", model="scripted/oracle-wrong", limit=3,
+        workflow_options=options_for("pal", max_steps=4),
+    )  # fmt: skip
+    assert [(r.error_type.value, r.strict_error_type.value) for r in results] == [("GE", "RE")] * 3
+    out = CliRunner().invoke(app, ["table", str(summary.run_dir)], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    row = next(line for line in out.output.splitlines() if "pal/" in line and "3/0" in line)
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    assert cells[-6:] == ["0/0", "0/0", "3/0", "0/3", "0/0", "0/0"], row
