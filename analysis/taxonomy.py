@@ -1,29 +1,30 @@
 """R-Eval's error taxonomy by evidence and cause, computed from a stored trajectory alone.
 
-The label is a pure function (:func:`label`) of four facts about an episode:
+The label follows the codebook every hand-labelled set is adjudicated by (docs/taxonomy.md
+says it in the project's words). It is a pure function (:func:`label`) of four facts:
 
 - correct: the answer is right under its type's rule (``raleval.grading.rules``);
-- evidence: a gold alias (or the task's ``evidence``) appears, token-aligned, in an
-  OBSERVATION a tool returned; the model's own thoughts and Finish line never count (R-Eval's
-  code counted them). On a question with no answer to find (false premise, unanswerable)
-  any successful tool call is the evidence: the agent checked the premise. A PAL program's
-  results count only through its data flow (``raleval.analysis.programs``);
+- evidence: a gold alias (or every value of the task's ``evidence``) appears, token-aligned,
+  in an OBSERVATION the agent received: a failed search's suggested titles, a distractor's
+  result, a PAL program's tool results and a planned workflow's executed calls included; the
+  model's own thoughts and Finish line never count. A right PAL answer is grounded only when
+  ``final_result`` reads a tool result (``raleval.analysis.programs``). On a question with no
+  answer to find (false premise, unanswerable) the check of the premise is the evidence;
 - the stop reason (:class:`~raleval.records.StopReason`), derived from the termination and
   its cause (:func:`stop_reason`);
-- call validity: whether any call was invalid (:func:`invalid_calls`: unknown tool, bad
-  arguments, an action that did not parse, a key the tool declares to come from an earlier
-  result that none had returned).
+- whether misuse interrupted the retrieval (:func:`misuse_interrupted`): every call from the
+  first invalid one on (unknown tool, bad arguments, an action that did not parse, a key the
+  tool declares to come from an earlier result that none had returned) was invalid.
 
-See ``docs/taxonomy.md`` for the table and the paper's definitions it follows. Evidence is
-asked first, as the paper does: wrong with the answer shown is GE whatever stopped the
-episode; only then is the interruption asked about (ME, TE, RE). Budgets never
-decide between classes: a step, time, token or cost budget, or the model's context window,
-all halt the retrieval the same way (R-Eval: "There is an issue with the logic of the
-retrieval if the process is halted": RE), so a slower machine cannot move a label; the budget
-stays in the cause (``RE:step_budget``). Only improper use of the tools (an invalid call,
-output no parser took, a program the sandbox refused) makes a TE, whatever stopped the episode
-after it. A stop by the machine (wall clock, context window) is reported as sub-cause
-``harness_limit`` beside the label.
+Evidence is asked first, as the paper does: wrong with the answer shown is GE whatever ended
+the episode; only then is the interruption asked about. A fault outside the agent is ME;
+misuse that ended the episode (output no parser took, a program that raised or that the
+sandbox refused) or dominated it is TE; otherwise, an answer, a give-up or any budget (step,
+time, token, cost, the model's context window) halted the retrieval: RE, the budget kept in
+the cause, so a slower machine cannot move a label. A stop by the machine (wall clock, context
+window) is reported as sub-cause ``harness_limit`` beside the label. ``strict=True`` gives
+raleval's stricter reading (any invalid call is TE, suggested titles are not content, PAL
+answers by data flow right or wrong), stored beside the label as ``strict_error_type``.
 """
 
 from __future__ import annotations
