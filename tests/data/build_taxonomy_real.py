@@ -64,7 +64,15 @@ def main(run_dirs: list[str]) -> None:
                 continue
             label, reason = HAND[traj["task_id"]]
             traj["llm_calls"] = []
-            for key in ("scores", "error_type", "error_cause", "stop_reason", "error_subcause"):
+            for key in (
+                "scores",
+                "error_type",
+                "error_cause",
+                "stop_reason",
+                "error_subcause",
+                "strict_error_type",
+                "strict_error_cause",
+            ):
                 traj.pop(key, None)
             out.append(
                 {
