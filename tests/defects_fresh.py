@@ -157,12 +157,14 @@ def malformed(value_of: Callable[[Task], str]) -> Policy:
         if sees_answer(task, view):
             return task.answers[0]
         if view:
-            return reader_move(task, view, len(view)) if any(
-                shows(view, str(v)) for v in gold(task)[0].arguments.values()
-            ) else WRONG
+            return (
+                reader_move(task, view, len(view))
+                if any(shows(view, str(v)) for v in gold(task)[0].arguments.values())
+                else WRONG
+            )
         first = gold(task)[0]
         key = next(iter(first.arguments))
-        return Call(first.tool, raw='{"%s": "%s' % (key, value_of(task)))
+        return Call(first.tool, raw=json.dumps({key: value_of(task)})[:-2])
 
     return policy
 
@@ -181,7 +183,7 @@ def give_up_after_three(task: Task, view: list[str]) -> Decision:
     return reader_move(task, view, len(view))
 
 
-def look_alike(tools: dict[str, list[str]]) -> Policy:
+def look_alike(tools: list[str]) -> Policy:
     def policy(task: Task, view: list[str]) -> Decision:
         """The first gold call, then the tool whose name looks most like the second gold
         call's (same values), then it answers with what it has."""
@@ -193,7 +195,7 @@ def look_alike(tools: dict[str, list[str]]) -> Policy:
         if not view:
             return as_call(g[0])
         if len(view) == 1 and can_make(g[1].arguments, task, view):
-            others = [n for n in tools[task.domain] if n != g[1].tool]
+            others = [n for n in tools if n != g[1].tool]
             name = process.extractOne(g[1].tool, others, scorer=fuzz.ratio)[0]
             return Call(name, dict(g[1].arguments))
         return WRONG
@@ -202,22 +204,20 @@ def look_alike(tools: dict[str, list[str]]) -> Policy:
 
 
 def first_listed(task: Task, view: list[str]) -> Decision:
-    """Searches by name alone, takes the first person the search lists, and reads on with
-    that person's id."""
+    """Searches by name alone, takes the first person the search lists, and reads that
+    person's record; it answers from what it read after the search (wrong when the first
+    listed is a namesake)."""
     import re
 
-    if sees_answer(task, view):
-        return task.answers[0]
     g = gold(task)
+    if len(view) > 1 and sees_answer(task, view[1:]):
+        return task.answers[0]
     if not view:
         return Call(g[0].tool, {"name": g[0].arguments["name"]})
     ids = re.findall(r"[0-9a-f]{24}", view[0])
-    if len(view) < len(g) and ids:
-        call = g[len(view)]
-        key = next(iter(call.arguments))
-        if len(view) == 1:
-            return Call(call.tool, {key: ids[0]})
-        return reader_move(task, view, len(view))
+    if len(view) == 1 and ids:
+        key = next(iter(g[1].arguments))
+        return Call(g[1].tool, {key: ids[0]})
     return WRONG
 
 
@@ -278,8 +278,8 @@ def coin_reader(task: Task, view: list[str]) -> Decision:
     return reader_move(task, view, len(view))
 
 
-def policies(tools: dict[str, list[str]]) -> dict[str, Policy]:
-    """Every policy by name (``tools``: each domain's tool names, for the look-alike)."""
+def policies(tools: list[str]) -> dict[str, Policy]:
+    """Every policy by name (``tools``: the environment's tool names, for the look-alike)."""
     return {
         "reader": reader,
         "never-right": never_right,
@@ -373,7 +373,7 @@ class DefectServer:
 
     def __init__(self, run_dir: Path, env: Any, workflow: Any, coin: float = 1.0) -> None:
         self.run_dir, self.env, self.workflow, self.coin = Path(run_dir), env, workflow, coin
-        self.policies = policies({d: [t.name for t in env.tools] for d in (env.name,)})
+        self.policies = policies([t.name for t in env.tools])
         self.requests = 0
         self.seen: dict[str, int] = {}
         self.lock = threading.Lock()

@@ -90,7 +90,7 @@ SCENARIOS = [
       "crag-multihop", calls(2), "retrieval"),
     S("look-alike/scholar/react", "scholar", "react", "look-alike", "3-5", calls(2),
       "retrieval"),
-    S("first-listed/scholar/react", "scholar", "react", "first-listed", "3-5", calls(2, 2),
+    S("first-listed/scholar/react", "scholar", "react", "first-listed", "2-4", calls(2, 2),
       "retrieval", n=8),
     S("made-up-tool/crag/react", "crag", "react", "made-up-tool", "crag-simple", calls(1),
       "interface"),
