@@ -183,10 +183,11 @@ def give_up_after_three(task: Task, view: list[str]) -> Decision:
     return reader_move(task, view, len(view))
 
 
-def look_alike(tools: list[str]) -> Policy:
+def look_alike(tools: dict[str, list[str]]) -> Policy:
     def policy(task: Task, view: list[str]) -> Decision:
         """The first gold call, then the tool whose name looks most like the second gold
-        call's (same values), then it answers with what it has."""
+        call's and takes the same arguments (same values: a valid call), then it answers
+        with what it has."""
         from rapidfuzz import fuzz, process
 
         if sees_answer(task, view):
@@ -195,7 +196,10 @@ def look_alike(tools: list[str]) -> Policy:
         if not view:
             return as_call(g[0])
         if len(view) == 1 and can_make(g[1].arguments, task, view):
-            others = [n for n in tools if n != g[1].tool]
+            names = sorted(g[1].arguments)
+            others = [n for n, params in tools.items() if n != g[1].tool and params == names]
+            if not others:
+                return WRONG
             name = process.extractOne(g[1].tool, others, scorer=fuzz.ratio)[0]
             return Call(name, dict(g[1].arguments))
         return WRONG
@@ -278,8 +282,9 @@ def coin_reader(task: Task, view: list[str]) -> Decision:
     return reader_move(task, view, len(view))
 
 
-def policies(tools: list[str]) -> dict[str, Policy]:
-    """Every policy by name (``tools``: the environment's tool names, for the look-alike)."""
+def policies(tools: dict[str, list[str]]) -> dict[str, Policy]:
+    """Every policy by name (``tools``: the environment's tools and their parameters, for
+    the look-alike)."""
     return {
         "reader": reader,
         "never-right": never_right,
@@ -373,7 +378,7 @@ class DefectServer:
 
     def __init__(self, run_dir: Path, env: Any, workflow: Any, coin: float = 1.0) -> None:
         self.run_dir, self.env, self.workflow, self.coin = Path(run_dir), env, workflow, coin
-        self.policies = policies([t.name for t in env.tools])
+        self.policies = policies({t.name: sorted(t.param_names) for t in env.tools})
         self.requests = 0
         self.seen: dict[str, int] = {}
         self.lock = threading.Lock()

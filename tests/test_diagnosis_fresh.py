@@ -122,9 +122,16 @@ class Result:
     replay_calls: list[int]  # model calls of each failed episode's replays
 
 
-def run_scenario(s: Scenario, log_dir: Path, twice: bool = False) -> Result:
+def run_scenario(
+    s: Scenario,
+    log_dir: Path,
+    twice: bool = False,
+    again: dict[str, Any] | None = None,
+    first: dict[str, Any] | None = None,
+) -> Result:
     """Run the scenario through the HTTP server, diagnose it (``twice``: again with
-    ``--fresh``); the failed episodes' causes and the server's request counts."""
+    ``--fresh``; ``again``: again with these options, without it); the failed episodes'
+    causes and the server's request counts. ``first``: the first diagnose's options."""
     ids = scenario_tasks(s)
     assert ids, f"{s.name}: no task fits"
     env = build_env(s.env, {"size": "tiny"})
@@ -146,7 +153,7 @@ def run_scenario(s: Scenario, log_dir: Path, twice: bool = False) -> Result:
         )
         run_sync(config)
         counts = [server.requests]
-        diagnose_sync(run_dir)
+        diagnose_sync(run_dir, **(first or {}))
         counts.append(server.requests - sum(counts))
         rows = _rows(run_dir)
         if twice:
@@ -155,6 +162,9 @@ def run_scenario(s: Scenario, log_dir: Path, twice: bool = False) -> Result:
             set_aside(run_dir)
             diagnose_sync(run_dir)
             counts.append(server.requests - sum(counts))
+        if again is not None:
+            summary = diagnose_sync(run_dir, **again)
+            counts.append(summary.diagnosed)
     calls = [d.llm_calls for d in read_diagnoses(run_dir) if not d.correct]
     return Result(rows, counts, calls)
 
@@ -197,6 +207,29 @@ def test_a_second_fresh_diagnose_sends_nothing(tmp_path: Path) -> None:
     result = run_scenario(s, tmp_path, twice=True)
     assert result.requests[1] > 0 and result.requests[2] == 0, result.requests
     assert max(result.replay_calls) <= 12, result.replay_calls
+
+
+def test_time_limit_diagnoses_again_what_a_harness_limit_left(tmp_path: Path) -> None:
+    s = next(s for s in SCENARIOS if s.name == "budget-comparison/crag/react")
+    result = run_scenario(s, tmp_path, again={"time_limit_s": 600})
+    undecided = [r for r in result.rows if r["cause"] == "harness_limit"]
+    assert undecided, result.rows
+    # without --fresh: the harness-limited episodes diagnosed again, the others skipped
+    assert result.requests[-1] == len(undecided)
+    lines = (tmp_path / "run" / "diagnosis.jsonl").read_text().splitlines()
+    assert len(lines) == len(result.rows) + len(undecided)
+    assert len(read_diagnoses(tmp_path / "run")) == len(result.rows)
+
+
+def test_samples_are_honoured_at_temperature_0(tmp_path: Path) -> None:
+    import dataclasses
+
+    s = next(s for s in SCENARIOS if s.name == "swapped-positional/scholar/react")
+    result = run_scenario(dataclasses.replace(s, n=1), tmp_path, first={"samples": 2})
+    (d,) = read_diagnoses(tmp_path / "run")
+    assert result.rows[0]["cause"] == "interface" and d.cause.value == "interface"
+    assert d.outcomes["clean_interface"].samples == 2
+    assert {r.sample for r in d.replays if r.intervention == "clean_interface"} == {0, 1}
 
 
 def main() -> None:

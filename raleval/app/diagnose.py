@@ -40,7 +40,7 @@ from raleval.analysis.diagnosis import (
     read_diagnoses,
     reproduction_prefix,
 )
-from raleval.analysis.taxonomy import evidence_found
+from raleval.analysis.taxonomy import evidence_found, stop_reason
 from raleval.app.episodes import episode_graph, episode_slots, episode_stack, run_scored
 from raleval.app.plan import build_env
 from raleval.config import ConfigError, RunConfig
@@ -290,7 +290,16 @@ class _Episode:
             "reproduction", prefix, 0, range(max(2, self.replayer.samples)), "repro"
         )
         recorded = normalize_answer(self.traj.answer or "")
-        return all(normalize_answer(r.trajectory.answer or "") == recorded for r in runs)
+        # a reproduction the harness stopped before the model answered tells nothing
+        answered = [r for r in runs if not harness_stopped(r.trajectory)]
+        return all(normalize_answer(r.trajectory.answer or "") == recorded for r in answered)
+
+
+def _budget_bound(traj: Trajectory, task: Task, room: int | None) -> bool:
+    """Whether the episode stopped at its step budget on a task whose every gold path has
+    more calls than the budget leaves room for (:func:`budget_bound`)."""
+    stop = traj.stop_reason or stop_reason(traj)
+    return stop is StopReason.step_budget and budget_bound(task, room)
 
 
 def _added_cut(replay: Trajectory, prefix: list[Step]) -> bool:
@@ -425,6 +434,12 @@ async def diagnose_episode(
     outcomes: dict[str, Outcome] = {}
     ep = _Episode(traj, task, replayer)
     live = not (correct or stopped)
+    if live and _budget_bound(traj, task, replayer.room):
+        # the agent ran out of steps on a task no gold path of which fits them: whatever an
+        # intervention's free calls do, the budget decided it
+        why = "no gold path fits the step budget (max_steps) with a turn left to answer"
+        outcomes["evidence_in_hand"] = Outcome(applied=False, undecided=True, why=why)
+        live = False
     nondeterministic = live and replayer.deterministic and not await ep.reproduces()
     live = live and not nondeterministic
     tools = await episode_tools(replayer.env, task) if live else []
@@ -447,7 +462,7 @@ async def diagnose_episode(
             outcomes,
             stopped,
             nondeterministic or any(o.nondeterministic for o in outcomes.values()),
-            budget_bound(task, replayer.room),
+            _budget_bound(traj, task, replayer.room),
         ),
         outcomes=outcomes,
         replays=ep.replays,
