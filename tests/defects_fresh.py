@@ -449,16 +449,16 @@ class DefectServer:
         calls = decision if isinstance(decision, list) else [decision]
         if isinstance(decision, str):
             calls = [Call("Finish", {"answer": decision})]
+        # ids as a server makes them, but from the request (so that runs repeat exactly)
+        stem = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:10]
         out = []
-        with self.lock:
-            for c in calls:
-                self.seen["#ids"] = self.seen.get("#ids", 0) + 1
-                arguments = c.raw if c.raw is not None else json.dumps(c.arguments)
-                out.append({
-                    "id": f"call_fresh{self.seen['#ids']:05d}",
-                    "type": "function",
-                    "function": {"name": c.tool, "arguments": arguments},
-                })  # fmt: skip
+        for j, c in enumerate(calls):
+            arguments = c.raw if c.raw is not None else json.dumps(c.arguments)
+            out.append({
+                "id": f"call_{stem}{j}",
+                "type": "function",
+                "function": {"name": c.tool, "arguments": arguments},
+            })  # fmt: skip
         return _completion(None, out)
 
     def __enter__(self) -> DefectServer:

@@ -53,6 +53,9 @@ from raleval.text import normalize_answer
 
 MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
 SAMPLES = 3  # replays of each prefix at temperature > 0 (``--samples``)
+# at temperature 0, times the model is asked again what it was last asked: a model right half
+# the time on one request answers as recorded all three times with chance 1/8, one call each
+REPRODUCTIONS = 3
 
 
 @dataclass
@@ -279,7 +282,7 @@ class _Episode:
 
     async def reproduces(self) -> bool:
         """At temperature 0, whether the model asked again what it was last asked (every
-        recorded call given as recorded) gives the recorded answer again, twice (``samples``
+        recorded call given as recorded) gives the recorded answer again, three times (``samples``
         times when more): a provider that answers one request two ways is not deterministic,
         and its failure has no cause to find. True where that cannot be asked."""
         prefix = reproduction_prefix(self.traj)
@@ -287,7 +290,7 @@ class _Episode:
         if prefix is None or (room is not None and len(prefix) > room):
             return True
         runs = await self.run(
-            "reproduction", prefix, 0, range(max(2, self.replayer.samples)), "repro"
+            "reproduction", prefix, 0, range(max(REPRODUCTIONS, self.replayer.samples)), "repro"
         )
         recorded = normalize_answer(self.traj.answer or "")
         # a reproduction the harness stopped before the model answered tells nothing
