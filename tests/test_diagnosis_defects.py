@@ -331,9 +331,11 @@ def test_at_temperature_zero_a_control_that_answers_right_makes_it_unstable(
     failed = _failed(run_dir)
     assert len(failed) >= 5
     for d in failed:
-        controls = [r for r in d.replays if r.control]
-        assert len(controls) == 1
-        if controls[0].correct:
+        # the reproductions (the model asked again what it was last asked) aside, one
+        # control, asked again when the intervention looked like a fix (issue 63)
+        controls = [r for r in d.replays if r.control and r.intervention != "reproduction"]
+        assert {r.sample for r in controls} <= {0, 1}
+        if any(r.correct for r in controls):
             assert d.cause is Cause.unstable
 
 

@@ -339,7 +339,7 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
     traj, task = ep.traj, ep.task
     rounds, current, last = 0, traj, []
     control_prefix: list[Step] | None = None
-    why, steps_cut, prefix = "", False, []
+    why, steps_cut, prefix, recorded_state = "", False, [], False
     while True:
         built, why, keep, control_tail = _build(ep, name, current, tools)
         if built is None:
@@ -360,15 +360,18 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
                 )
             prefix = ep.fit(built, keep)
         rounds += 1
+        whole = len(prefix) == len(built)  # the agent's steps as recorded, none cut
         last = await ep.run(name, prefix, rounds)
         # the context full before the model spoke: the agent's oldest steps go, while any
         # are left (evidence in hand has none: that is the evidence, and undecided if cut)
         while name != "evidence_in_hand" and len(prefix) > keep and _context_full(last):
-            prefix = prefix[1:]
+            prefix, whole = prefix[1:], False
             last = await ep.run(name, prefix, rounds)
         if control_prefix is None:  # the prefix unchanged: without the steps put in place
             head = [] if name == "evidence_in_hand" else prefix[: len(prefix) - keep]
             control_prefix = [*head, *control_tail]
+            # a state the episode had (nothing cut), so at temperature 0 it must fail again
+            recorded_state = whole or name == "evidence_in_hand"
         stop = any(harness_stopped(r.trajectory) for r in last)
         if last[0].correct or name != "clean_interface" or rounds >= MAX_ROUNDS or stop:
             break
@@ -382,7 +385,7 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
         # at temperature 0 every replay of one prefix must answer alike, and a control of
         # the agent's own steps must fail as the run did; a fix is asked twice
         a, c = sum(r.correct for r in last), sum(r.correct for r in controls)
-        disagree = 0 < a < len(last) or 0 < c < len(controls)
+        disagree = 0 < a < len(last) or 0 < c < len(controls) or (recorded_state and c > 0)
         if a == len(last) and c == 0 and len(last) == 1 and not disagree:
             again = await ep.run(name, prefix, rounds, range(1, 2))
             again_control = await ep.control(name, control_prefix, range(1, 2))
