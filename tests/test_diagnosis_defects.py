@@ -390,9 +390,9 @@ def test_evidence_that_overflows_the_context_is_never_beyond_reach(
         if evidence is not None and evidence.undecided:
             assert d.cause is Cause.harness_limit
             assert evidence.why is not None
-    # the overflow happened: evidence in hand was cut out of view, and said so
-    assert any("cut" in (d.outcomes["evidence_in_hand"].why or "") for d in failed
-               if "evidence_in_hand" in d.outcomes)  # fmt: skip
+    # the overflow happened: an intervention's evidence was cut out of view, and said so
+    # (since issue 63 gold retrieval checks its own results too, so it may say so first)
+    assert any("cut" in (o.why or "") for d in failed for o in d.outcomes.values())
 
 
 @pytest.mark.parametrize("context", [1600, 2000, 3000])
