@@ -8,9 +8,11 @@ themselves; raleval has a gold solution for every generated task).
 - ``evidence_retrieved`` (1/0): a tool returned the answer or the task's evidence.
 
 A call matches a gold call when the tool is the same and the arguments are equal once
-normalised (case, surrounding and repeated whitespace, numbers by value, no null arguments).
-Matching is order-aware where the solution needs order: a gold call with an argument the
-question does not contain (a person_id found by an earlier call) only counts once every gold
+normalised (case, surrounding and repeated whitespace, numbers by value, no null arguments),
+and, for a tool that reads state an earlier call set (wiki's ``Lookup`` reads the page the
+last ``Search`` opened), the state is the same (:func:`call_keys`). Matching is order-aware
+where the solution needs order: a gold call with an argument the question does not contain
+(a person_id found by an earlier call) only counts once every gold
 call before it has been matched, and independent calls (a comparison's two look-ups) match
 in any order, for the departure point too (:func:`available`). A task may list other valid paths in
 ``metadata["alt_solutions"]``; an episode is scored against the path that suits it best.
@@ -61,13 +63,47 @@ def call_key(tool: str | None, arguments: dict[str, Any] | None) -> tuple[str, A
     return (tool or "", normalize_arguments(arguments))
 
 
+# Tools whose result depends on state an earlier call set: wiki's ``Lookup`` reads the page the
+# last ``Search`` opened, so ``Lookup[k]`` on one page is not ``Lookup[k]`` on another. A
+# tool's name is what a trajectory records, so the rule is keyed by name.
+STATE_READERS: dict[str, str] = {"Lookup": "Search"}
+_STATE = "@state"  # the argument name under which a reader's key holds that state
+
+
+def call_keys(calls: Sequence[tuple[str | None, dict[str, Any] | None]]) -> list[tuple[str, Any]]:
+    """Each call's :func:`call_key`, a state reader's (:data:`STATE_READERS`) with the
+    arguments of the last call before it that set its state: the key a call is matched by,
+    for the agent's calls and the gold paths alike."""
+    setters = set(STATE_READERS.values())
+    state: dict[str, Any] = {}
+    out = []
+    for tool, arguments in calls:
+        key = call_key(tool, arguments)
+        setter = STATE_READERS.get(tool or "")
+        if setter is not None:
+            key = (key[0], (*key[1], (_STATE, state.get(setter))))
+        elif tool in setters:
+            state[tool] = key[1]
+        out.append(key)
+    return out
+
+
+def state_call(key: tuple[str, Any]) -> tuple[str, Any] | None:
+    """The key of the call that set the state a reader's ``key`` reads (None: not a reader,
+    or no state was set)."""
+    setter = STATE_READERS.get(key[0])
+    if setter is None:
+        return None
+    held = dict(key[1]).get(_STATE)
+    return None if held is None else (setter, held)
+
+
 def agent_calls(traj: Trajectory) -> list[tuple[int, tuple[str, Any]]]:
-    """(step index, normalised call) for every tool call the agent made, in order."""
-    return [
-        (s.index, call_key(s.tool, s.arguments))
-        for s in traj.steps
-        if s.tool is not None and s.tool not in FINISH_TOOLS
-    ]
+    """(step index, normalised call) for every tool call the agent made, in order (a state
+    reader's keyed with the state it read: :func:`call_keys`)."""
+    steps = [s for s in traj.steps if s.tool is not None and s.tool not in FINISH_TOOLS]
+    keys = call_keys([(s.tool, s.arguments) for s in steps])
+    return [(s.index, k) for s, k in zip(steps, keys, strict=True)]
 
 
 def gold_paths(task: Task) -> list[list[ToolCall]]:
@@ -95,7 +131,7 @@ def gold_of(task: Task) -> GoldPaths:
     paths = gold_paths(task)
     return GoldPaths(
         paths,
-        [[call_key(c.tool, c.arguments) for c in p] for p in paths],
+        [call_keys([(c.tool, c.arguments) for c in p]) for p in paths],
         [needs_order(task.question, p) for p in paths],
     )
 
@@ -197,7 +233,11 @@ def call_scores(traj: Trajectory, task: Task, gold: GoldPaths | None = None) -> 
         "call_precision": best[0],
         "call_recall": best[1],
         "call_f1": best[2],
-        "evidence_retrieved": float(evidence_found(traj, task.answers, task.evidence)),
+        # with the question, as the label reads it: a comparison's winner is one of the
+        # names it asks about, so a page that names it did not show the answer
+        "evidence_retrieved": float(
+            evidence_found(traj, task.answers, task.evidence, task.question)
+        ),
     }
     departure = departure_point(made, gold)[0]
     scores["on_gold_path"] = float(departure is None)

@@ -38,11 +38,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raleval.analysis.calls import (
     FINISH_TOOLS,
+    STATE_READERS,
+    GoldPaths,
     call_key,
+    call_keys,
     departure_point,
     gold_of,
     gold_paths,
     next_on_path,
+    state_call,
 )
 from raleval.analysis.taxonomy import invalid_steps, stop_reason
 from raleval.records import OutcomeKind, Step, StopReason, Task, ToolCall, Trajectory
@@ -114,12 +118,16 @@ class Outcome(_Record):
     rate: float | None = None
     control_rate: float | None = None
     p_value: float | None = None
+    # at temperature 0: replays of one prefix answered differently, or a control answered
+    # what the recorded run did not (the same request twice, two answers)
+    nondeterministic: bool = False
 
 
 class Diagnosis(_Record):
     """One line of ``diagnosis.jsonl``: an episode of the run, its cause and the replays."""
 
-    schema_version: int = 2  # 2: controls, samples and the unstable cause
+    # 2: controls, samples and the unstable cause; 3: reproductions and nondeterministic
+    schema_version: int = 3
     task_id: str
     epoch: int = 0
     system: str  # workflow/model of the run
@@ -133,27 +141,45 @@ class Diagnosis(_Record):
     replays: list[Replay] = Field(default_factory=list)
     llm_calls: int = 0  # model calls the replays made ...
     cache_hits: int = 0  # ... and how many of them the response cache answered
+    # at temperature 0, the model answered one request two ways (its provider is not
+    # deterministic): the episode is unstable, whatever an intervention did
+    nondeterministic: bool = False
     created_at: datetime
 
 
-def cause_of(correct: bool, outcomes: dict[str, Outcome], stopped: bool = False) -> Cause:
+def cause_of(
+    correct: bool,
+    outcomes: dict[str, Outcome],
+    stopped: bool = False,
+    nondeterministic: bool = False,
+    budget_bound: bool = False,
+) -> Cause:
     """The cause: ``not_needed`` for a correct episode; ``harness_limit`` when the episode
     was ``stopped`` by the wall clock or an intervention tried before the first that fixed it
-    was undecided; else the first intervention (in :data:`INTERVENTIONS` order) that fixed it
-    (its success rate beat its control's); else ``unstable`` when some replay, an
-    intervention's or a control's, answered right; else ``beyond_reach``."""
+    was undecided; ``unstable`` when the model answered one request two ways at temperature 0
+    (``nondeterministic``, or an outcome's replays disagreed); else the first intervention (in
+    :data:`INTERVENTIONS` order) that fixed it (its success rate beat its control's); else
+    ``harness_limit`` when no gold path fits the step budget (``budget_bound``); else
+    ``unstable`` when some replay, an intervention's or a control's, answered right; else
+    ``beyond_reach``."""
     if correct:
         return Cause.not_needed
     if stopped:
         return Cause.harness_limit
+    if nondeterministic:
+        return Cause.unstable
     for name, cause in INTERVENTIONS.items():
         outcome = outcomes.get(name)
         if outcome is None:
             continue
+        if outcome.nondeterministic:
+            return Cause.unstable
         if outcome.fixed:
             return cause
         if outcome.undecided:
             return Cause.harness_limit
+    if budget_bound:
+        return Cause.harness_limit
     if any((o.rate or 0) > 0 or (o.control_rate or 0) > 0 for o in outcomes.values()):
         return Cause.unstable
     return Cause.beyond_reach
@@ -271,28 +297,54 @@ def gold_step(call: ToolCall, thought: str | None = None) -> Step:
 
 
 def _calls(steps: Sequence[Step]) -> list[tuple[int, tuple[str, Any]]]:
-    return [
-        (s.index, call_key(s.tool, s.arguments))
-        for s in steps
-        if s.tool is not None and s.tool not in FINISH_TOOLS
-    ]
+    """(step index, key) of the steps' calls, keyed as call matching keys them (a state
+    reader with the state it read: :func:`raleval.analysis.calls.call_keys`)."""
+    made = [s for s in steps if s.tool is not None and s.tool not in FINISH_TOOLS]
+    keys = call_keys([(s.tool, s.arguments) for s in made])
+    return [(s.index, k) for s, k in zip(made, keys, strict=True)]
 
 
-def _next_calls(
+def reply_turn(step: Step) -> int | None:
+    """The reply a step's call was one of, where its step recorded one (native tool calling
+    records ``{"id", "turn", ...}`` as the step's ``raw_action``); None: a reply of its own."""
+    try:
+        data = json.loads(step.raw_action or "")
+    except ValueError:
+        return None
+    turn = data.get("turn") if isinstance(data, dict) else None
+    return turn if isinstance(turn, int) and not isinstance(turn, bool) else None
+
+
+def reply_of(steps: Sequence[Step], index: int) -> list[Step]:
+    """The steps of the reply that made step ``index`` (itself alone when it recorded none)."""
+    at = next(i for i, s in enumerate(steps) if s.index == index)
+    turn = reply_turn(steps[at])
+    if turn is None:
+        return [steps[at]]
+    lo = at
+    while lo > 0 and reply_turn(steps[lo - 1]) == turn:
+        lo -= 1
+    hi = at
+    while hi + 1 < len(steps) and reply_turn(steps[hi + 1]) == turn:
+        hi += 1
+    return list(steps[lo : hi + 1])
+
+
+def _pending(
     steps: Sequence[Step], task: Task
-) -> tuple[int | None, list[tuple[int, ToolCall]], list[tuple[int, tuple[str, Any]]]]:
-    """Where ``steps`` first left every gold path (None: they never did), the next gold call
-    of each path still followed there (paths the steps went furthest along first, then the
-    task's own order), and the steps' calls."""
+) -> tuple[int | None, list[tuple[int, tuple[bool, ...]]], list[tuple[int, tuple[str, Any]]]]:
+    """Where ``steps`` first left every gold path (None: they never did), each path still
+    followed there that has a call left, with which of its calls were made (the paths the
+    steps went furthest along first, then the task's own order), and the steps' calls."""
     gold = gold_of(task)
     made = _calls(steps)
     index, alive = departure_point(made, gold)
-    pending = []
-    for p, done in alive.items():
-        j = next_on_path(done, gold.orders[p])
-        if j is not None:
-            pending.append((-sum(done), p, gold.paths[p][j]))
-    return index, [(p, call) for _n, p, call in sorted(pending, key=lambda x: x[:2])], made
+    pending = [
+        (-sum(done), p, done)
+        for p, done in alive.items()
+        if next_on_path(done, gold.orders[p]) is not None
+    ]
+    return index, [(p, done) for _n, p, done in sorted(pending, key=lambda x: x[:2])], made
 
 
 def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
@@ -300,47 +352,102 @@ def next_gold_call(steps: Sequence[Step], task: Task) -> ToolCall | None:
     they went furthest along, its next call (independent calls in any order, as
     :func:`raleval.analysis.calls.departure_point` follows them); when the steps left every
     path, the next call of the path they were on then (the first path when none)."""
-    _index, pending, _made = _next_calls(steps, task)
-    return pending[0][1] if pending else None
-
-
-def gold_retrieval_prefix(traj: Trajectory, task: Task) -> tuple[list[Step] | None, str]:
-    """The agent's steps before it first left every gold path, then the gold call it should
-    have made there. An agent that never left a path but stopped before its end gets the next
-    gold call where it stopped. ``(None, why)`` when there is nothing to put in place."""
-    if not gold_paths(task):
-        return None, "the task has no gold solution"
-    index, pending, made = _next_calls(traj.steps, task)
+    _index, pending, _made = _pending(steps, task)
     if not pending:
-        return None, "the agent had made every call of a gold path"
-    if index is None:  # it stopped on the path: the next gold call where it stopped
-        index = (made[-1][0] + 1) if made else 0
-    before = [given(s) for s in traj.steps if s.index < index and _kept(s)]
-    return [*before, gold_step(pending[0][1])], ""
+        return None
+    gold = gold_of(task)
+    p, done = pending[0]
+    j = next_on_path(done, gold.orders[p])
+    return None if j is None else gold.paths[p][j]
 
 
-def fit_steps(prefix: list[Step], room: int) -> list[Step]:
+def rest_of_path(
+    gold: GoldPaths, p: int, done: Sequence[bool], made: Sequence[tuple[str, Any]]
+) -> list[ToolCall]:
+    """The calls of gold path ``p`` not ``done``, in the path's order, each call that reads
+    state (a wiki ``Lookup``) after the gold call that sets the state it reads, when the
+    calls ``made`` before left another state (another page open)."""
+    setters = set(STATE_READERS.values())
+    state = next((k for k in reversed(made) if k[0] in setters), None)
+    out: list[ToolCall] = []
+    for j, (call, key) in enumerate(zip(gold.paths[p], gold.keys[p], strict=True)):
+        if done[j]:
+            continue
+        needed = state_call(key)
+        if needed is not None and needed != state:
+            setter = next((c for c, k in zip(gold.paths[p], gold.keys[p], strict=True)
+                           if k == needed), None)  # fmt: skip
+            if setter is not None:
+                out.append(setter)
+                state = needed
+        out.append(call)
+        if call.tool in setters:
+            state = key
+    return out
+
+
+def _reply_start(steps: Sequence[Step], index: int) -> int:
+    """The index of the first step of the reply that made step ``index``: a prefix is cut
+    at reply boundaries, never between two calls of one reply (a state the episode never
+    had)."""
+    if not any(s.index == index for s in steps):
+        return index
+    return reply_of(steps, index)[0].index
+
+
+def gold_retrieval_prefix(
+    traj: Trajectory, task: Task, whole_path: bool = True
+) -> tuple[list[Step] | None, str, int]:
+    """The agent's steps before it first left every gold path (cut at the start of the reply
+    that left it), then the rest of the gold path it followed furthest, as the agent's turns
+    (``whole_path``; else only the next gold call, after the call that opens the page it
+    reads). An agent that never left a path but stopped before its end gets the rest where it
+    stopped. ``(None, why, 0)`` when there is nothing to put in place; else the prefix, "" and
+    how many gold calls end it."""
+    if not gold_paths(task):
+        return None, "the task has no gold solution", 0
+    index, _pending_paths, made = _pending(traj.steps, task)
+    # stopped on a path: the rest from where it stopped; else from the reply that left it
+    end = (made[-1][0] + 1) if made else 0
+    index = end if index is None else _reply_start(traj.steps, index)
+    before_steps = [s for s in traj.steps if s.index < index]
+    _i, pending, before_made = _pending(before_steps, task)
+    if not pending:
+        return None, "the agent had made every call of a gold path", 0
+    gold = gold_of(task)
+    p, done = pending[0]
+    calls = rest_of_path(gold, p, done, [k for _, k in before_made])
+    if not whole_path:
+        first = next(i for i, c in enumerate(calls) if c.tool not in STATE_READERS.values()
+                     or i + 1 == len(calls) or calls[i + 1].tool not in STATE_READERS)  # fmt: skip
+        calls = calls[: first + 1]
+    before = [given(s) for s in before_steps if _kept(s)]
+    return [*before, *(gold_step(c) for c in calls)], "", len(calls)
+
+
+def fit_steps(prefix: list[Step], room: int, keep: int = 1) -> list[Step]:
     """``prefix`` cut to at most ``room`` steps, so that a replay starts with the model still
     within its step budget. Every step that repeats an earlier one (the same call with the same
     observation, a looping agent's retries) goes first, as it shows the model nothing new and
     the model may need more than one turn after the intervention; then the agent's oldest
-    steps. The last step (the intervention's) is always kept; a prefix within ``room`` is
-    given unchanged."""
+    steps. The last ``keep`` steps (the intervention's) are always kept; a prefix within
+    ``room`` is given unchanged."""
     if len(prefix) <= room:
         return list(prefix)
-    out = list(prefix)
+    keep = max(1, min(keep, len(prefix)))
+    head, tail = list(prefix[:-keep]), list(prefix[-keep:])
     seen: set[tuple[Any, ...]] = set()
     repeats = []
-    for i, step in enumerate(out[:-1]):
+    for i, step in enumerate(head):
         key = (*call_key(step.tool, step.arguments), step.observation)
         if key in seen and step.observation is not None:
             repeats.append(i)
         seen.add(key)
     drop = set(repeats)
-    out = [s for i, s in enumerate(out) if i not in drop]
-    while len(out) > max(room, 1):
-        out.pop(0)
-    return out
+    head = [s for i, s in enumerate(head) if i not in drop]
+    while head and len(head) + len(tail) > max(room, 1):
+        head.pop(0)
+    return [*head, *tail]
 
 
 def evidence_prefix(task: Task) -> tuple[list[Step] | None, str]:
@@ -349,6 +456,25 @@ def evidence_prefix(task: Task) -> tuple[list[Step] | None, str]:
     if not paths or not paths[0]:
         return None, "the task has no gold solution"
     return [gold_step(c) for c in paths[0]], ""
+
+
+def budget_bound(task: Task, room: int | None) -> bool:
+    """Whether every gold path of ``task`` has more calls than ``room`` (the steps a prefix
+    may take and leave the model a turn): the evidence cannot be gathered and then read
+    within ``max_steps``, so a failure says nothing of the model."""
+    paths = [p for p in gold_paths(task) if p]
+    return room is not None and bool(paths) and min(len(p) for p in paths) > room
+
+
+def reproduction_prefix(traj: Trajectory) -> list[Step] | None:
+    """Every recorded call of an episode that answered, given as recorded: the model is
+    asked again what it was last asked, so at temperature 0 a deterministic model gives the
+    recorded answer again (None: the episode gave no answer, or took no step)."""
+    if traj.answer is None:
+        return None
+    start = int(traj.extra.get("prefix_steps", 0) or 0)
+    steps = [given(s) for s in traj.steps if _kept(s)]
+    return steps if steps and not start else None
 
 
 _SPACE = re.compile(r"\s+")
@@ -367,6 +493,33 @@ def _visible(call: ToolCall, seen: str) -> bool:
 def _plain(name: str) -> str:
     """``name`` without case and accents."""
     return ascii_fold(str(name)).casefold()
+
+
+_CLOSERS = ("", '"', "}", '"}', "]}", '"]}', "}}", '"}}', "null}", '": null}')
+
+
+def partial_json(raw: str) -> dict[str, Any] | None:
+    """A JSON object cut short (a reply that stopped mid-call, a missing brace or quote),
+    parsed as far as it goes: the shortest closing that makes it parse, its values kept as
+    written (None when nothing makes it an object)."""
+    text = raw.strip().rstrip(",")
+    if len(text) > 4000 or not text.startswith("{"):
+        return None
+    for closing in _CLOSERS:
+        try:
+            value = json.loads(text + closing)
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _valid(spec: Any, tool: str, args: dict[str, Any]) -> ToolCall | None:
+    try:
+        spec.params.model_validate(args)
+    except ValidationError:
+        return None
+    return ToolCall(tool=tool, arguments=args)
 
 
 def _repaired(step: Step, spec: Any) -> ToolCall | None:
@@ -388,11 +541,41 @@ def _repaired(step: Step, spec: Any) -> ToolCall | None:
         args[best[0]] = value
     if set(args) == set(step.arguments or {}):
         return None  # nothing misspelled: its values are what is wrong
-    try:
-        spec.params.model_validate(args)
-    except ValidationError:
+    return _valid(spec, spec.name, args)
+
+
+def _unmangled(step: Step, spec: Any) -> ToolCall | None:
+    """Arguments that came as malformed JSON (kept raw, ``{"_raw": ...}``), parsed as far
+    as they go, the model's values kept (names mended as :func:`_repaired` mends them)."""
+    raw = (step.arguments or {}).get("_raw")
+    if not isinstance(raw, str) or set(step.arguments or {}) != {"_raw"}:
         return None
-    return ToolCall(tool=spec.name, arguments=args)
+    parsed = partial_json(raw)
+    if not parsed:
+        return None
+    if set(parsed) <= set(spec.param_names):
+        return _valid(spec, spec.name, parsed)
+    return _repaired(step.model_copy(update={"arguments": parsed}), spec)
+
+
+def reslotted(step: Step, task: Task) -> ToolCall | None:
+    """A valid call whose values sit in the wrong slots (positional arguments swapped, or
+    each value under the other's name): the gold call of the same tool that holds exactly
+    the model's values, in other slots. None when no gold call does."""
+    args = {k: v for k, v in (step.arguments or {}).items() if v is not None}
+    if not step.tool or len(args) < 2:
+        return None
+    mine = sorted(_norm(str(v)) for v in args.values())
+    for path in gold_paths(task):
+        for call in path:
+            theirs = {k: v for k, v in call.arguments.items() if v is not None}
+            if (
+                call.tool == step.tool
+                and sorted(_norm(str(v)) for v in theirs.values()) == mine
+                and call_key(call.tool, theirs) != call_key(step.tool, args)
+            ):
+                return call
+    return None
 
 
 def _renamed(step: Step, tools: Sequence[Any]) -> ToolCall | None:
@@ -416,33 +599,31 @@ def _renamed(step: Step, tools: Sequence[Any]) -> ToolCall | None:
     if list(args) == ["arg0"] and len(spec.param_names) == 1:  # positional, as parsed
         args = {spec.param_names[0]: args["arg0"]}
     renamed = step.model_copy(update={"tool": spec.name, "arguments": args})
-    mended = _repaired(renamed, spec)
+    mended = _unmangled(renamed, spec) or _repaired(renamed, spec)
     if mended is not None:
         return mended
-    try:
-        spec.params.model_validate(args)
-    except ValidationError:
-        return None
-    return ToolCall(tool=spec.name, arguments=args)
+    return _valid(spec, spec.name, args)
 
 
 def intended_call(
     step: Step, earlier: Sequence[Step], task: Task, tools: Sequence[Any]
 ) -> ToolCall | None:
     """The valid call a misuse ``step`` evidently meant: for a tool that exists, the same call
-    with misspelled argument names mended and the model's own values kept (a wrong value stays
-    wrong: what the call then returns is a retrieval matter, not the interface's); else the
-    gold call of that tool whose argument values the model could see (in the question or an
-    earlier observation); for an unknown tool whose name is a real one misspelt, that tool
-    with the model's own arguments (:func:`_renamed`); for another unknown tool, an
-    unparseable action or a call nothing mends, the next gold call."""
+    with its arguments mended and the model's own values kept (a wrong value stays wrong:
+    what the call then returns is a retrieval matter, not the interface's): malformed JSON
+    parsed as far as it goes, misspelled argument names mended, values in each other's slots
+    put back (:func:`reslotted`); else the gold call of that tool whose argument values the
+    model could see (in the question or an earlier observation); for an unknown tool whose
+    name is a real one misspelt, that tool with the model's own arguments
+    (:func:`_renamed`); for another unknown tool, an unparseable action or a call nothing
+    mends, the next gold call."""
     nxt = next_gold_call(earlier, task)
     spec = next((t for t in tools if t.name == step.tool), None)
     if step.kind is OutcomeKind.parse_error:
         return nxt
     if spec is None:  # an unknown tool: a misspelt name of a real one keeps its values
         return _renamed(step, tools) or nxt
-    mended = _repaired(step, spec)
+    mended = _unmangled(step, spec) or _repaired(step, spec) or reslotted(step, task)
     if mended is not None:
         return mended
     seen = _norm(" ".join([task.question, *(s.observation or "" for s in earlier)]))
@@ -453,25 +634,54 @@ def intended_call(
     for call in same_tool:
         if call_key(call.tool, call.arguments) not in made and _visible(call, seen):
             return call
+    if nxt is None:  # every gold call made (a made-up id beside the valid call in a reply):
+        # the model meant the call it could make, again
+        return next((c for c in same_tool if _visible(c, seen)), None)
     return nxt
+
+
+def misuse_steps(traj: Trajectory, task: Task) -> list[int]:
+    """Indices of the misuse steps the model itself took (given steps excluded): the
+    taxonomy's invalid calls, and valid calls whose values sit in each other's slots
+    (:func:`reslotted`)."""
+    start = int(traj.extra.get("prefix_steps", 0) or 0)
+    invalid = {i for i, _ in invalid_steps(traj, task.question) if i >= start}
+    invalid |= {
+        s.index
+        for s in traj.steps
+        if s.index >= start and s.tool not in FINISH_TOOLS and reslotted(s, task) is not None
+    }
+    return sorted(invalid)
 
 
 def clean_interface_prefix(
     traj: Trajectory, task: Task, tools: Sequence[Any]
-) -> tuple[list[Step] | None, str]:
+) -> tuple[list[Step] | None, str, int, list[Step]]:
     """The steps before the first misuse step the model itself took (given steps excluded),
-    then the call it meant in that step's place. Repeated on each replay, this replaces every
-    misuse step in turn."""
-    start = int(traj.extra.get("prefix_steps", 0) or 0)  # the steps a replay was given
-    invalid = [i for i, _ in invalid_steps(traj, task.question) if i >= start]
+    then the call it meant in that step's place. A misuse inside a reply of several calls is
+    mended inside that reply: the reply's other calls are given as recorded around it, in
+    the same turn, and its control is the whole reply as recorded. Repeated on each replay,
+    this replaces every misuse step in turn. Returns the prefix (None: nothing to mend), why
+    not, how many steps end it that are the intervention's, and what the control puts in
+    their place."""
+    invalid = misuse_steps(traj, task)
     if not invalid:
-        return None, "no misuse step"
+        return None, "no misuse step", 0, []
     first = next(s for s in traj.steps if s.index == invalid[0])
+    reply = reply_of(traj.steps, first.index)
+    start = reply[0].index
     earlier = [given(s) for s in traj.steps if s.index < first.index and _kept(s)]
     call = intended_call(first, earlier, task, tools)
     if call is None:
-        return None, "no valid call to put in its place"
-    return [*earlier, gold_step(call, first.thought)], ""
+        return None, "no valid call to put in its place", 0, []
+    mended = gold_step(call, first.thought)
+    before = [given(s) for s in traj.steps if s.index < start and _kept(s)]
+    if len(reply) == 1:
+        return [*before, mended], "", 1, []
+    # the mended call keeps its place, its turn and its id in the reply
+    mended.raw_action = first.raw_action
+    within = [mended if s.index == first.index else given(s) for s in reply]
+    return [*before, *within], "", len(within), [given(s) for s in reply]
 
 
 # -- reading diagnosis.jsonl and the tables ---------------------------------------------------

@@ -17,7 +17,7 @@ Pure: reads records only.
 
 from __future__ import annotations
 
-from raleval.analysis.calls import FINISH_TOOLS, GoldPaths, call_key, gold_of, ready
+from raleval.analysis.calls import FINISH_TOOLS, GoldPaths, call_keys, gold_of, ready
 from raleval.records import OutcomeKind, Task, Trajectory
 from raleval.text import contains_tokens, normalize_answer
 
@@ -35,8 +35,10 @@ def reached_subgoals(
         return None
     gold = gold or gold_of(task)  # the solution is its first path
     seen: list[list[str]] | None = None  # the observations' tokens, read when needed
-    made = {call_key(s.tool, s.arguments) for s in traj.steps
-            if s.tool is not None and s.kind is OutcomeKind.ok}  # fmt: skip
+    # keyed as call matching keys them: a Lookup with the page it read
+    calls = [s for s in traj.steps if s.tool is not None and s.tool not in FINISH_TOOLS]
+    keys = call_keys([(s.tool, s.arguments) for s in calls])
+    made = {k for s, k in zip(calls, keys, strict=True) if s.kind is OutcomeKind.ok}
     ordered = gold.orders[0]
     reached: list[bool] = []
     for i, (key, values) in enumerate(zip(gold.keys[0], subgoals, strict=True)):

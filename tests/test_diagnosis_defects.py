@@ -331,9 +331,11 @@ def test_at_temperature_zero_a_control_that_answers_right_makes_it_unstable(
     failed = _failed(run_dir)
     assert len(failed) >= 5
     for d in failed:
-        controls = [r for r in d.replays if r.control]
-        assert len(controls) == 1
-        if controls[0].correct:
+        # the reproductions (the model asked again what it was last asked) aside, one
+        # control, asked again when the intervention looked like a fix (issue 63)
+        controls = [r for r in d.replays if r.control and r.intervention != "reproduction"]
+        assert {r.sample for r in controls} <= {0, 1}
+        if any(r.correct for r in controls):
             assert d.cause is Cause.unstable
 
 
@@ -388,9 +390,9 @@ def test_evidence_that_overflows_the_context_is_never_beyond_reach(
         if evidence is not None and evidence.undecided:
             assert d.cause is Cause.harness_limit
             assert evidence.why is not None
-    # the overflow happened: evidence in hand was cut out of view, and said so
-    assert any("cut" in (d.outcomes["evidence_in_hand"].why or "") for d in failed
-               if "evidence_in_hand" in d.outcomes)  # fmt: skip
+    # the overflow happened: an intervention's evidence was cut out of view, and said so
+    # (since issue 63 gold retrieval checks its own results too, so it may say so first)
+    assert any("cut" in (o.why or "") for d in failed for o in d.outcomes.values())
 
 
 @pytest.mark.parametrize("context", [1600, 2000, 3000])

@@ -108,9 +108,12 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def label_reason(t: Trajectory, golds: list[str], threshold: float) -> str:
+def label_reason(t: Trajectory, golds: list[str], threshold: float, task: Any = None) -> str:
     f1 = t.scores.get("f1", 0.0)
-    useful = evidence_found(t, golds)
+    # read as the label reads it: the task's evidence values, and not a name the question asks
+    # about (a comparison's winner)
+    evidence, question = (task.evidence, task.question) if task is not None else (None, "")
+    useful = evidence_found(t, golds, evidence, question)
     ended = t.termination.value + (f" ({t.termination_cause})" if t.termination_cause else "")
     return (
         f"F1 {f1:.2f} {'>=' if f1 >= threshold else '<'} threshold {threshold}; a gold "
@@ -131,7 +134,7 @@ def episode_view(
     reason = (
         long_form_reason(points, t.error_cause)
         if task is not None and task.key_points
-        else label_reason(t, golds, threshold)
+        else label_reason(t, golds, threshold, task)
     )
     return {
         "i": i,

@@ -23,10 +23,12 @@ from raleval import registry
 from raleval.analysis.diagnosis import (
     DIAGNOSIS,
     INTERVENTIONS,
+    Cause,
     Diagnosis,
     Outcome,
     Replay,
     beats,
+    budget_bound,
     cause_of,
     clean_interface_prefix,
     diagnosis_json,
@@ -36,8 +38,9 @@ from raleval.analysis.diagnosis import (
     gold_retrieval_prefix,
     harness_stopped,
     read_diagnoses,
+    reproduction_prefix,
 )
-from raleval.analysis.taxonomy import evidence_found
+from raleval.analysis.taxonomy import evidence_found, stop_reason
 from raleval.app.episodes import episode_graph, episode_slots, episode_stack, run_scored
 from raleval.app.plan import build_env
 from raleval.config import ConfigError, RunConfig
@@ -46,9 +49,13 @@ from raleval.model import Capabilities, ModelBase
 from raleval.records import AgentSpec, Step, StopReason, Task, Termination, Trajectory
 from raleval.redaction import REDACTED
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks
+from raleval.text import normalize_answer
 
 MAX_ROUNDS = 5  # clean interface: misuse steps replaced, one per replay, at most
 SAMPLES = 3  # replays of each prefix at temperature > 0 (``--samples``)
+# at temperature 0, times the model is asked again what it was last asked: a model right half
+# the time on one request answers as recorded all three times with chance 1/8, one call each
+REPRODUCTIONS = 3
 
 
 @dataclass
@@ -59,6 +66,8 @@ class DiagnoseSummary:
     llm_calls: int = 0  # model calls the replays of this call made
     cache_hits: int = 0  # ... answered by the response cache
     causes: dict[str, int] = field(default_factory=dict)
+    # episodes whose replays answered one request two ways at temperature 0
+    nondeterministic: int = 0
 
 
 @dataclass
@@ -71,7 +80,8 @@ class _Replayer:
     workflow: Any
     graph: Any
     agent: AgentSpec
-    samples: int = 1  # replays per prefix: 1 at temperature 0
+    samples: int = 1  # replays per prefix: 1 at temperature 0 unless --samples says more
+    whole_path: bool = True  # gold retrieval gives the rest of the gold path (else one call)
 
     @property
     def deterministic(self) -> bool:
@@ -84,12 +94,14 @@ class _Replayer:
         max_steps = getattr(self.workflow.config, "max_steps", None)
         return None if max_steps is None else max_steps - 1
 
-    async def replay(self, task: Task, epoch: int, prefix: list[Step], sample: int) -> Trajectory:
-        """One replay from ``prefix``. At temperature 0 it is keyed in the response cache as
-        the run's own episode was (an unchanged prefix asks what the episode asked); at
-        temperature > 0 each sample has a key of its own, never the run's (whose sample is the
-        failure being explained), and the same key on every diagnose of the run."""
-        key: Any = epoch if self.deterministic else f"{epoch}:replay-{sample}"
+    async def replay(
+        self, task: Task, epoch: int, prefix: list[Step], sample: int, role: str = "replay"
+    ) -> Trajectory:
+        """One replay from ``prefix``, keyed in the response cache by its role (``replay``,
+        ``control``, ``repro``) and sample, never as the run's own episode: a control answered
+        from the cache would be the recorded failure again, and a server that answers the same
+        request two ways at temperature 0 would go unseen. The key is the same on every
+        diagnose of the run, so a second one is answered by the cache."""
         return await run_scored(
             task,
             self.model,
@@ -100,7 +112,7 @@ class _Replayer:
             0,
             self.graph,
             prefix or None,
-            cache_epoch=key,
+            cache_epoch=f"{epoch}:{role}-{sample}",
         )
 
 
@@ -219,20 +231,29 @@ def _prefix_key(prefix: list[Step]) -> str:
 
 class _Episode:
     """The replays of one episode: each prefix replayed ``samples`` times, a control prefix
-    (the unchanged one an intervention is compared with) only once however many share it."""
+    (the unchanged one an intervention is compared with) only once per sample however many
+    interventions share it."""
 
     def __init__(self, traj: Trajectory, task: Task, replayer: _Replayer) -> None:
         self.traj, self.task, self.replayer = traj, task, replayer
         self.replays: list[Replay] = []
-        self._controls: dict[str, list[Replay]] = {}
+        self._controls: dict[tuple[str, int], Replay] = {}
 
-    async def run(self, name: str, prefix: list[Step], round_: int = 0) -> list[Replay]:
+    async def run(
+        self,
+        name: str,
+        prefix: list[Step],
+        round_: int = 0,
+        samples: range | None = None,
+        role: str = "replay",
+    ) -> list[Replay]:
         out = []
-        for sample in range(self.replayer.samples):
-            traj = await self.replayer.replay(self.task, self.traj.epoch, prefix, sample)
+        for sample in samples or range(self.replayer.samples):
+            traj = await self.replayer.replay(self.task, self.traj.epoch, prefix, sample, role)
             out.append(
                 Replay(
                     intervention=name,
+                    control=role != "replay",
                     sample=sample,
                     round=round_,
                     prefix_steps=len(prefix),
@@ -243,47 +264,114 @@ class _Episode:
         self.replays += out
         return out
 
-    async def control(self, name: str, prefix: list[Step]) -> list[Replay]:
+    async def control(
+        self, name: str, prefix: list[Step], samples: range | None = None
+    ) -> list[Replay]:
         key = _prefix_key(prefix)
-        if key not in self._controls:
-            runs = await self.run(name, prefix)
-            for r in runs:
-                r.control = True
-            self._controls[key] = runs
-        return self._controls[key]
+        out = []
+        for sample in samples or range(self.replayer.samples):
+            if (key, sample) not in self._controls:
+                (run,) = await self.run(name, prefix, 0, range(sample, sample + 1), "control")
+                self._controls[(key, sample)] = run
+            out.append(self._controls[(key, sample)])
+        return out
 
-    def fit(self, prefix: list[Step]) -> list[Step]:
+    def fit(self, prefix: list[Step], keep: int = 1) -> list[Step]:
         room = self.replayer.room
-        return prefix if room is None else fit_steps(prefix, room)
+        return prefix if room is None else fit_steps(prefix, room, keep)
+
+    async def reproduces(self) -> bool:
+        """At temperature 0, whether the model asked again what it was last asked (every
+        recorded call given as recorded) gives the recorded answer again, three times (``samples``
+        times when more): a provider that answers one request two ways is not deterministic,
+        and its failure has no cause to find. True where that cannot be asked."""
+        prefix = reproduction_prefix(self.traj)
+        room = self.replayer.room
+        if prefix is None or (room is not None and len(prefix) > room):
+            return True
+        runs = await self.run(
+            "reproduction", prefix, 0, range(max(REPRODUCTIONS, self.replayer.samples)), "repro"
+        )
+        recorded = normalize_answer(self.traj.answer or "")
+        # a reproduction the harness stopped before the model answered tells nothing
+        answered = [r for r in runs if not harness_stopped(r.trajectory)]
+        return all(normalize_answer(r.trajectory.answer or "") == recorded for r in answered)
+
+
+def _budget_bound(traj: Trajectory, task: Task, room: int | None) -> bool:
+    """Whether the episode stopped at its step budget on a task whose every gold path has
+    more calls than the budget leaves room for (:func:`budget_bound`)."""
+    stop = traj.stop_reason or stop_reason(traj)
+    return stop is StopReason.step_budget and budget_bound(task, room)
+
+
+def _added_cut(replay: Trajectory, prefix: list[Step]) -> bool:
+    """Whether a result the intervention put in (a step given without an observation: the
+    workflow made the call) was cut to fit the context in ``replay``."""
+    from raleval.workflows.common import SERIES_MARKER, TRUNCATION_MARKER
+
+    page_cut = TRUNCATION_MARKER.split("{")[0]
+    series_cut = f'"{SERIES_MARKER}": '
+    made = replay.steps[: len(prefix)]
+    return any(
+        given.observation is None and (page_cut in (got.observation or "")
+                                       or series_cut in (got.observation or ""))
+        for given, got in zip(prefix, made, strict=False)
+    )  # fmt: skip
+
+
+def _build(
+    ep: _Episode, name: str, current: Trajectory, tools: list[Any]
+) -> tuple[list[Step] | None, str, int, list[Step]]:
+    """Intervention ``name``'s prefix, why not, how many steps end it that are the
+    intervention's, and what its control has in their place."""
+    if name == "clean_interface":
+        return clean_interface_prefix(current, ep.task, tools)
+    if name == "gold_retrieval":
+        prefix, why, n = gold_retrieval_prefix(ep.traj, ep.task, ep.replayer.whole_path)
+        return prefix, why, n, []
+    prefix, why = evidence_prefix(ep.task)
+    return prefix, why, len(prefix or []), []
 
 
 async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
     """Replay the episode under intervention ``name`` and its control; the outcome."""
     traj, task = ep.traj, ep.task
-    rounds, current, last, control_prefix = 0, traj, [], None
-    why, steps_cut = "", False
+    rounds, current, last = 0, traj, []
+    control_prefix: list[Step] | None = None
+    why, steps_cut, prefix, recorded_state = "", False, [], False
     while True:
-        if name == "clean_interface":
-            prefix, why = clean_interface_prefix(current, task, tools)
-        elif name == "gold_retrieval":
-            prefix, why = gold_retrieval_prefix(traj, task)
-        else:
-            prefix, why = evidence_prefix(task)
-        if prefix is None:
+        built, why, keep, control_tail = _build(ep, name, current, tools)
+        if built is None:
             break
-        fitted = ep.fit(prefix)
-        # evidence in hand cut to the step budget: what is left may not be the evidence
-        steps_cut = name == "evidence_in_hand" and len(fitted) < len(prefix)
-        prefix = fitted
+        if name == "evidence_in_hand":
+            prefix = ep.fit(built)
+            # evidence in hand cut to the step budget: what is left may not be the evidence
+            steps_cut = len(prefix) < len(built)
+        else:
+            room = ep.replayer.room
+            if room is not None and keep > room:
+                # what the intervention puts in does not fit the step budget: out of view
+                return Outcome(
+                    applied=True,
+                    undecided=True,
+                    rounds=rounds + 1,
+                    why="the intervention's calls do not fit the step budget (max_steps)",
+                )
+            prefix = ep.fit(built, keep)
         rounds += 1
+        whole = len(prefix) == len(built)  # the agent's steps as recorded, none cut
         last = await ep.run(name, prefix, rounds)
         # the context full before the model spoke: the agent's oldest steps go, while any
         # are left (evidence in hand has none: that is the evidence, and undecided if cut)
-        while name != "evidence_in_hand" and len(prefix) > 1 and _context_full(last):
-            prefix = prefix[1:]
+        while name != "evidence_in_hand" and len(prefix) > keep and _context_full(last):
+            prefix, whole = prefix[1:], False
             last = await ep.run(name, prefix, rounds)
-        if control_prefix is None:  # the prefix unchanged: without the step put in place
-            control_prefix = [] if name == "evidence_in_hand" else prefix[:-1]
+        if control_prefix is None:  # the prefix unchanged: without the steps put in place
+            head = [] if name == "evidence_in_hand" else prefix[: len(prefix) - keep]
+            control_prefix = [*head, *control_tail]
+            # a state the episode had (nothing cut), so at temperature 0 it must fail again
+            recorded_state = whole or name == "evidence_in_hand"
         stop = any(harness_stopped(r.trajectory) for r in last)
         if last[0].correct or name != "clean_interface" or rounds >= MAX_ROUNDS or stop:
             break
@@ -292,6 +380,17 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
         return Outcome(applied=False, why=why)
     assert control_prefix is not None
     controls = await ep.control(name, control_prefix)
+    disagree = False
+    if ep.replayer.deterministic:
+        # at temperature 0 every replay of one prefix must answer alike, and a control of
+        # the agent's own steps must fail as the run did; a fix is asked twice
+        a, c = sum(r.correct for r in last), sum(r.correct for r in controls)
+        disagree = 0 < a < len(last) or 0 < c < len(controls) or (recorded_state and c > 0)
+        if a == len(last) and c == 0 and len(last) == 1 and not disagree:
+            again = await ep.run(name, prefix, rounds, range(1, 2))
+            again_control = await ep.control(name, control_prefix, range(1, 2))
+            last, controls = [*last, *again], [*controls, *again_control]
+            disagree = not again[0].correct or again_control[0].correct
     a, c = sum(r.correct for r in last), sum(r.correct for r in controls)
     fixed, p = beats(a, len(last), c, len(controls), ep.replayer.deterministic)
     undecided = any(harness_stopped(r.trajectory) for r in [*last, *controls])
@@ -303,16 +402,22 @@ async def _intervene(ep: _Episode, name: str, tools: list[Any]) -> Outcome:
     ):
         undecided = True
         why = "the gold calls do not all fit the step budget: evidence out of the model's view"
+    elif not fixed and any(_added_cut(r.trajectory, prefix) for r in last):
+        undecided = True
+        why = "what the intervention put in was cut to fit the context: out of the model's view"
+    if disagree:
+        why = "replays of one prefix answered differently at temperature 0"
     return Outcome(
         applied=True,
-        fixed=fixed and not undecided,
+        fixed=fixed and not undecided and not disagree,
         why=why or None,
         rounds=rounds,
-        undecided=undecided,
+        undecided=undecided and not disagree,
         samples=len(last),
         rate=a / len(last),
         control_rate=c / len(controls),
         p_value=p,
+        nondeterministic=disagree,
     )
 
 
@@ -326,16 +431,26 @@ async def diagnose_episode(
 ) -> Diagnosis:
     """Replay one episode under the interventions, in order, each against its control, until
     one fixes it. One the wall clock stopped is replayed only with ``replay_stopped`` (a
-    longer clock)."""
+    longer clock). At temperature 0 the model is first asked again what it was last asked:
+    another answer and the episode is ``unstable``."""
     correct = bool(traj.scores.get("correct"))
     # stopped by the wall clock: a replay under the same clock would measure the machine's
     # load, not the agent
     stopped = not correct and _stopped(traj) and not replay_stopped
     outcomes: dict[str, Outcome] = {}
     ep = _Episode(traj, task, replayer)
-    tools = await episode_tools(replayer.env, task) if not (correct or stopped) else []
-    for name in INTERVENTIONS if not (correct or stopped) else ():
-        if any(o.fixed or o.undecided for o in outcomes.values()):
+    live = not (correct or stopped)
+    if live and _budget_bound(traj, task, replayer.room):
+        # the agent ran out of steps on a task no gold path of which fits them: whatever an
+        # intervention's free calls do, the budget decided it
+        why = "no gold path fits the step budget (max_steps) with a turn left to answer"
+        outcomes["evidence_in_hand"] = Outcome(applied=False, undecided=True, why=why)
+        live = False
+    nondeterministic = live and replayer.deterministic and not await ep.reproduces()
+    live = live and not nondeterministic
+    tools = await episode_tools(replayer.env, task) if live else []
+    for name in INTERVENTIONS if live else ():
+        if any(o.fixed or o.undecided or o.nondeterministic for o in outcomes.values()):
             break
         outcomes[name] = await _intervene(ep, name, tools)
     n_calls, hits = _calls_of(ep.replays)
@@ -348,11 +463,18 @@ async def diagnose_episode(
         level=task.level.value,
         label=traj.error_type.value if traj.error_type is not None else None,
         correct=correct,
-        cause=cause_of(correct, outcomes, stopped),
+        cause=cause_of(
+            correct,
+            outcomes,
+            stopped,
+            nondeterministic or any(o.nondeterministic for o in outcomes.values()),
+            _budget_bound(traj, task, replayer.room),
+        ),
         outcomes=outcomes,
         replays=ep.replays,
         llm_calls=n_calls,
         cache_hits=hits,
+        nondeterministic=nondeterministic or any(o.nondeterministic for o in outcomes.values()),
         created_at=datetime.now(timezone.utc),
     )
 
@@ -374,16 +496,20 @@ async def diagnose(
     limit: int | None = None,
     progress: Any = None,
     time_limit_s: float | None = None,
-    samples: int = SAMPLES,
+    samples: int | None = None,
     starting: Any = None,
+    whole_path: bool = True,
 ) -> DiagnoseSummary:
     """Diagnose the episodes of ``run_dir`` not yet in its ``diagnosis.jsonl`` (the first
     ``limit`` of them in results order); ``starting(trajectory, n, total)`` is called as each
     one's replays begin (the n-th of ``total``) and ``progress(diagnosis)`` after each.
     ``time_limit_s`` gives replays another wall-clock budget than the run's, and replays the
-    episodes the run's clock stopped too. ``samples``: replays of each prefix at temperature
-    > 0 (one at temperature 0)."""
-    if samples < 1:
+    episodes the run's clock stopped too, and those a harness limit left undecided, though
+    already diagnosed (their new line supersedes the old). ``samples``: replays of each prefix
+    (default :data:`SAMPLES` at temperature > 0, one at temperature 0, where a fix is asked
+    twice). ``whole_path``: gold retrieval gives the rest of the gold path (False: one
+    call)."""
+    if samples is not None and samples < 1:
         raise ConfigError(f"samples must be at least 1, not {samples}")
     run_dir = Path(run_dir)
     if not (run_dir / RESULTS).exists():
@@ -399,7 +525,13 @@ async def diagnose(
     ]
     out = ResultsFile(run_dir / DIAGNOSIS)  # append-only lines, a torn tail cut on reopening
     out.repair()
-    done = {(d.task_id, d.epoch) for d in read_diagnoses(run_dir)}
+    # another wall clock resumes what a harness limit left undecided (the run's clock, or a
+    # replay's): those are diagnosed again, the rest skipped
+    done = {
+        (d.task_id, d.epoch)
+        for d in read_diagnoses(run_dir)
+        if not (replay_stopped and d.cause is Cause.harness_limit)
+    }
     todo = [t for t in results if (t.task_id, t.epoch) not in done]
     summary = DiagnoseSummary(run_dir, skipped=len(results) - len(todo))
     if limit is not None:
@@ -415,8 +547,9 @@ async def diagnose(
     env = build_env(config.env, config.env_options)
     stack, env, _faults, cache = episode_stack(config, base, env)
     agent = AgentSpec(workflow=config.workflow, model=config.model, env=config.env)
-    k = 1 if workflow.config.temperature == 0 else samples
-    replayer = _Replayer(stack, env, workflow, episode_graph(workflow, stack, env), agent, k)
+    k = samples or (1 if workflow.config.temperature == 0 else SAMPLES)
+    graph = episode_graph(workflow, stack, env)
+    replayer = _Replayer(stack, env, workflow, graph, agent, k, whole_path)
     system = f"{results[0].agent.workflow}/{results[0].agent.model}"
     queue: asyncio.Queue[Trajectory] = asyncio.Queue()
     for traj in todo:
@@ -438,6 +571,7 @@ async def diagnose(
             summary.llm_calls += d.llm_calls
             summary.cache_hits += d.cache_hits
             summary.causes[d.cause.value] = summary.causes.get(d.cause.value, 0) + 1
+            summary.nondeterministic += d.nondeterministic
             if progress is not None:
                 progress(d)
 
@@ -458,8 +592,9 @@ def diagnose_sync(
     limit: int | None = None,
     progress: Any = None,
     time_limit_s: float | None = None,
-    samples: int = SAMPLES,
+    samples: int | None = None,
     starting: Any = None,
+    whole_path: bool = True,
 ) -> DiagnoseSummary:
     """Blocking :func:`diagnose`, holding the run directory's lock: a run resuming into it,
     or a second diagnose, waits its turn (is refused, naming this one's pid)."""
@@ -467,5 +602,5 @@ def diagnose_sync(
 
     with RunDirLock(run_dir):
         return asyncio.run(
-            diagnose(run_dir, model, limit, progress, time_limit_s, samples, starting)
+            diagnose(run_dir, model, limit, progress, time_limit_s, samples, starting, whole_path)
         )

@@ -69,19 +69,28 @@ def diagnose(
         typer.Option(
             "--time-limit",
             help="wall-clock seconds per replay instead of the run's time_limit_s; episodes "
-            "the run's clock stopped are then replayed too",
+            "the run's clock stopped, and those a harness limit left undecided, are then "
+            "replayed too, without --fresh",
             min=1,
         ),
     ] = None,
     samples: Annotated[
-        int,
+        int | None,
         typer.Option(
-            help="at temperature > 0, replays of each intervention and of its control (the "
-            "unchanged prefix); a cause needs the intervention's success rate to beat the "
-            "control's (docs/diagnosis.md). At temperature 0 each is replayed once",
+            help="replays of each intervention and of its control (the unchanged prefix); a "
+            "cause needs the intervention's success rate to beat the control's "
+            "(docs/diagnosis.md). Default: 3 at temperature > 0; at temperature 0 one, a fix "
+            "asked twice, and any other number is honoured too",
             min=1,
         ),
-    ] = 3,
+    ] = None,
+    gold_retrieval: Annotated[
+        str,
+        typer.Option(
+            help="what gold retrieval puts in at the departure: 'path', the rest of the gold "
+            "path; 'one-call', the next gold call only",
+        ),
+    ] = "path",
     fresh: Annotated[
         bool,
         typer.Option(
@@ -116,7 +125,18 @@ def diagnose(
             aside = set_aside(run_dir)
             if aside is not None:
                 typer.echo(f"set aside: {aside}")
-        summary = diagnose_sync(run_dir, model, limit, show, time_limit, samples, starting)
+        if gold_retrieval not in ("path", "one-call"):
+            fail(f"--gold-retrieval is 'path' or 'one-call', not {gold_retrieval!r}")
+        summary = diagnose_sync(
+            run_dir,
+            model,
+            limit,
+            show,
+            time_limit,
+            samples,
+            starting,
+            whole_path=gold_retrieval == "path",
+        )
     except user_errors() as exc:
         fail(str(exc))
     typer.echo(
@@ -125,4 +145,9 @@ def diagnose(
         f"them {summary.cache_hits} from the response cache, "
         f"{summary.llm_calls - summary.cache_hits} sent to the model"
     )
+    if summary.nondeterministic:
+        typer.echo(
+            f"the model is not deterministic at temperature 0: it answered the same request "
+            f"two ways in {summary.nondeterministic} episodes (cause: unstable)"
+        )
     print_diagnosis_tables([run_dir])
