@@ -101,6 +101,50 @@ def verdict_changes(
     return lines
 
 
+def evidence_disagreements(results: Iterable[Trajectory], tasks: dict[str, Task]) -> list[str]:
+    """One line per task whose evidence the world's answers to its gold calls, as an episode
+    recorded them, do not hold (:func:`raleval.families.evidence_missing`): the task was made
+    for another world, or by a generator that wrote the wrong values. Only episodes that made
+    every gold call successfully witness the world; a task none of them did is not judged."""
+    import json
+
+    from raleval.families import evidence_missing
+
+    lines, judged = [], set()
+    for t in results:
+        task = tasks.get(t.task_id)
+        if task is None or task.id in judged or not task.evidence or not task.solution:
+            continue
+        said = {
+            (s.tool, json.dumps(s.arguments, sort_keys=True, default=str)): s.observation or ""
+            for s in t.steps
+            if s.tool and s.kind.value == "ok"
+        }
+        keys = [
+            (c.tool, json.dumps(c.arguments, sort_keys=True, default=str)) for c in task.solution
+        ]
+        if not all(k in said for k in keys):
+            continue
+        judged.add(task.id)
+        observations = [said[k] for k in keys]
+        missing = evidence_missing(task, observations, [_json_or_none(o) for o in observations])
+        if missing:
+            lines.append(
+                f"{task.id}: evidence {', '.join(map(repr, missing))} is not in what its gold "
+                f"calls returned (episode {t.task_id} epoch {t.epoch})"
+            )
+    return lines
+
+
+def _json_or_none(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 # a folder holding one of these is a run directory (results.jsonl.gz: a study's stored cell)
 RUN_MARKERS = (RESULTS, f"{RESULTS}.gz")
 

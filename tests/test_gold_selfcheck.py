@@ -109,6 +109,16 @@ OWN_OPTION = [
         "a tragedy? ",
         '"Carmen", perhaps the most famous "opéra comique", is a tragedy',
     ),
+    # the default CRAG world's comparison tasks (crag-comparison-s0-0031 and -0041), which
+    # kept the scripted oracle at 398 of 400 at 8k tokens
+    (
+        "Which movie had the bigger budget, The Road of Vamelmelva or Lotorjunzor Machine?",
+        "The Road of Vamelmelva",
+    ),
+    (
+        "Which movie had the bigger budget, The Hearts of Melholmel or Fentasarta Empire?",
+        "The Hearts of Melholmel",
+    ),
     (
         "Which band included more previously-known figures when it was formed, !!! or Puddle "
         "of Mudd?",
