@@ -266,15 +266,15 @@ def _within(value: str, read: str) -> bool:
         return contains_tokens(normalize_answer(read).split(), normalize_answer(value).split())
 
 
-def evidence_not_returned(task: Task, env: Any) -> list[str]:
-    """The evidence values of ``task`` that its gold solution, run as an episode would run it
-    (``env.session(task)``: the task's own date), does not return; [] for a task without
-    evidence or solution (see :func:`evidence_missing`). A gold call that fails returns
-    nothing, so every value is reported."""
+def evidence_not_returned(task: Task, session: Any) -> list[str]:
+    """The evidence values of ``task`` that its gold solution, run on ``session`` (the
+    environment an episode of it talks to: ``env.session(task)``, at the task's own date),
+    does not return; [] for a task without evidence or solution (see
+    :func:`evidence_missing`). A gold call that fails returns nothing: every value is named."""
     if not task.evidence or not task.solution:
         return []
     try:
-        results = run_solution(env.session(task), task.solution)
+        results = run_solution(session, task.solution)
     except SolutionMismatch:
         return list(task.evidence)
     return evidence_missing(task, [r.observation for r in results], [r.data for r in results])
@@ -317,10 +317,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def check_evidence(tasks: list[Task], env: Any) -> None:
-    """Refuse ``tasks`` when any one's evidence is not what its world returns: an
+def check_evidence(tasks: list[Task], session_of: Callable[[Task], Any]) -> None:
+    """Refuse ``tasks`` when any one's evidence is not what its world returns (each run on
+    ``session_of(task)``, the session its episode would talk to): an
     :class:`EvidenceMismatch` naming each such task and its values."""
-    bad = [(t.id, miss) for t in tasks if (miss := evidence_not_returned(t, env))]
+    bad = [(t.id, miss) for t in tasks if (miss := evidence_not_returned(t, session_of(t)))]
     if bad:
         shown = "; ".join(f"{tid}: {', '.join(map(repr, miss))}" for tid, miss in bad[:10])
         more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""

@@ -46,15 +46,15 @@ def test_every_generated_task_names_evidence_its_world_returns():
         env = envs[family.env]
         tasks = [t for t in family.generate(env, 6, 0) if t.evidence]
         checked += len(tasks)
-        assert [(t.id, evidence_not_returned(t, env)) for t in tasks if
-                evidence_not_returned(t, env)] == []  # fmt: skip
+        assert [(t.id, evidence_not_returned(t, env.session(t))) for t in tasks if
+                evidence_not_returned(t, env.session(t))] == []  # fmt: skip
     assert checked >= 50
 
 
 def test_prices_that_are_not_the_closes_on_the_dates_are_named(crag, price_change):
-    assert evidence_not_returned(price_change, crag) == []
+    assert evidence_not_returned(price_change, crag.session(price_change)) == []
     wrong_task, wrong = _scaled(price_change)
-    assert evidence_not_returned(wrong_task, crag) == wrong
+    assert evidence_not_returned(wrong_task, crag.session(wrong_task)) == wrong
     # a price of the history that is not the close on the date asked is not the evidence
     history = (
         crag.session(price_change)
@@ -64,9 +64,9 @@ def test_prices_that_are_not_the_closes_on_the_dates_are_named(crag, price_chang
     other_day_close = str(next(iter(history.values()))["Close"])
     if other_day_close not in price_change.evidence:
         elsewhere = price_change.model_copy(update={"evidence": [other_day_close]})
-        assert evidence_not_returned(elsewhere, crag) == [other_day_close]
+        assert evidence_not_returned(elsewhere, crag.session(elsewhere)) == [other_day_close]
     with pytest.raises(EvidenceMismatch) as info:
-        check_evidence([price_change, wrong_task], crag)
+        check_evidence([price_change, wrong_task], crag.session)
     assert price_change.id in str(info.value) and all(w in str(info.value) for w in wrong)
 
 
