@@ -10,7 +10,7 @@ from raleval.grading.real_validation import load_real_set, rules_verdicts
 from raleval.grading.rules import grade, parse_boolean
 
 PARAPHRASES = [
-    # real answers from the stored studies (grading/real_answers.jsonl)
+    # real answers from the stored studies (all but the fourth in grading/real_answers.jsonl)
     ("Scott Derrickson and Ed Wood are both of the same nationality.", True),
     ("Local H and For Against are both from the United States.", True),
     ("Miduntahol and Fenrozor Kaquafen are in different countries.", False),
@@ -63,7 +63,7 @@ def test_the_real_set_holds_paraphrases_and_the_rules_read_them():
         for i in load_real_set()
         if i.answer_type == "boolean" and i.label in ("right", "wrong") and i.id >= "real-214"
     ]
-    assert len(items) == 15
+    assert len(items) == 14
     said = rules_verdicts(items)
     missed = [
         i.answer
