@@ -7,12 +7,19 @@ the world's closing prices on its dates (217.95, 254.63); both pairs give the go
 an agent that saw the right prices was labelled RE.
 """
 
+import json
+
 import pytest
 from typer.testing import CliRunner
 
 from raleval import registry
 from raleval.app.cli import app
-from raleval.families import EvidenceMismatch, check_evidence, evidence_not_returned
+from raleval.families import (
+    EvidenceMismatch,
+    check_evidence,
+    evidence_missing,
+    evidence_not_returned,
+)
 from raleval.store import TASKS, read_tasks, write_tasks
 
 from .conftest import run_config
@@ -68,6 +75,22 @@ def test_prices_that_are_not_the_closes_on_the_dates_are_named(crag, price_chang
     with pytest.raises(EvidenceMismatch) as info:
         check_evidence([price_change, wrong_task], crag.session)
     assert price_change.id in str(info.value) and all(w in str(info.value) for w in wrong)
+
+
+def test_results_the_answer_expression_cannot_read_hold_no_evidence(crag, price_change):
+    """A history without the asked dates (another world's calendar, a cut observation): the
+    expression breaks on it, so no price in it counts, even one that happens to be there."""
+    session = crag.session(price_change)
+    ticker, history = (session.call_sync(c.tool, c.arguments) for c in price_change.solution)
+    assert evidence_missing(price_change, [ticker.observation, history.observation],
+                            [ticker.data, history.data]) == []  # fmt: skip
+    dates = [k for k in history.data if any(str(v["Close"]) in price_change.evidence
+                                             for v in [history.data[k]])]  # fmt: skip
+    cut = {k: v for k, v in history.data.items() if k not in dates}
+    # the closes stay in the text under other dates: still not evidence
+    text = json.dumps({f"x{k}": v for k, v in history.data.items()})
+    assert evidence_missing(price_change, [ticker.observation, text],
+                            [ticker.data, cut]) == price_change.evidence  # fmt: skip
 
 
 def test_a_run_refuses_a_task_file_whose_evidence_disagrees(tmp_path, crag, price_change):
