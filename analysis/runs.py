@@ -101,6 +101,66 @@ def verdict_changes(
     return lines
 
 
+def evidence_disagreements(results: Iterable[Trajectory], tasks: dict[str, Task]) -> list[str]:
+    """One line per task whose evidence the world's answers to its gold calls, as an episode
+    recorded them, do not hold (:func:`raleval.families.evidence_missing`): the task was made
+    for another world, or by a generator that wrote the wrong values. Only episodes that made
+    the gold calls in a row, successfully, with answers no view cut short, witness the world;
+    a task none of them did is not judged."""
+    import json
+
+    from raleval.families import evidence_missing
+
+    lines, judged = [], set()
+    for t in results:
+        task = tasks.get(t.task_id)
+        if task is None or task.id in judged or not task.evidence or not task.solution:
+            continue
+        made = [
+            ((s.tool, json.dumps(s.arguments, sort_keys=True, default=str)), s.observation or "")
+            for s in t.steps
+            if s.tool and s.kind.value == "ok"
+        ]
+        keys = [
+            (c.tool, json.dumps(c.arguments, sort_keys=True, default=str)) for c in task.solution
+        ]
+        # the gold calls in a row, as the solution makes them: a tool may answer from what
+        # the call before it opened (wiki's Lookup reads the page the last Search found)
+        n = len(keys)
+        at = next(
+            (i for i in range(len(made) - n + 1) if [k for k, _ in made[i : i + n]] == keys), None
+        )
+        if at is None:
+            continue
+        observations = [o for _, o in made[at : at + n]]
+        if any(_CUT.search(o) for o in observations):
+            continue  # a view cut it short: a missing value may be the cut's
+        data = [_json_or_text(o) for o in observations]
+        judged.add(task.id)
+        missing = evidence_missing(task, observations, data)
+        if missing:
+            lines.append(
+                f"{task.id}: evidence {', '.join(map(repr, missing))} is not in what its gold "
+                f"calls returned (episode {t.task_id} epoch {t.epoch})"
+            )
+    return lines
+
+
+# what workflows/common.py writes where it cut an observation (a long text, a price series)
+_CUT = re.compile(r"\[\.\.\. truncated: |\"truncated\": ")
+
+
+def _json_or_text(text: str) -> object:
+    """An observation as the structured result it renders (JSON), or as the bare text (a
+    ticker) where it is none."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 # a folder holding one of these is a run directory (results.jsonl.gz: a study's stored cell)
 RUN_MARKERS = (RESULTS, f"{RESULTS}.gz")
 

@@ -6,7 +6,9 @@ this module holds answers that real models gave in the study's stored episodes
 (``studies/local-models``: HotpotQA, CRAG's dev questions with their pages, the generated
 scholar, wiki and CRAG families; every answer type, free text included), each labelled
 ``right`` or ``wrong`` by a person reading the question, the gold and the answer, with a
-one-line reason, before any rule was run on it. A verdict is compared as accept (accurate) or
+one-line reason, before any rule was run on it; and (issue 59) every yes/no answer of both
+stored studies that says its yes or no in other words, labelled by hand after the paraphrase
+lists were written (docs/judge.md). A verdict is compared as accept (accurate) or
 not; the rules may also leave an answer ``ungraded`` (not accepted, counted apart).
 """
 

@@ -16,9 +16,10 @@ entity             the normalised answer equals a gold alias (SQuAD EM), or cont
                    different entity of the same shape, so token F1 >= 0.5 is not enough.
                    (score: 1/0)
 list               every gold element is named and nothing else: set precision and recall over
-                   elements, each matched by any of its aliases, the answer split on "," ";"
-                   "and" "&" and new lines. CRAG's rubric: "incomplete or extra set items ->
-                   0". (score: set F1, so naming 1 of 10 scores 0.18)
+                   elements (a repeated element counted once), each matched by any of its
+                   aliases, the answer split on "," ";" "and" "&" and new lines. CRAG's
+                   rubric: "incomplete or extra set items -> 0". (score: set F1, so naming
+                   1 of 10 scores 0.18)
 count, year        the first integer (count; "three" counts) or four-digit year equals the
                    gold exactly: a count or a year off by one is wrong (R-Eval's KS golds,
                    SoAy's citation counts).
@@ -39,7 +40,8 @@ free_text          graded on the gold's answer-bearing part, never on the questi
                    (metric ``fields``) every field right. (score: F1 of the answer-bearing
                    parts, or field accuracy)
 invalid_premise    the answer says the premise is false by the phrase grammar ("invalid
-                   question", "false premise", ...), CRAG's expected "invalid question".
+                   question", "false premise", ...), CRAG's expected "invalid question", or
+                   is the gold's own correcting sentence (EM).
 long_form          RAGEval's key points, judged by rule (``raleval.keypoints``): it covers at
                    least :data:`LONG_FORM_COMPLETENESS` (0.8) of them and contradicts none.
                    (score: completeness; the verdict also carries hallucination and
@@ -50,10 +52,12 @@ Every type is graded on the answer with a restatement of the whole question take
 (:func:`~raleval.grading.freetext.strip_restated_question`), so the question's own words never
 count for it; an entity answer to an either-or question that names the other option too is
 ``ungraded`` ("Terry Richardson is older than Annie Morton" and "Universal Pictures is not
-owned by Time Warner" read alike to a rule). An ungraded verdict is not correct, and tables
+owned by Time Warner" read alike to a rule); an option that is part of the gold or holds it
+is the gold's own (:func:`other_options`). An ungraded verdict is not correct, and tables
 count it apart from wrong and missing answers.
 
-An abstention (:class:`PhraseGrammar`) is never correct, except on a task whose answer is not
+An abstention (:class:`PhraseGrammar`; never the gold as written, such as the band "!!!") is
+never correct, except on a task whose answer is not
 in the environment (``tags.answerable`` false: RGB's negative rejection) where declining is
 the right answer. CRAG's verdict: correct -> accurate; abstained -> missing; else incorrect.
 """
@@ -453,15 +457,39 @@ _NO_VERDICT = re.compile(
 )
 
 
+# An answer that opens with no verdict word may still say yes or no in other words: "both of
+# the same nationality", "they are both from the United States", "it is." (yes); "they are in
+# different countries", "neither", "the answer to this question is no" (no). A no-phrasing
+# anywhere wins ("not both", "not the same"), so these are read only after the verdict words;
+# checked against real models' answers in grading/real_answers.jsonl (docs/judge.md).
+NO_PARAPHRASES = (
+    r"\b(?:neither|nor|never)\b|n't\b|\bnone of\b|\bnot (?:both|the same|so|the case)\b",
+    r"\b(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will) not\b",
+    r"\bdiffer(?:ent|s|ed)?\b|\bdistinct\b",
+    r"\b(?:answer|response)\b[^.!\n]{0,80}?\bis:? no\b",
+)
+YES_PARAPHRASES = (
+    r"\bboth\b|\bthe same\b|\bsame (?:as|nationality|country|city|team|field|organi[sz]ation)\b",
+    r"\b(?:answer|response)\b[^.!\n]{0,80}?\bis:? yes\b",
+    r"^(?:it|they|he|she|this|that) (?:is|are|was|were|does|do|did|has|have|can)"
+    r"(?: (?:both|also|indeed|too|true|correct|so|the case))?\s*[.!]?$",
+    r"^(?:of course|certainly|definitely|absolutely|sure|that's right|that is right)\b",
+)
+
+
 def parse_boolean(text: str | None) -> bool | None:
-    """True for a yes-phrasing, False for a no-phrasing, None for neither."""
-    t = (text or "").strip().strip("\"'*`“”‘’ ").lower()
+    """True for a yes-phrasing, False for a no-phrasing, None for neither: a verdict word that
+    opens the answer, else a paraphrase (:data:`NO_PARAPHRASES` before
+    :data:`YES_PARAPHRASES`)."""
+    t = _apostrophes(text or "").strip().strip("\"'*`“”‘’ ").lower()
     if _YES.match(t) or _YES_VERDICT.match(t):
         return True
     if _NO.match(t) or _NO_VERDICT.match(t):
         return False
-    if re.search(r"\b(?:is|are|was|were|does|did|has|have|can) not\b|n't\b", (text or "").lower()):
+    if any(p.search(t) for p in _compile_each(NO_PARAPHRASES)):
         return False
+    if any(p.search(t) for p in _compile_each(YES_PARAPHRASES)):
+        return True
     return None
 
 
@@ -503,6 +531,33 @@ def entity_match(prediction: str | None, aliases: Sequence[str]) -> bool:
             if not any(t in _SEPARATORS for t in rest):
                 return True
     return False
+
+
+def _in_order(part: list[str], whole: list[str]) -> bool:
+    """Whether every token of ``part`` occurs in ``whole`` in the same order (gaps allowed)."""
+    rest = iter(whole)
+    return all(t in rest for t in part)
+
+
+def other_options(question: str, golds: Sequence[str]) -> list[str]:
+    """The options an either-or question offers besides the gold's own.
+
+    An option is the gold's own when it names the gold, is a part of it, or holds it, word by
+    word in order: the question's "Arthur Conan Doyle" is the gold "Arthur Ignatius Conan
+    Doyle", its "Drawn Boy" (the right option's length cut from "Badly Drawn Boy") and "of
+    Vamelmelva" are parts of the golds "Badly Drawn Boy" and "The Road of Vamelmelva".
+    Answering with the gold names such an option only as part of itself, never the other one.
+    """
+    gold_runs = [run for g in golds if (run := _tokens(g))]
+    out = []
+    for option in question_alternatives(question):
+        run = _tokens(option)
+        if not run or exact_match(option, golds) or entity_match(option, golds):
+            continue
+        if any(_in_order(run, g) or _in_order(g, run) for g in gold_runs):
+            continue
+        out.append(option)
+    return out
 
 
 def _run_at(tokens: list[str], run: list[str]) -> int:
@@ -561,6 +616,16 @@ def list_precision_recall(
     first looked for whole in the answer, then the rest is split and matched one to one."""
     if not prediction or not elements:
         return 0.0, 0.0, 0.0
+    # a set: an element the gold names twice (SoAy's collaborators of collaborators list a
+    # person once per path) is one element, which one naming covers
+    seen: set[frozenset[str]] = set()
+    unique = []
+    for aliases in elements:
+        key = frozenset(_item(a) for a in aliases)
+        if key not in seen:
+            seen.add(key)
+            unique.append(aliases)
+    elements = unique
     text = _apostrophes(prediction).lower()
     matched: set[int] = set()
     whole_hits = 0
@@ -568,7 +633,7 @@ def list_precision_recall(
         for alias in aliases:
             a = _apostrophes(alias).lower().strip()
             if _SPLIT.search(a) and a and a in text:
-                text = text.replace(a, " ; ", 1)
+                text = text.replace(a, " ; ")  # named twice is still one element
                 matched.add(k)
                 whole_hits += 1
                 break
@@ -643,7 +708,8 @@ def grade(
     reference text). ``question``, when given, is never graded as part of the answer."""
     kind = AnswerType(answer_type)
     golds = [g for g in golds if g is not None]
-    abstained = grammar.abstains(answer)
+    # the gold itself never declines, whatever it looks like (the band "!!!", an album "N/A")
+    abstained = grammar.abstains(answer) and not (answerable and _is_verbatim(answer, golds))
     invalid = grammar.claims_invalid(answer)
     raw = answer
     if question and kind is not AnswerType.long_form:
@@ -706,9 +772,14 @@ def grade(
         score = float(correct)
         why.append(f"boolean: answer {got} vs gold {want[0] if want else None}")
     elif kind is AnswerType.invalid_premise:
-        correct = invalid
+        # CRAG's gold for a false premise is "invalid question" or a sentence that corrects
+        # it ("rory mcilroy has never won the masters ..."): saying either is right
+        correct = invalid or bool(em)
         score = float(correct)
-        why.append(f"invalid premise: answer {'says' if invalid else 'does not say'} so")
+        why.append(
+            f"invalid premise: answer {'says' if invalid else 'does not say'} so"
+            + (", and is the gold's own correction" if em and not invalid else "")
+        )
     elif kind is AnswerType.free_text:
         if metric == "fields":
             score = field_accuracy(answer, golds)
@@ -736,11 +807,7 @@ def grade(
         correct = entity_match(answer, golds)
         score = float(correct)
         why.append(f"entity: {'matches' if correct else 'does not match'} a gold alias")
-        others = [
-            o
-            for o in question_alternatives(question)
-            if not exact_match(o, golds) and not entity_match(o, golds)
-        ]
+        others = other_options(question, golds)
         said = _tokens(answer or "")
         named = [o for o in others if contains_tokens(said, _tokens(o))]
         if correct and named:
@@ -782,6 +849,12 @@ def grade(
         irrelevance=shares.irrelevance if shares else None,
         key_points=shares.verdicts if shares else None,
     )
+
+
+def _is_verbatim(answer: str | None, golds: Sequence[str]) -> bool:
+    """Whether ``answer`` is a gold alias as written (case and outer spaces aside)."""
+    said = _apostrophes(answer or "").strip().casefold()
+    return bool(said) and any(said == _apostrophes(g).strip().casefold() for g in golds)
 
 
 def long_form_aligned(completeness: float, hallucination: float) -> bool:

@@ -251,3 +251,85 @@ def read_values_by_result(expr: str, results: list[Any], limit: int = 8) -> list
                 texts.append(text)
         out.append(texts[:limit])
     return out
+
+
+class EvidenceMismatch(ValueError):
+    """A task's evidence is not what its gold solution's calls return from its world."""
+
+
+def _within(value: str, read: str) -> bool:
+    """``value`` is what was read: the same number ("134.0" and "134"), or its words within
+    it (a PhD institution split off "Ph.D., Fakol Academy of Sciences, 1986")."""
+    try:
+        return float(value) == float(read)
+    except ValueError:
+        return contains_tokens(normalize_answer(read).split(), normalize_answer(value).split())
+
+
+def evidence_not_returned(task: Task, session: Any) -> list[str]:
+    """The evidence values of ``task`` that its gold solution, run on ``session`` (the
+    environment an episode of it talks to: ``env.session(task)``, at the task's own date),
+    does not return; [] for a task without evidence or solution (see
+    :func:`evidence_missing`). A gold call that fails returns nothing: every value is named."""
+    if not task.evidence or not task.solution:
+        return []
+    try:
+        results = run_solution(session, task.solution)
+    except SolutionMismatch:
+        return list(task.evidence)
+    return evidence_missing(task, [r.observation for r in results], [r.data for r in results])
+
+
+def evidence_missing(task: Task, observations: list[str], data: list[Any]) -> list[str]:
+    """The evidence values of ``task`` that its gold calls' answers (``observations`` and
+    their structured ``data``, one per call) do not hold. With an answer expression each
+    value must be one it read, or within a text it read (a closing price on the asked date,
+    not any price of the history; a PhD institution split off an education line); without
+    one, shown."""
+    expr = task.metadata.get("answer_expr")
+    read: list[str] = []
+    broke = False
+    if isinstance(expr, str) and all(d is not None for d in data):
+        try:
+            read = read_values(expr, data, limit=1000)
+        except Exception:  # the results lack what the expression reads: it read no number
+            broke = True
+    text = " ".join(
+        f"{o} {json.dumps(d, ensure_ascii=False, default=str)}"
+        for o, d in zip(observations, data, strict=True)
+    )
+    shown = normalize_answer(text).split()
+
+    def returned(value: str) -> bool:
+        if any(_within(value, v) for v in read):
+            return True
+        # a number must be one the expression read: a price somewhere in a year of prices
+        # proves nothing; a name or title the calls show is returned (a paper of the year
+        # asked, beside the years a count reads)
+        if (read or broke) and _is_number(value):
+            return False
+        return contains_tokens(shown, normalize_answer(value).split())
+
+    return [e for e in task.evidence or [] if not returned(e)]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def check_evidence(tasks: list[Task], session_of: Callable[[Task], Any]) -> None:
+    """Refuse ``tasks`` when any one's evidence is not what its world returns (each run on
+    ``session_of(task)``, the session its episode would talk to): an
+    :class:`EvidenceMismatch` naming each such task and its values."""
+    bad = [(t.id, miss) for t in tasks if (miss := evidence_not_returned(t, session_of(t)))]
+    if bad:
+        shown = "; ".join(f"{tid}: {', '.join(map(repr, miss))}" for tid, miss in bad[:10])
+        more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
+        raise EvidenceMismatch(
+            f"{len(bad)} task(s) name evidence their gold solution does not return from "
+            f"this world: {shown}{more}"
+        )

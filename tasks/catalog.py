@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval import registry
-from raleval.families import TaskFamily
+from raleval.families import TaskFamily, check_evidence
 from raleval.records import Task
 from raleval.store import read_tasks
 
@@ -35,7 +35,9 @@ def load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) -
     """
     from raleval.tasks.subgoals import attach_subgoals
 
-    return attach_subgoals(_load_tasks(spec, env, env_name, per_family, seed), env)
+    tasks = _load_tasks(spec, env, env_name, per_family, seed)
+    check_world_evidence(tasks, env)
+    return attach_subgoals(tasks, env)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,9 @@ def prepare_tasks(request: TaskRequest, env: Any, keep: PoolFilter | None = None
     app's fit-to-view; not to tasks named with ``--sample-id``: they run as named), the
     selection taken (:func:`raleval.tasks.sampling.select`), the chosen tasks' subgoals
     attached (only theirs: a ``--limit 4`` of a 400-task pool runs four gold solutions, not
-    400) and the environment checked against where they were made."""
+    400) and the environment checked against where they were made, and the chosen tasks'
+    evidence against what their gold solutions return from it (an
+    :class:`~raleval.families.EvidenceMismatch` when it does not)."""
     from raleval.tasks.sampling import check_unique, select
     from raleval.tasks.subgoals import attach_subgoals
 
@@ -90,6 +94,9 @@ def prepare_tasks(request: TaskRequest, env: Any, keep: PoolFilter | None = None
     foreign = None
     if chosen and not request.allow_foreign:
         foreign = foreign_tasks(chosen, env, request.env_name)
+        if foreign is None:
+            # evidence the world does not return would label a grounded answer RE
+            check_world_evidence(chosen, env)
     return PreparedTasks(tuple(chosen), selection, foreign)
 
 
@@ -113,6 +120,18 @@ def _load_tasks(spec: str, env: Any, env_name: str, per_family: int, seed: int) 
     for family in mine:
         tasks.extend(stamp(family, family.generate(env, per_family, seed), env))
     return tasks
+
+
+def check_world_evidence(tasks: list[Task], env: Any) -> None:
+    """Each task's evidence checked against what its gold solution returns from ``env``, on
+    the session its episode would talk to (a testbed variant's changed world included):
+    :func:`raleval.families.check_evidence`. A relaying environment answers from a server's
+    world, not ours to check."""
+    if getattr(env, "relays", False):
+        return
+    from raleval.tasks.testbeds import wrap_session
+
+    check_evidence(tasks, lambda t: wrap_session(env.session(t), t, env))
 
 
 def is_task_file(spec: str) -> bool:

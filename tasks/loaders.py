@@ -224,10 +224,12 @@ def _supporting_titles(obj: dict[str, Any]) -> list[str]:
 def load_hotpot(path: Path, family: str = "3-1", strict: bool = False) -> LoadReport:
     """HotpotQA or 2WikiMultihopQA: [{_id, question, answer, type, supporting_facts}], or a
     derived file: LongBench ``{_id, input, answers}``, FlashRAG ``{id, question,
-    golden_answers}``, IRCoT ``{question_id, question_text, answers_objects}``."""
+    golden_answers}``, IRCoT ``{question_id, question_text, answers_objects}``, ReAct's
+    simplified file ``{question, answer, type}`` (no id: the record's index is its id)."""
 
-    def parse(_: int, line: int, obj: dict[str, Any]) -> Task:
-        qid = _field(obj, "_id", (str, int), "id", "question_id")
+    def parse(index: int, line: int, obj: dict[str, Any]) -> Task:
+        ids = ("_id", "id", "question_id")
+        qid = _field(obj, "_id", (str, int), *ids[1:]) if any(k in obj for k in ids) else index
         question = _field(obj, "question", str, "question_text", "input")
         answers = _multihop_answers(obj)
         return Task(

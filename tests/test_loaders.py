@@ -86,7 +86,7 @@ def test_soay_and_reval():
             '[\n{"_id": "a", "question": "q", "answer": "a"},\n{"_id": "b"}\n]',
             "h.json:3: field 'question'",
         ),
-        ("hotpotqa", "h.json", '{"not": "a record"}', "h.json:1: field '_id': missing"),
+        ("hotpotqa", "h.json", '{"not": "a record"}', "h.json:1: field 'question': missing"),
         (
             "reval",
             "r.jsonl",

@@ -200,7 +200,7 @@ def score_run(
 ) -> None:
     """``raleval score`` of one run directory (long-form overlap metrics by ``profile``;
     ``protocol`` crag adds CRAG's protocol verdicts)."""
-    from raleval.analysis.runs import load_run, verdict_changes
+    from raleval.analysis.runs import evidence_disagreements, load_run, verdict_changes
     from raleval.analysis.summary import render_table, summarize
     from raleval.app.console import make_console
     from raleval.store import RESULTS, TASKS, write_atomic
@@ -213,6 +213,7 @@ def score_run(
             fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
         changes = verdict_changes(before, scored)
+        disagreements = evidence_disagreements(scored, run.tasks)
         judged: list[dict | None] = [None] * len(scored)
         if judge:
             from raleval.app.cli.judging import agreement_line, judge_run_verdicts
@@ -249,6 +250,13 @@ def score_run(
         console.print(f"{len(changes)} episode(s) changed label or correctness on re-grading")
         for line in changes:
             console.print(f"  {line}", highlight=False, markup=False)
+        if disagreements:
+            console.print(
+                f"{len(disagreements)} task(s) whose evidence disagrees with the world "
+                "(their labels rest on it; rebuild the task set):"
+            )
+            for line in disagreements:
+                console.print(f"  {line}", highlight=False, markup=False)
         if protocol == "crag":
             console.print(crag_protocol_line(crag, judge), highlight=False, markup=False)
         if judge:
