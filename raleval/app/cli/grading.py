@@ -214,10 +214,16 @@ def score_run(
         scored = run.results
         changes = verdict_changes(before, scored)
         judged: list[dict | None] = [None] * len(scored)
+        key_points = (0, 0)
         if judge:
-            from raleval.app.cli.judging import agreement_line, judge_run_verdicts
+            from raleval.app.cli.judging import (
+                agreement_line,
+                judge_free_key_points,
+                judge_run_verdicts,
+            )
 
             about, judged = judge_run_verdicts(run, judge)
+            key_points = judge_free_key_points(run, judge)
         crag: list[str | None] = [None] * len(scored)
         if protocol == "crag":
             crag = crag_protocol_verdicts(run, judge)
@@ -255,6 +261,14 @@ def score_run(
                 f"judge {about['spec']} (prompt {about['prompt_version']}; validated kappa "
                 f"{'not measured: run raleval judge validate' if kappa is None else f'{kappa:.3f}'}"
                 f"): {agreement_line(judged)}",
+                highlight=False,
+                markup=False,
+            )
+        if key_points[0]:
+            console.print(
+                f"free-text key points judged on {key_points[0]} episode(s) (RAGEval's "
+                f"completeness, hallucination, irrelevance; {key_points[1]} unreadable "
+                "replies counted irrelevant)",
                 highlight=False,
                 markup=False,
             )
