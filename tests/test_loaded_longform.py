@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -100,13 +101,15 @@ class ReplayedVerdicts(ModelBase):
     """A judge model answering with a person's recorded label for the exact (question,
     answer, key point) it is asked about, and with nothing otherwise."""
 
-    table: dict[tuple[str, str, str], str] = {}
+    table: ClassVar[dict[tuple[str, str, str], str]] = {}
 
     def __init__(self, name: str = "hand", **options) -> None:
         self.name = f"handlabels/{name}"
         if not type(self).table:
             rows = [json.loads(x) for x in LABELS.read_text(encoding="utf-8").splitlines()]
-            type(self).table = {(r["question"], r["answer"], r["key_point"]): r["truth"] for r in rows}
+            type(self).table = {
+                (r["question"], r["answer"], r["key_point"]): r["truth"] for r in rows
+            }
 
     async def generate(self, request: GenerateRequest) -> Generation:
         user = next(m for m in request.messages if m.role == "user").content
@@ -164,7 +167,7 @@ class CrudReader(ModelBase):
     reference for a question (its saved answers), and "unanswerable" to any text that is not
     a reference it read."""
 
-    answers: dict[tuple[str, str], str] = {}
+    answers: ClassVar[dict[tuple[str, str], str]] = {}
 
     def __init__(self, name: str = "saved", **options) -> None:
         self.name = f"crudreader/{name}"
