@@ -261,9 +261,18 @@ def tasks_load(
         int,
         typer.Option(
             help="set K items aside as the example pool (OUT's .examples.jsonl), disjoint "
-            "from the tasks; runs of OUT show them, solved, as demonstrations"
+            "from the tasks; runs of OUT show them, solved, as demonstrations. Answerable "
+            "items first, one question type (family) at a time"
         ),
     ] = 0,
+    unanswerable_examples: Annotated[
+        bool,
+        typer.Option(
+            "--unanswerable-examples",
+            help="let the pool hold unanswerable items too (after the answerable ones), "
+            "so demonstrations show declining",
+        ),
+    ] = False,
     env: Annotated[
         str | None,
         typer.Option(help="set aside only items the oracle solves on this environment"),
@@ -299,7 +308,7 @@ def tasks_load(
             if env == "docs" and corpus is not None:
                 options.setdefault("corpus", str(corpus))
             checker = registry.envs.get(env)(**options)
-        tasks, pool = set_aside(report.tasks, examples, checker)
+        tasks, pool = set_aside(report.tasks, examples, checker, unanswerable_examples)
     except (TaskFileError, *user_errors()) as exc:
         fail(str(exc))
     for skipped in report.skipped[:20]:
