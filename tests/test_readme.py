@@ -90,7 +90,9 @@ def test_readme_tour_runs_as_written(tmp_path):
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "0 episodes run, 20 already done" in res.stdout  # the repeated run resumed
-    assert (work / "tour-report.html").is_file() and (work / "runs.episodes.csv").is_file()
+    assert (work / "runs" / "tour-report.html").is_file()
+    assert (work / "runs" / "episodes.csv").is_file()
+    assert [p.name for p in work.iterdir()] == ["runs"]  # nothing left beside it (issue 61)
     assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model
 
 
@@ -125,5 +127,5 @@ def test_readme_tour_runs_after_exactly_the_readme_set_up(tmp_path):
         ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=1500
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert (work / "runs.episodes.csv").is_file()
+    assert (work / "runs" / "episodes.csv").is_file()
     assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model

@@ -241,6 +241,17 @@ def tasks_expand(
     typer.echo(f"{kept} proposals for {len(entries)} templates -> {out} (for review)")
 
 
+@tasks_app.command("schema")
+def tasks_schema() -> None:
+    """Print the JSON schema of a task record: one JSON object a line of a task file
+    (``--tasks FILE.jsonl``); docs/tasks.md's task-file section says what each field does."""
+    import json
+
+    from raleval.records import Task
+
+    typer.echo(json.dumps(Task.model_json_schema(), indent=2, ensure_ascii=False))
+
+
 @tasks_app.command("load")
 def tasks_load(
     kind: Annotated[
