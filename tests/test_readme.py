@@ -129,3 +129,27 @@ def test_readme_tour_runs_after_exactly_the_readme_set_up(tmp_path):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert (work / "runs" / "episodes.csv").is_file()
     assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model
+
+
+def test_readme_main_job_numbers_are_the_stored_runs():
+    """Issue 61: the main job's numbers in the README come from a stored run, re-scored here
+    by the current code, with the commit it ran at."""
+    from raleval.analysis.runs import load_run
+    from raleval.records import Termination
+
+    from .conftest import doc_block
+
+    text = " ".join(doc_block((REPO / "README.md").read_text(), "main-job").split())
+    (stored,) = re.findall(r"`(studies/readme-main-job/[^`]+)`", text)
+    run = load_run(REPO / stored)
+    run.rescore()
+    episodes = run.results
+    n = len(episodes)
+    f1 = sum(t.scores["f1"] for t in episodes) / n
+    right = sum(t.scores["correct"] == 1.0 for t in episodes)
+    timeouts = sum(t.termination is Termination.timeout for t in episodes)
+    answered = sum(bool((t.answer or "").strip()) for t in episodes)
+    assert f"commit {run.header.git_revision[:7]}" in text
+    assert f"F1 {f1:.2f}: {right} of {n} right" in text
+    assert f"{answered} of {n} episodes answered and {timeouts} reached" in text
+    assert run.header.config["model"] == "local/qwen2.5-0.5b" and n == 10
