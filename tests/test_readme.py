@@ -153,3 +153,34 @@ def test_readme_main_job_numbers_are_the_stored_runs():
     assert f"F1 {f1:.2f}: {right} of {n} right" in text
     assert f"{answered} of {n} episodes answered and {timeouts} reached" in text
     assert run.header.config["model"] == "local/qwen2.5-0.5b" and n == 10
+
+
+def test_readme_repeat_run_numbers_are_the_stored_runs():
+    """Issue 61: what makes two runs at temperature 0 differ, measured on two stored runs of
+    the main job: each model call both completed, compared reply by reply."""
+    from raleval.analysis.runs import load_run
+
+    from .conftest import doc_block
+
+    text = " ".join(doc_block((REPO / "README.md").read_text(), "main-job-repeat").split())
+    (second,) = re.findall(r"`(studies/readme-main-job/[^`]+)`", text)
+    a = {t.task_id: t for t in load_run(REPO / "studies/readme-main-job/main-a").results}
+    b = {t.task_id: t for t in load_run(REPO / second).results}
+    shared = [t for t in b if t in a]
+    same = completed = cut = differ = moved = 0
+    for task_id in shared:
+        for x, y in zip(a[task_id].llm_calls, b[task_id].llm_calls, strict=False):
+            if x.error is None and y.error is None:
+                completed += 1
+                same += x.output == y.output
+            else:
+                assert "timeout" in (x.error, y.error)  # nothing but the time limit
+                cut += 1
+                differ += x.output != y.output
+        moved += a[task_id].error_type != b[task_id].error_type
+        assert a[task_id].scores["f1"] == b[task_id].scores["f1"], task_id
+    assert f"stopped after {len(shared)} episodes" in text
+    assert f"({same} of {completed})" in text and same == completed
+    assert f"The other {cut} calls were cut off by the time limit" in text
+    assert f"in the {differ} that differ" in text
+    assert f"moved {moved} episodes' labels" in text
