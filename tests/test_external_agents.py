@@ -33,6 +33,7 @@ def _tool_steps(traj):
 
 
 SMOLAGENTS = f"agent:{REPO / 'examples' / 'agents' / 'smolagents_tools.py'}:make_agent"
+LANGCHAIN = f"agent:{REPO / 'examples' / 'agents' / 'langchain_agent.py'}:make_agent"
 
 
 def test_langgraph_prebuilt_agent_scores_as_function_calling(tmp_path):
@@ -40,6 +41,13 @@ def test_langgraph_prebuilt_agent_scores_as_function_calling(tmp_path):
     every call the LangGraph agent makes is recorded, and every score, label and progress
     rate is what the built-in function-calling workflow gets."""
     _same_as_function_calling(tmp_path, LANGGRAPH)
+
+
+def test_langchain_create_agent_scores_as_function_calling(tmp_path):
+    """The same for LangChain 1.x's ``create_agent`` (the langchain package, not a raleval
+    dependency: the test runs where it is installed, e.g. beside the newest release)."""
+    pytest.importorskip("langchain.agents")
+    _same_as_function_calling(tmp_path, LANGCHAIN)
 
 
 def test_smolagents_tool_calling_agent_scores_as_function_calling(tmp_path):

@@ -90,7 +90,9 @@ def test_readme_tour_runs_as_written(tmp_path):
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "0 episodes run, 20 already done" in res.stdout  # the repeated run resumed
-    assert (work / "tour-report.html").is_file() and (work / "runs.episodes.csv").is_file()
+    assert (work / "runs" / "tour-report.html").is_file()
+    assert (work / "runs" / "episodes.csv").is_file()
+    assert [p.name for p in work.iterdir()] == ["runs"]  # nothing left beside it (issue 61)
     assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model
 
 
@@ -125,5 +127,60 @@ def test_readme_tour_runs_after_exactly_the_readme_set_up(tmp_path):
         ["bash", "-c", script], env=env, capture_output=True, text=True, timeout=1500
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert (work / "runs.episodes.csv").is_file()
+    assert (work / "runs" / "episodes.csv").is_file()
     assert "scripted/oracle" in res.stdout and "1.0" in res.stdout  # load_runs' F1 by model
+
+
+def test_readme_main_job_numbers_are_the_stored_runs():
+    """Issue 61: the main job's numbers in the README come from a stored run, re-scored here
+    by the current code, with the commit it ran at."""
+    from raleval.analysis.runs import load_run
+    from raleval.records import Termination
+
+    from .conftest import doc_block
+
+    text = " ".join(doc_block((REPO / "README.md").read_text(), "main-job").split())
+    (stored,) = re.findall(r"`(studies/readme-main-job/[^`]+)`", text)
+    run = load_run(REPO / stored)
+    run.rescore()
+    episodes = run.results
+    n = len(episodes)
+    f1 = sum(t.scores["f1"] for t in episodes) / n
+    right = sum(t.scores["correct"] == 1.0 for t in episodes)
+    timeouts = sum(t.termination is Termination.timeout for t in episodes)
+    answered = sum(bool((t.answer or "").strip()) for t in episodes)
+    assert f"commit {run.header.git_revision[:7]}" in text
+    assert f"F1 {f1:.2f}: {right} of {n} right" in text
+    assert f"{answered} of {n} episodes answered and {timeouts} reached" in text
+    assert run.header.config["model"] == "local/qwen2.5-0.5b" and n == 10
+
+
+def test_readme_repeat_run_numbers_are_the_stored_runs():
+    """Issue 61: what makes two runs at temperature 0 differ, measured on two stored runs of
+    the main job: each model call both completed, compared reply by reply."""
+    from raleval.analysis.runs import load_run
+
+    from .conftest import doc_block
+
+    text = " ".join(doc_block((REPO / "README.md").read_text(), "main-job-repeat").split())
+    (second,) = re.findall(r"`(studies/readme-main-job/[^`]+)`", text)
+    a = {t.task_id: t for t in load_run(REPO / "studies/readme-main-job/main-a").results}
+    b = {t.task_id: t for t in load_run(REPO / second).results}
+    shared = [t for t in b if t in a]
+    same = completed = cut = differ = moved = 0
+    for task_id in shared:
+        for x, y in zip(a[task_id].llm_calls, b[task_id].llm_calls, strict=False):
+            if x.error is None and y.error is None:
+                completed += 1
+                same += x.output == y.output
+            else:
+                assert "timeout" in (x.error, y.error)  # nothing but the time limit
+                cut += 1
+                differ += x.output != y.output
+        moved += a[task_id].error_type != b[task_id].error_type
+        assert a[task_id].scores["f1"] == b[task_id].scores["f1"], task_id
+    assert f"stopped after {len(shared)} episodes" in text
+    assert f"({same} of {completed})" in text and same == completed
+    assert f"The other {cut} calls were cut off by the time limit" in text
+    assert f"in the {differ} that differ" in text
+    assert f"moved {moved} episodes' labels" in text

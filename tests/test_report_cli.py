@@ -153,3 +153,19 @@ def test_figures_have_no_single_axis_radar_and_legends_outside(tmp_path):
     assert captured["rotation"] == 0.0
     assert sorted(captured["labels"]) == [f"finance {lvl} question" for lvl in "ABCDEF"]
     assert captured["legend_x"] >= captured["axes_x1"]  # starts right of the axes
+
+
+def test_report_of_a_stored_study_goes_under_runs_not_into_the_study(tmp_path, monkeypatch):
+    """Issue 61: `raleval report studies/...` wrote into the repository's stored study."""
+    from pathlib import Path
+
+    study = Path(__file__).resolve().parents[1] / "studies" / "local-models-2"
+    cells = sorted(p for p in study.iterdir() if (p / "results.jsonl.gz").exists())
+    cell = min(cells, key=lambda p: (p / "results.jsonl.gz").stat().st_size)
+    before = sorted(p.name for p in study.iterdir())
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["report", str(cell)])
+    assert res.exit_code == 0, res.output
+    written = Path(res.output.strip().removeprefix("report: "))
+    assert written.parent == tmp_path / "runs" and written.exists()
+    assert sorted(p.name for p in study.iterdir()) == before

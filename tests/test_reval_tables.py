@@ -6,21 +6,17 @@ systems with the printed averages and ranks)."""
 from __future__ import annotations
 
 import csv
-import os
 
 import pytest
 
 from raleval.analysis.tables import RevalTable, average_ranks, ordinal
 
-from .conftest import SHARED
+from .conftest import SHARED, needs_shared
 
 CSV = SHARED / "reference" / "reval_table3_table5.csv"
 TASKS = ["1-1", "1-2", "2-1", "2-2", "2-3", "3-1", "3-2", "3-3", "3-4", "1-3", "2-4", "3-5"]
 
-pytestmark = pytest.mark.skipif(
-    not CSV.exists() and not os.environ.get("CI"),  # CI always has ../shared beside the repo
-    reason="needs ../shared/reference",
-)
+pytestmark = needs_shared(CSV)
 
 
 @pytest.fixture(scope="module")

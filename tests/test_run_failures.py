@@ -41,6 +41,7 @@ def test_closed_port_exits_1_then_retry_failed_exits_0(tmp_path):
         "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks",
         "--tasks-per-family", "4", "--display", "none", "--no-cache",
         "--log-dir", str(tmp_path), "--run-name", "r",
+        "--no-preflight",  # record the failures (a preflight would stop the run first)
     ]  # fmt: skip
     res = runner.invoke(app, cmd)
     assert res.exit_code == 1, res.output
@@ -71,7 +72,7 @@ def test_retry_command_reruns_only_failed(tmp_path):
         "run", "--model", f"openai-compatible/ok@http://127.0.0.1:{port}/v1",
         "-M", "max_retries=0", "--workflow", "direct", "-E", "size=tiny",
         "--tasks", "scholar-ks", "--tasks-per-family", "2", "--display", "none",
-        "--no-cache", "--log-dir", str(tmp_path), "--run-name", "r",
+        "--no-cache", "--log-dir", str(tmp_path), "--run-name", "r", "--no-preflight",
     ]  # fmt: skip
     assert runner.invoke(app, cmd).exit_code == 1
     with StubServer(port=port) as stub:

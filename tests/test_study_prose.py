@@ -15,12 +15,12 @@ from raleval.analysis.compare import run_units
 from raleval.analysis.stats import paired_difference
 from raleval.analysis.study import load_study, study_tables
 
-from .conftest import doc_block
+from .conftest import SHARED, doc_block, needs_shared
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "studies" / "local-models"
 DOC = ROOT / "docs" / "study.md"
-REVAL = ROOT.parent / "shared" / "reference" / "reval_table3_table5.csv"
+REVAL = SHARED / "reference" / "reval_table3_table5.csv"
 NUMBER = re.compile(r"(?<![\w.])[+-]?\d+(?:,\d{3})*(?:\.\d+)?(?![\w.])")
 # names and labels that carry digits but are no measurement
 NAMES = re.compile(
@@ -150,6 +150,7 @@ def test_every_number_of_the_re_run_s_account_is_in_its_regenerated_data():
     assert not missing, f"numbers in the re-run's prose not in its stored cells: {missing}"
 
 
+@needs_shared(REVAL)
 def test_the_r_eval_block_quotes_the_paper_model_by_model():
     with open(REVAL, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))

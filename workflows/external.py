@@ -98,10 +98,7 @@ def load_factory(target: str) -> Callable[..., Any]:
         return found[target].load()
     module_name, _, attr = target.rpartition(":")
     try:
-        if module_name.endswith(".py") or "/" in module_name:
-            module = _module_from_file(Path(module_name))
-        else:
-            module = importlib.import_module(module_name)
+        module = import_module_or_file(module_name)
     except (ImportError, OSError, SyntaxError) as exc:
         raise ConfigError(f"agent {target!r}: cannot import {module_name}: {exc}") from exc
     obj: Any = module
@@ -112,6 +109,13 @@ def load_factory(target: str) -> Callable[..., Any]:
     if not callable(obj):
         raise ConfigError(f"agent {target!r}: {attr} is not callable")
     return obj
+
+
+def import_module_or_file(name: str) -> Any:
+    """The module ``name`` names: a ``.py`` file (or a path) or an importable module."""
+    if name.endswith(".py") or "/" in name:
+        return _module_from_file(Path(name))
+    return importlib.import_module(name)
 
 
 def _module_from_file(path: Path) -> Any:

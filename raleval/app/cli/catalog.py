@@ -241,6 +241,17 @@ def tasks_expand(
     typer.echo(f"{kept} proposals for {len(entries)} templates -> {out} (for review)")
 
 
+@tasks_app.command("schema")
+def tasks_schema() -> None:
+    """Print the JSON schema of a task record: one JSON object a line of a task file
+    (``--tasks FILE.jsonl``); docs/tasks.md's task-file section says what each field does."""
+    import json
+
+    from raleval.records import Task
+
+    typer.echo(json.dumps(Task.model_json_schema(), indent=2, ensure_ascii=False))
+
+
 @tasks_app.command("load")
 def tasks_load(
     kind: Annotated[
@@ -261,9 +272,18 @@ def tasks_load(
         int,
         typer.Option(
             help="set K items aside as the example pool (OUT's .examples.jsonl), disjoint "
-            "from the tasks; runs of OUT show them, solved, as demonstrations"
+            "from the tasks; runs of OUT show them, solved, as demonstrations. Answerable "
+            "items first, one question type (family) at a time"
         ),
     ] = 0,
+    unanswerable_examples: Annotated[
+        bool,
+        typer.Option(
+            "--unanswerable-examples",
+            help="let the pool hold unanswerable items too (after the answerable ones), "
+            "so demonstrations show declining",
+        ),
+    ] = False,
     env: Annotated[
         str | None,
         typer.Option(help="set aside only items the oracle solves on this environment"),
@@ -299,7 +319,7 @@ def tasks_load(
             if env == "docs" and corpus is not None:
                 options.setdefault("corpus", str(corpus))
             checker = registry.envs.get(env)(**options)
-        tasks, pool = set_aside(report.tasks, examples, checker)
+        tasks, pool = set_aside(report.tasks, examples, checker, unanswerable_examples)
     except (TaskFileError, *user_errors()) as exc:
         fail(str(exc))
     for skipped in report.skipped[:20]:

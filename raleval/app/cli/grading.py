@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -145,6 +145,16 @@ def score(
             "RAGEval's ROUGE-L; docs/longform.md)",
         ),
     ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="also score every episode with this registered metric (repeatable): a "
+            "built-in (raleval list metrics), an entry point in raleval.metrics, or "
+            "FILE.py:NAME / MODULE:NAME, whose @register_metric(NAME) is imported first "
+            "(docs/extending.md)",
+        ),
+    ] = None,
     protocol: Annotated[
         str,
         typer.Option(
@@ -163,10 +173,33 @@ def score(
     options = score_options(score_option or [])
     try:
         found = find_runs(run_dirs)
+        metrics = {name: fn for name, fn in map(resolve_metric, metric or [])}
     except user_errors() as exc:
         fail(str(exc))
     for run_dir in found:
-        score_run(run_dir, threshold, judge, protocol=protocol, **options)
+        score_run(run_dir, threshold, judge, protocol=protocol, metrics=metrics, **options)
+
+
+def resolve_metric(target: str) -> tuple[str, Any]:
+    """(name, function) of ``--metric``: a registered name, or ``FILE.py:NAME`` /
+    ``MODULE:NAME`` whose module registers NAME when imported (``@register_metric``)."""
+    from raleval import registry
+    from raleval.config import ConfigError
+
+    module, sep, name = target.rpartition(":")
+    if sep:
+        from raleval.workflows.external import import_module_or_file
+
+        try:
+            import_module_or_file(module)
+        except (ImportError, OSError, SyntaxError) as exc:
+            raise ConfigError(f"--metric {target!r}: cannot import {module}: {exc}") from exc
+    else:
+        name = target
+    try:
+        return name, registry.metrics.get(name)
+    except LookupError as exc:
+        raise ConfigError(f"--metric {target!r}: {exc}") from None
 
 
 SCORE_OPTIONS = ("profile",)
@@ -197,6 +230,7 @@ def score_run(
     judge: list[str] | None,
     protocol: str = "rules",
     profile: str = "standard",
+    metrics: dict[str, Any] | None = None,
 ) -> None:
     """``raleval score`` of one run directory (long-form overlap metrics by ``profile``;
     ``protocol`` crag adds CRAG's protocol verdicts)."""
@@ -212,13 +246,22 @@ def score_run(
         if missing:
             fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
+        for name, fn in (metrics or {}).items():  # --metric: (prediction, golds) -> float
+            for t in scored:
+                t.scores[name] = float(fn(t.answer, run.tasks[t.task_id].answers))
         changes = verdict_changes(before, scored)
         disagreements = evidence_disagreements(scored, run.tasks)
         judged: list[dict | None] = [None] * len(scored)
+        key_points = (0, 0)
         if judge:
-            from raleval.app.cli.judging import agreement_line, judge_run_verdicts
+            from raleval.app.cli.judging import (
+                agreement_line,
+                judge_free_key_points,
+                judge_run_verdicts,
+            )
 
             about, judged = judge_run_verdicts(run, judge)
+            key_points = judge_free_key_points(run, judge)
         crag: list[str | None] = [None] * len(scored)
         if protocol == "crag":
             crag = crag_protocol_verdicts(run, judge)
@@ -265,6 +308,14 @@ def score_run(
                 f"judge {about['spec']} (prompt {about['prompt_version']}; validated kappa "
                 f"{'not measured: run raleval judge validate' if kappa is None else f'{kappa:.3f}'}"
                 f"): {agreement_line(judged)}",
+                highlight=False,
+                markup=False,
+            )
+        if key_points[0]:
+            console.print(
+                f"free-text key points judged on {key_points[0]} episode(s) (RAGEval's "
+                f"completeness, hallucination, irrelevance; {key_points[1]} unreadable "
+                "replies counted irrelevant)",
                 highlight=False,
                 markup=False,
             )

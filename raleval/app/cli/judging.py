@@ -297,6 +297,46 @@ def judge_run_verdicts(run: Any, specs: list[str]) -> tuple[dict[str, Any], list
         judge.close()
 
 
+def judge_free_key_points(run: Any, specs: list[str]) -> tuple[int, int]:
+    """RAGEval's key-point shares of every episode whose task has free-text key points (a
+    loaded DragonBall or CRUD-RAG task), judged by the model panel ``specs`` and written into
+    the episode's scores in place; returns (episodes judged, unreadable replies)."""
+    from raleval.analysis.scoring import (
+        KP_COMPLETENESS,
+        KP_HALLUCINATION,
+        KP_IRRELEVANCE,
+        free_key_points,
+    )
+    from raleval.grading.keypoint_judge import KeyPointJudge
+
+    episodes = [
+        (t, task)
+        for t in run.results
+        if (task := run.tasks.get(t.task_id)) is not None and free_key_points(task)
+    ]
+    if not episodes:
+        return 0, 0
+    judge = KeyPointJudge(specs)
+
+    async def everything() -> None:
+        for t, task in episodes:
+            language = task.metadata.get("language") if isinstance(task.metadata, dict) else None
+            shares = await judge.judge(task.question, t.answer, free_key_points(task), language)
+            t.scores.update(
+                {
+                    KP_COMPLETENESS: shares.completeness,
+                    KP_HALLUCINATION: shares.hallucination,
+                    KP_IRRELEVANCE: shares.irrelevance,
+                }
+            )
+
+    try:
+        asyncio.run(everything())
+    finally:
+        judge.close()
+    return len(episodes), judge.unreadable
+
+
 def agreement_line(rows: list[dict | None]) -> str:
     """One line: how often the judge agreed with the rules on this run."""
     from raleval.grading.agreement import cohen_kappa

@@ -21,11 +21,14 @@ QUESTEVAL_FILE = "questeval.jsonl"
 
 
 def _long_form(run: Any) -> list[tuple[Any, Any]]:
-    """(trajectory, task) of each scored episode whose task is long-form with key points."""
+    """(trajectory, task) of each scored episode whose task has questions to ask: a
+    long-form task's key points, or a loaded CRUD-RAG task's own questions."""
+    from raleval.grading.questeval import questions_for
+
     out = []
     for t in run.scored:
         task = run.tasks.get(t.task_id)
-        if task is not None and task.key_points:
+        if task is not None and questions_for(task):
             out.append((t, task))
     return out
 
@@ -166,7 +169,10 @@ def questeval_cmd(
     try:
         run = load_run(run_dir)
         if not _long_form(run):
-            fail(f"{run_dir} holds no long-form episode (a task with key points) to score")
+            fail(
+                f"{run_dir} holds no long-form episode (a task with key points, or CRUD-RAG's "
+                "questions) to score"
+            )
         rows, calls = questeval_rows(
             run, model, bertscore_model, bertscore_layers, check_reader=check_reader
         )

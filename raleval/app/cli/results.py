@@ -23,7 +23,8 @@ def report(
         Path | None,
         typer.Option(
             help="output file (default: report-<first run>[-and-N-more].html beside the first "
-            "run, numbered rather than overwritten; never inside a run)"
+            "run, or under ./runs for a stored study, numbered rather than overwritten; never "
+            "inside a run)"
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="replace an existing --out file")] = False,
@@ -45,6 +46,13 @@ def report(
 
     try:
         cells = [c for p in run_dirs for c in cells_under(p)]
+        if out is None and cells and not (cells[0] / "results.jsonl").exists():
+            # a study stored in the repository (gzipped cells): the report goes under runs/
+            # here, never into the stored study's folder
+            from raleval.analysis.report import default_report_path
+
+            Path("runs").mkdir(exist_ok=True)
+            out = default_report_path(cells, Path("runs").resolve())
         path = write_report(cells, out, threshold, png_dir=png, replace=force)
     except user_errors() as exc:
         fail(str(exc))

@@ -331,6 +331,17 @@ def run(
             **_OPT,
         ),
     ] = None,
+    preflight: Annotated[
+        bool,
+        typer.Option(
+            "--preflight/--no-preflight",
+            envvar="RALEVAL_PREFLIGHT",
+            help="ask the model's endpoint once (GET /models) before anything is written: "
+            "unreachable, a refused key or a model it does not list exits 2 at once",
+            rich_help_panel=MODEL,
+            **_OPT,
+        ),
+    ] = True,
     max_time: Annotated[
         float | None,
         typer.Option(
@@ -386,6 +397,10 @@ def run(
             configs = load_matrix(config, overrides)
         else:
             configs = [build_config({k: v for k, v in overrides.items() if v is not None})]
+        if preflight:  # one request per model, before any run directory is made
+            from raleval.app.preflight import preflight_all
+
+            preflight_all(configs)
         deadline = None
         if max_time is not None:
             import time
