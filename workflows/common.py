@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from raleval.environment import ToolResult
+from raleval.formats import is_unparseable
 from raleval.model import (
     CONTEXT_WINDOW,
     GenerateRequest,
@@ -235,19 +236,6 @@ def request_tokens(
         parts.append(json.dumps(tools, separators=(",", ":")))
     text = "\n".join(parts)
     return count_tokens(model, text) + CHAT_TEMPLATE_TOKENS + MESSAGE_TOKENS * len(messages)
-
-
-def is_unparseable(kind: OutcomeKind, cause: str | None) -> bool:
-    """Whether a step says the model's output did not parse: a ``parse_error`` step (ReAct's
-    action, DFSDT's call, planned's plan, a command's reply), or a PAL program Python could
-    not parse (``program_error:SyntaxError``); a program that parsed and raised is the
-    model's logic, not its format."""
-    if kind is OutcomeKind.parse_error:
-        return True
-    return bool(cause) and str(cause).startswith(UNPARSEABLE_PROGRAM)
-
-
-UNPARSEABLE_PROGRAM = "program_error:SyntaxError"
 
 
 def _tokens_left(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> int:
