@@ -9,7 +9,9 @@ Calls recorded since the flags exist carry them (``LLMCall.cut``, ``unparseable`
 header's decoding) or its reply was cut to the character bound; unparseable and repeated are
 counted from the steps (:func:`raleval.formats.is_unparseable`; a tool step whose tool and
 arguments an earlier step of the episode already had), which do not say which call wrote them,
-so a derived count of failed calls is the sum of the three, at most the calls: an upper bound.
+so the failed calls lie between the largest of the three and their sum (at most the calls):
+``failed`` is that upper bound and ``failed_low`` the lower, and a gap between two cells is
+said only where the bounds leave no doubt.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from raleval.formats import is_unparseable
 from raleval.records import RunHeader, Trajectory
@@ -36,7 +37,8 @@ class FormatFailures:
     unparseable: int = 0
     repeated: int = 0
     failed: int = 0
-    derived: bool = False  # some episode's counts were derived (an upper bound on failed)
+    derived: bool = False  # some episode's counts were derived (``failed`` an upper bound)
+    failed_low: int = 0  # the fewest calls that failed (``failed`` where none was derived)
 
     def __add__(self, other: FormatFailures) -> FormatFailures:
         return FormatFailures(
@@ -46,19 +48,27 @@ class FormatFailures:
             self.repeated + other.repeated,
             self.failed + other.failed,
             self.derived or other.derived,
+            self.failed_low + other.failed_low,
         )
 
     @property
     def rate(self) -> float | None:
-        """The format-failure rate: failed calls over calls (None without calls)."""
+        """The format-failure rate: failed calls over calls (None without calls); for derived
+        counts, its upper bound."""
         return self.failed / self.calls if self.calls else None
 
+    @property
+    def rate_low(self) -> float | None:
+        """The rate's lower bound (the rate itself where nothing was derived)."""
+        return self.failed_low / self.calls if self.calls else None
+
     def text(self) -> str:
-        """The rate as tables print it: ``12.5%``, ``<=12.5%`` when derived, ``-`` without."""
-        rate = self.rate
-        if rate is None:
+        """The rate as tables print it: ``12.5%``; derived, its bounds (``4.0-12.5%``, one
+        figure where they meet); ``-`` without calls."""
+        if not self.calls:
             return "-"
-        return ("<=" if self.derived else "") + f"{100 * rate:.1f}%"
+        low, high = 100 * self.failed_low / self.calls, 100 * self.failed / self.calls
+        return f"{low:.1f}-{high:.1f}%" if f"{low:.1f}" != f"{high:.1f}" else f"{high:.1f}%"
 
 
 def header_max_tokens(header: RunHeader | None) -> int | None:
@@ -75,12 +85,14 @@ def episode_format_failures(traj: Trajectory, max_tokens: int | None = None) -> 
     """The episode's counts: from its calls' flags, or derived (see the module docstring)."""
     calls = traj.llm_calls
     if all(c.cut is not None for c in calls):
+        failed = sum(bool(c.cut or c.unparseable or c.repeated) for c in calls)
         return FormatFailures(
             calls=len(calls),
             cut=sum(bool(c.cut) for c in calls),
             unparseable=sum(bool(c.unparseable) for c in calls),
             repeated=sum(bool(c.repeated) for c in calls),
-            failed=sum(bool(c.cut or c.unparseable or c.repeated) for c in calls),
+            failed=failed,
+            failed_low=failed,
         )
     cut = sum(
         (c.error or "").startswith("reply_truncated")
@@ -97,7 +109,8 @@ def episode_format_failures(traj: Trajectory, max_tokens: int | None = None) -> 
         repeated += key in made
         made.add(key)
     failed = min(len(calls), cut + unparseable + repeated)
-    return FormatFailures(len(calls), cut, unparseable, repeated, failed, derived=True)
+    low = min(len(calls), max(cut, unparseable, repeated))
+    return FormatFailures(len(calls), cut, unparseable, repeated, failed, True, low)
 
 
 def format_failures(trajs: Iterable[Trajectory], header: RunHeader | None = None) -> FormatFailures:
@@ -112,23 +125,15 @@ def format_failures(trajs: Iterable[Trajectory], header: RunHeader | None = None
 def format_gap_note(a: FormatFailures, b: FormatFailures, gap: float) -> str:
     """What a verdict between ``a`` and ``b`` says beside it when their format-failure rates
     differ by more than ``gap``; "" otherwise (or when either has no calls)."""
-    ra, rb = a.rate, b.rate
-    if ra is None or rb is None or abs(ra - rb) <= gap:
+    if not a.calls or not b.calls:
+        return ""
+    # the gap the bounds guarantee (derived counts are ranges)
+    apart = max(
+        a.failed_low / a.calls - b.failed / b.calls, b.failed_low / b.calls - a.failed / a.calls
+    )
+    if apart <= gap:
         return ""
     return (
         f"format failures differ: {a.text()} vs {b.text()} of calls (more than "
         f"{100 * gap:g} points): the gap may be the harness's handling of the output"
     )
-
-
-def format_columns(counts: FormatFailures) -> dict[str, Any]:
-    """The per-kind counts and the rate, for a table's row or a JSON export."""
-    return {
-        "calls": counts.calls,
-        "cut": counts.cut,
-        "unparseable": counts.unparseable,
-        "repeated": counts.repeated,
-        "format_failed": counts.failed,
-        "format_failure_rate": counts.rate,
-        "format_derived": counts.derived,
-    }
