@@ -47,6 +47,7 @@ async def _first_requests(
     from raleval.app.episodes import run_episode
 
     out = []
+    workflow = workflow.with_config(max_episode_tokens=None)  # the budget would stop it first
     for task in tasks:
         probe = _FirstRequest()
         agent = AgentSpec(workflow=workflow.name, model=probe.name, env="probe")
