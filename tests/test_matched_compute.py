@@ -4,9 +4,12 @@ episode has spent it, and an episode it stops is a budget stop."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from raleval.analysis.taxonomy import stop_reason
+from raleval.config import ConfigError
 from raleval.records import StopReason, Termination
 
 from .conftest import run_config
@@ -27,22 +30,35 @@ def test_no_episode_passes_its_token_budget(tmp_path, workflow):
     max_tokens = 1024 if workflow == "pal" else 128  # PAL writes its program at pal_max_tokens
     first = max(t.llm_calls[0].prompt_tokens for t in free)
     spent = max(t.prompt_tokens + t.completion_tokens for t in free)
-    # the first leaves no room for a second call (nor, where the harness counts the tool
-    # schemas the scripted model does not, for the first)
     roomy = spent + 4096  # room for every call, the tool schemas counted too
-    for budget in (first + max_tokens + 80, first + 2 * max_tokens + 300, roomy):
-        _, capped = run_config(
-            tmp_path,
-            workflow=workflow,
-            limit=3,
-            workflow_options={"max_episode_tokens": budget},
-            run_name=f"capped-{budget}",
-        )
+    # the first leaves no room for a second call; where the harness counts tool schemas the
+    # scripted model does not, it leaves none for the first either, and the run is refused:
+    # the budgets then start from what the refusal says the first call needs
+    budgets = [first + max_tokens + 80, first + 2 * max_tokens + 300, roomy]
+    tight = budgets[0]
+    while budgets:
+        budget = budgets.pop(0)
+        try:
+            _, capped = run_config(
+                tmp_path,
+                workflow=workflow,
+                limit=3,
+                workflow_options={"max_episode_tokens": budget},
+                run_name=f"capped-{budget}",
+            )
+        except ConfigError as refused:
+            assert workflow in ("function_calling", "dfsdt"), refused  # they send schemas
+            need = int(re.search(r"= ([\d,]+) tokens$", str(refused))[1].replace(",", ""))
+            assert need > budget
+            tight = need + 80
+            budgets[:0] = [tight, need + max_tokens + 300]
+            continue
         assert len(capped) == len(free)
         unbounded = {t.task_id: t for t in free}
         stopped = 0
         for t in capped:
             assert t.prompt_tokens + t.completion_tokens <= budget
+            assert t.n_llm_calls >= 1  # a budget that was not refused fits a first call
             if (t.termination, t.termination_cause) == (Termination.cost_limit, "episode_tokens"):
                 stopped += 1
                 assert stop_reason(t) is StopReason.cost_budget
@@ -53,7 +69,7 @@ def test_no_episode_passes_its_token_budget(tmp_path, workflow):
                 assert t.answer == unbounded[t.task_id].answer
         if budget == roomy:
             assert stopped == 0
-        elif workflow not in ("pal", "direct") and budget == first + max_tokens + 80:
+        elif workflow not in ("pal", "direct") and budget == tight:
             assert stopped == len(capped)
 
 
