@@ -83,7 +83,11 @@ class HFModel(ModelBase):
             )
         new = out[0][len(ids) :].tolist()
         text = apply_stop(self.tokenizer.decode(new, skip_special_tokens=True), request.stop)
-        gen = Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(new))
+        # generate() stops at EOS or at max_new_tokens: a full budget means it was cut
+        reason = "length" if len(new) >= request.max_tokens else "stop"
+        gen = Generation(
+            text=text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=reason
+        )
         return bound_reply(gen, request.max_tokens)
 
     async def generate(self, request: GenerateRequest) -> Generation:

@@ -57,6 +57,12 @@ MAX_REPLY_BYTES = 4 << 20
 ERROR_BODY_BYTES = 64 << 10
 
 
+def _finish_reason(choice: dict[str, Any]) -> str | None:
+    """The server's ``finish_reason`` (a short tag; anything else is not one)."""
+    reason = choice.get("finish_reason")
+    return reason[:32] if isinstance(reason, str) and reason else None
+
+
 class ReplyTooLarge(Exception):
     """The server's reply body is over the client's limit."""
 
@@ -452,6 +458,7 @@ class OpenAICompatibleModel(ModelBase):
             completion_tokens=usage.get("completion_tokens"),
             cached_tokens=details.get("cached_tokens"),
             truncated=truncated,
+            finish_reason=_finish_reason(choices[0]),
         )
 
     async def aclose(self) -> None:

@@ -39,8 +39,12 @@ from raleval.workflow import GoldPlan
 _STEP_TAIL = re.compile(r"(Thought|Action)\s+(\d+):\s*$")
 
 
+CHARS_PER_TOKEN = 4  # what scripted models count a token as
+CALL_TOKENS = 8  # what a native tool call counts
+
+
 def _estimate_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 class ScriptedModel(ModelBase):
@@ -73,11 +77,19 @@ class ScriptedModel(ModelBase):
             await asyncio.sleep(self.latency_s)
         text, calls = self.reply(request)
         text = apply_stop(text, request.stop)
+        # as a server does: a reply longer than max_tokens is cut there ("length"); a native
+        # call counts 8 tokens, and calls that do not fit are not made
+        reason = "tool_calls" if calls else "stop"
+        calls_fit = calls[: request.max_tokens // CALL_TOKENS]
+        room = request.max_tokens - CALL_TOKENS * len(calls_fit)
+        if len(calls_fit) < len(calls) or _estimate_tokens(text) > room:
+            calls, text, reason = calls_fit, text[: CHARS_PER_TOKEN * room], "length"
         return Generation(
             text=text,
             tool_calls=calls,
             prompt_tokens=sum(_estimate_tokens(m.content) for m in request.messages),
-            completion_tokens=_estimate_tokens(text) + 8 * len(calls),
+            completion_tokens=_estimate_tokens(text) + CALL_TOKENS * len(calls),
+            finish_reason=reason,
         )
 
 

@@ -92,6 +92,7 @@ class VLLMModel(ModelBase):
                 text=apply_stop(completion.text, r.stop),
                 prompt_tokens=len(out.prompt_token_ids or []),
                 completion_tokens=len(completion.token_ids or []),
+                finish_reason=completion.finish_reason,  # vLLM's: "stop" or "length"
             )
             gens.append(bound_reply(gen, r.max_tokens))  # max_tokens bounds it; this checks
         return gens

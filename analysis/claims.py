@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from raleval.analysis.design import StudyDesign
+from raleval.analysis.format_failures import DEFAULT_FORMAT_GAP, format_failures, format_gap_note
 from raleval.analysis.runs import Run
 from raleval.analysis.study import (
     GENERATED,
@@ -65,10 +66,15 @@ def progress(systems: dict[System, Run]) -> dict[System, str]:
     return out
 
 
-def claim(t: Tested, unfinished: dict[System, str] | None = None) -> str:
+def claim(t: Tested, unfinished: dict[System, str] | None = None, note: str = "") -> str:
     """One declared comparison as a sentence; its numbers are the comparison table's row. A
     system in ``unfinished`` (:func:`progress`) says how far it is (the comparison then runs on
-    the tasks both answered)."""
+    the tasks both answered); ``note`` follows the sentence (the sides' format failures,
+    :func:`raleval.analysis.format_failures.format_gap_note`)."""
+    return _claim(t, unfinished) + (f" Caution: {note}." if note else "")
+
+
+def _claim(t: Tested, unfinished: dict[System, str] | None) -> str:
     d = t.diff
     level = f", {t.level} tasks only" if t.level else ""
     size = f"{t.tasks} tasks, {d.clusters} clusters{level}"
@@ -95,7 +101,12 @@ def claim(t: Tested, unfinished: dict[System, str] | None = None) -> str:
     )
 
 
-def study_claims(folder: Path, design: StudyDesign, design_name: str) -> str:
+def study_claims(
+    folder: Path,
+    design: StudyDesign,
+    design_name: str,
+    format_gap: float = DEFAULT_FORMAT_GAP,
+) -> str:
     """Markdown: the declared comparisons' verdicts, arm by arm, each a sentence of
     :func:`claim`; on the default arm, the declared comparisons without data yet."""
     declared = design.declared
@@ -125,7 +136,11 @@ def study_claims(folder: Path, design: StudyDesign, design_name: str) -> str:
         out.append(f"{title}:")
         out.append("")
         unfinished = progress(systems)
-        out += [f"- {claim(t, unfinished)}" for t in tested]
+        formats = {k: format_failures(run.scored, run.header) for k, run in systems.items()}
+        out += [
+            f"- {claim(t, unfinished, format_gap_note(formats[t.a], formats[t.b], format_gap))}"
+            for t in tested
+        ]
         for a, b, level in missing:
             subject, obj, shared = _sides(a, b)
             level_text = f" ({level} tasks)" if level else ""

@@ -16,6 +16,7 @@ from itertools import combinations
 
 import numpy as np
 
+from raleval.analysis.format_failures import DEFAULT_FORMAT_GAP, FormatFailures, format_gap_note
 from raleval.analysis.runs import Run, cluster_of
 from raleval.analysis.stats import (
     DIFFERENCE_INTERVAL,
@@ -275,24 +276,36 @@ def render_comparison(cmp: Comparison, letters: Sequence[str]) -> object:
     return Group(runs, pairs)
 
 
-def verdict_lines(cmp: Comparison, letters: Sequence[str]) -> list[str]:
+def verdict_lines(
+    cmp: Comparison,
+    letters: Sequence[str],
+    formats: Sequence[FormatFailures] | None = None,
+    format_gap: float = DEFAULT_FORMAT_GAP,
+) -> list[str]:
     """One line per pair saying what the test allows one to conclude: which run is better
     (Holm-adjusted p below alpha), or that no difference was detected and how large one could
-    have gone unseen (the MDD)."""
+    have gone unseen (the MDD). With each run's ``formats``, a pair whose format-failure rates
+    differ by more than ``format_gap`` gets a line saying so after its verdict."""
     out = []
     for p in cmp.pairs:
-        a, b = letters[p.a], letters[p.b]
-        if p.p_holm == p.p_holm and p.p_holm < cmp.alpha:
-            better, worse = (a, b) if p.diff.estimate > 0 else (b, a)
-            held = _p(p.p_holm) if p.p_holm < 1e-4 else f"{_p(p.p_holm)} < {cmp.alpha:g}"
-            out.append(
-                f"verdict {a}-{b}: {better} scores higher than {worse} ({a} - {b} = "
-                f"{p.diff.estimate:+.3f}, Holm p {held})"
-            )
-            continue
-        unseen = "" if p.mdd != p.mdd else f"; a true difference under {p.mdd:.3f} could go unseen"
-        out.append(
-            f"verdict {a}-{b}: no difference detected ({a} - {b} = {p.diff.estimate:+.3f}, Holm p "
-            f"{_p(p.p_holm)} >= {cmp.alpha:g}{unseen})"
-        )
+        out.append(_verdict(cmp, p, letters))
+        note = format_gap_note(formats[p.a], formats[p.b], format_gap) if formats else ""
+        if note:
+            out.append(f"  {letters[p.a]}-{letters[p.b]}: {note}")
     return out
+
+
+def _verdict(cmp: Comparison, p: PairResult, letters: Sequence[str]) -> str:
+    a, b = letters[p.a], letters[p.b]
+    if p.p_holm == p.p_holm and p.p_holm < cmp.alpha:
+        better, worse = (a, b) if p.diff.estimate > 0 else (b, a)
+        held = _p(p.p_holm) if p.p_holm < 1e-4 else f"{_p(p.p_holm)} < {cmp.alpha:g}"
+        return (
+            f"verdict {a}-{b}: {better} scores higher than {worse} ({a} - {b} = "
+            f"{p.diff.estimate:+.3f}, Holm p {held})"
+        )
+    unseen = "" if p.mdd != p.mdd else f"; a true difference under {p.mdd:.3f} could go unseen"
+    return (
+        f"verdict {a}-{b}: no difference detected ({a} - {b} = {p.diff.estimate:+.3f}, Holm p "
+        f"{_p(p.p_holm)} >= {cmp.alpha:g}{unseen})"
+    )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from raleval.analysis.demonstrations import COPIED
+from raleval.analysis.format_failures import FormatFailures, format_failures
 from raleval.analysis.scoring import (
     KP_COMPLETENESS,
     KP_HALLUCINATION,
@@ -276,7 +277,9 @@ def per_task_table(runs: Iterable[Run], cluster: str = "auto") -> RevalTable:
     )
     tasks_meta = dict(REVAL_TASKS)
     costs: dict[str, list[float | None]] = defaultdict(list)
+    formats: dict[str, FormatFailures] = defaultdict(FormatFailures)
     for run in runs:
+        formats[run.system] += format_failures(run.scored, run.header)
         for t in run.scored:
             costs[run.system].append(t.cost_usd)
             task = run.tasks.get(t.task_id)
@@ -301,6 +304,7 @@ def per_task_table(runs: Iterable[Run], cluster: str = "auto") -> RevalTable:
             for s, c in costs.items()
             if c
         },
+        format_failures=dict(formats),
     )
 
 

@@ -29,6 +29,11 @@ from pathlib import Path
 from raleval.analysis.compare import run_units
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
+from raleval.analysis.format_failures import (
+    DEFAULT_FORMAT_GAP,
+    format_failures,
+    format_gap_note,
+)
 from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
 from raleval.analysis.stats import Interval, holm, holm_intervals, paired_difference
 from raleval.analysis.taxonomy import BUDGETS
@@ -131,6 +136,8 @@ def _row(run: Run) -> dict[str, str]:
     row["at budget"] = str(sum(t.stop_reason in BUDGETS for t in scored))
     # answers that were a demonstration's answer and not the gold (analysis/demonstrations.py)
     row["copied"] = str(sum(t.scores.get(COPIED, 0.0) > 0 for t in scored))
+    # the harness's share: model calls cut at max_tokens, unparseable or repeating a call
+    row["fmt fail"] = format_failures(scored, run.header).text()
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
     tokens = unit_interval(run, scored, lambda t: t.prompt_tokens + t.completion_tokens)
     row["tokens/ep"] = f"{tokens.estimate:.0f}" if n else "0"
@@ -147,7 +154,7 @@ def _row(run: Run) -> dict[str, str]:
 
 
 _TAIL = [
-    *LABELS, "unparseable", "prog. error", "copied", "s/ep", "tokens/ep", "tokens CI",
+    *LABELS, "unparseable", "prog. error", "copied", "fmt fail", "s/ep", "tokens/ep", "tokens CI",
     "calls/ep",
 ]  # fmt: skip
 COLUMNS = {  # the generated arm's tasks carry R-Eval levels; a loaded file's need not
@@ -254,19 +261,26 @@ def p_text(p: float) -> str:
 
 
 def comparison_table(
-    systems: dict[System, Run], declared: Declared | None = None, cluster: str = "auto"
+    systems: dict[System, Run],
+    declared: Declared | None = None,
+    cluster: str = "auto",
+    format_gap: float = DEFAULT_FORMAT_GAP,
 ) -> list[str]:
     """Markdown rows of :func:`compare_systems`: pair, shared tasks and clusters, the
-    difference, its interval, p (Holm's, or raw for an exploratory pair), MDD, verdict."""
+    difference, its interval, p (Holm's, or raw for an exploratory pair), MDD, verdict; a
+    verdict whose sides' format-failure rates differ by more than ``format_gap`` says so."""
     rows = []
+    formats = {key: format_failures(run.scored, run.header) for key, run in systems.items()}
     for t in compare_systems(systems, declared, cluster):
         d = t.diff
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
         p_shown = p_text(t.p) + (" (raw)" if t.exploratory else "")
         mdd = "-" if t.mdd != t.mdd else f"{t.mdd:.3f}"
+        note = format_gap_note(formats[t.a], formats[t.b], format_gap)
+        note = f"; {note}" if note else ""
         rows.append(
             f"| {_name(t.a, t.level)} | {_name(t.b, t.level)} | {t.tasks} | {d.clusters} "
-            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {mdd} | {t.verdict} |"
+            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {mdd} | {t.verdict}{note} |"
         )
     return rows
 
@@ -300,6 +314,7 @@ def study_tables(
     declared: Declared | None = None,
     cluster: str = "auto",
     timing: Path | None = None,
+    format_gap: float = DEFAULT_FORMAT_GAP,
 ) -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
     its paired comparisons (:func:`comparison_table`, Holm over that arm's tested pairs; with
@@ -334,7 +349,10 @@ def study_tables(
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
         rows = comparison_table(
-            systems, declared if generated else None, cluster if generated else "auto"
+            systems,
+            declared if generated else None,
+            cluster if generated else "auto",
+            format_gap,
         )
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
@@ -346,7 +364,9 @@ def study_tables(
             out.append(
                 "\n*verdict*: *differ* where Holm's p is below 0.05 (its Holm 95% CI then "
                 "leaves out 0), else *inside* (no difference detected: one smaller than the MDD "
-                "could go unseen)"
+                "could go unseen); a verdict whose systems' format-failure rates (*fmt fail*: "
+                "model calls cut at max_tokens, unparseable or repeating a call) differ by more "
+                f"than {100 * format_gap:g} points says so beside it"
             )
             if declared is not None and generated:
                 out.append(

@@ -17,6 +17,7 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from raleval.analysis.format_failures import FormatFailures
 from raleval.analysis.stats import AVERAGE_INTERVAL, SCORE_INTERVAL, Interval, combine_means
 
 # R-Eval's 12 tasks: family id -> (domain, level)
@@ -81,10 +82,17 @@ class RevalTable:
     costs: dict[str, float | None] = field(default_factory=dict)
     # system -> family -> the score's interval (same units), when the table was built from runs
     intervals: dict[str, dict[str, Interval]] = field(default_factory=dict)
+    # system -> its model calls' format failures (raleval.analysis.format_failures): a
+    # ``fmt_fail`` column, the share of calls cut, unparseable or repeated, follows
+    format_failures: dict[str, FormatFailures] = field(default_factory=dict)
 
     @property
     def shows_cost(self) -> bool:
         return any(c for c in self.costs.values())
+
+    @property
+    def shows_format(self) -> bool:
+        return any(f.calls for f in self.format_failures.values())
 
     @property
     def systems(self) -> list[str]:
@@ -169,6 +177,7 @@ class RevalTable:
             *[f"rank_{d}" for d in domains],
             "rank_all",
             *(["usd_per_ep"] if self.shows_cost else []),
+            *(["fmt_fail"] if self.shows_format else []),
         ]
 
         def cell(value: float, interval: Interval | None) -> str:
@@ -195,6 +204,8 @@ class RevalTable:
             if self.shows_cost:
                 cost = self.costs.get(s)
                 cells.append("-" if cost is None else f"{cost:.6f}")
+            if self.shows_format:
+                cells.append(self.format_failures.get(s, FormatFailures()).text())
             body.append(cells)
         return header, body
 

@@ -48,6 +48,9 @@ class Generation:
     truncated: bool = False  # the reply was longer than reply_char_limit and was cut
     # the id the provider gave each of ``tool_calls`` ("" where it gave none)
     tool_call_ids: list[str] = field(default_factory=list)
+    # why the server stopped generating, in OpenAI's words: "stop" (an end or a stop
+    # string), "length" (cut at max_tokens), "tool_calls"; None where the server did not say
+    finish_reason: str | None = None
 
 
 # A token is a few characters; a reply far longer than its token budget is a broken or hostile

@@ -184,6 +184,13 @@ class LLMCall(Record):
     server_time_s: float | None = None
     cache_hit: bool = False
     error: str | None = None
+    # The harness's share of failures (issue 58), set as the call is recorded; None in files
+    # written before they were (raleval.analysis.format_failures derives them there).
+    # finish_reason: the server's ("length": cut at max_tokens; None where it said nothing)
+    finish_reason: str | None = None
+    cut: bool | None = None  # cut at max_tokens (or at the reply's character bound)
+    unparseable: bool | None = None  # the workflow recorded its output as not parsing
+    repeated: bool | None = None  # it made a tool call already made in the episode
 
 
 class Step(Record):
@@ -220,6 +227,9 @@ class Trajectory(Record):
     n_llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # prompt tokens the server computed (its prompt tokens less those it served from its
+    # prefix cache); None in files written before it was recorded
+    uncached_prompt_tokens: int | None = None
     # US dollars the episode's tokens cost at the model's price (raleval.agents.pricing);
     # None: the price is unknown (and in files written before costs were recorded).
     cost_usd: float | None = None

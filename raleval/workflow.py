@@ -36,10 +36,11 @@ class WorkflowConfig(BaseModel):
     # US dollars an episode may spend on tokens (at the model's price): once spent, the
     # episode makes no further model call and stops as a budget stop (cost_budget).
     max_cost_usd: float | None = Field(None, gt=0)
-    # Tokens (prompt + completion, as the model reported them) an episode may spend, checked
-    # by the harness before every model call whatever the workflow: the matched-compute arm
-    # gives every workflow the same budget (issue 48). Once spent, the episode makes no further
-    # call and stops as a budget stop (cost_limit, cause "episode_tokens").
+    # Tokens (prompt, cached ones included, + completion, as the server reports them) an
+    # episode may spend: a hard cap the harness checks before every model call whatever the
+    # workflow (the matched-compute arm gives every workflow the same budget, issue 48). A call
+    # whose prompt and max_tokens could pass it is not sent: the episode stops as a budget
+    # stop (cost_limit, cause "episode_tokens"); docs/running.md, "Token budgets".
     max_episode_tokens: int | None = Field(None, ge=1)
     # An observation longer than this (tokens) is cut with a visible marker; whatever the
     # setting, one is cut to fit what is left of the context (so no prompt overflows it).

@@ -57,10 +57,12 @@ def test_priced_run_table_is_tokens_times_price(tmp_path):
     assert (int(row[1]), int(row[2])) == (tokens_in, tokens_out)
     assert row[3] == usd(total) == f"{total:.6f}"
     assert row[4] == usd(total / 5)
-    # R-Eval's per-task table (raleval table) ends in the same dollars per episode
+    # R-Eval's per-task table (raleval table) has the same dollars per episode, before the
+    # format-failure rate
     res = CliRunner().invoke(app, ["table", str(tmp_path / "priced"), "--format", "csv"])
     header, body = res.output.splitlines()[:2]
-    assert header.endswith(",usd_per_ep") and body.endswith(f",{total / 5:.6f}")
+    assert header.endswith(",usd_per_ep,fmt_fail")
+    assert body.rsplit(",", 2)[1] == f"{total / 5:.6f}"
 
 
 def test_prices_from_the_table_options_and_this_machine():

@@ -4,9 +4,12 @@ episode has spent it, and an episode it stops is a budget stop."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from raleval.analysis.taxonomy import stop_reason
+from raleval.config import ConfigError
 from raleval.records import StopReason, Termination
 
 from .conftest import run_config
@@ -15,35 +18,59 @@ WORKFLOWS = ["react", "function_calling", "pal", "dfsdt", "direct", "planned"]
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS)
-def test_every_workflow_stops_at_the_same_token_budget(tmp_path, workflow):
+def test_no_episode_passes_its_token_budget(tmp_path, workflow):
+    """The budget is a hard cap (issue 58), the same rule for every workflow: over several
+    budgets, from one that leaves room for one call to one the oracle never reaches, no
+    episode's recorded tokens pass it, every call sent had room for its prompt and a full
+    ``max_tokens`` reply, and an episode the budget stops ends as a budget stop."""
     _, free = run_config(tmp_path, workflow=workflow, limit=3, run_name="free")
     assert free and all(t.prompt_tokens > 0 for t in free)
     if workflow not in ("pal", "direct"):  # the oracle answers these in one call
         assert all(t.n_llm_calls > 1 for t in free)
-    # the smallest first call: every episode has spent the budget after its first call
-    budget = min(t.llm_calls[0].prompt_tokens + t.llm_calls[0].completion_tokens for t in free)
-    _, capped = run_config(
-        tmp_path,
-        workflow=workflow,
-        limit=3,
-        workflow_options={"max_episode_tokens": budget},
-        run_name="capped",
-    )
-    assert len(capped) == len(free)
-    unbounded = {t.task_id: t for t in free}
-    for t in capped:
-        spent_before_last = sum(c.prompt_tokens + c.completion_tokens for c in t.llm_calls[:-1])
-        assert spent_before_last < budget  # no call began after the budget was spent
-        if unbounded[t.task_id].n_llm_calls > 1:  # the budget binds: one call, then a stop
-            assert t.n_llm_calls == 1
-            assert (t.termination, t.termination_cause) == (
-                Termination.cost_limit,
-                "episode_tokens",
+    max_tokens = 1024 if workflow == "pal" else 128  # PAL writes its program at pal_max_tokens
+    first = max(t.llm_calls[0].prompt_tokens for t in free)
+    spent = max(t.prompt_tokens + t.completion_tokens for t in free)
+    roomy = spent + 4096  # room for every call, the tool schemas counted too
+    # the first leaves no room for a second call; where the harness counts tool schemas the
+    # scripted model does not, it leaves none for the first either, and the run is refused:
+    # the budgets then start from what the refusal says the first call needs
+    budgets = [first + max_tokens + 80, first + 2 * max_tokens + 300, roomy]
+    tight = budgets[0]
+    while budgets:
+        budget = budgets.pop(0)
+        try:
+            _, capped = run_config(
+                tmp_path,
+                workflow=workflow,
+                limit=3,
+                workflow_options={"max_episode_tokens": budget},
+                run_name=f"capped-{budget}",
             )
-            assert stop_reason(t) is StopReason.cost_budget
-            assert t.answer is None and t.error_type is not None
-        else:  # a one-call workflow (direct) finishes as before
-            assert t.termination is unbounded[t.task_id].termination
+        except ConfigError as refused:
+            assert workflow in ("function_calling", "dfsdt"), refused  # they send schemas
+            need = int(re.search(r"= ([\d,]+) tokens$", str(refused))[1].replace(",", ""))
+            assert need > budget
+            tight = need + 80
+            budgets[:0] = [tight, need + max_tokens + 300]
+            continue
+        assert len(capped) == len(free)
+        unbounded = {t.task_id: t for t in free}
+        stopped = 0
+        for t in capped:
+            assert t.prompt_tokens + t.completion_tokens <= budget
+            assert t.n_llm_calls >= 1  # a budget that was not refused fits a first call
+            if (t.termination, t.termination_cause) == (Termination.cost_limit, "episode_tokens"):
+                stopped += 1
+                assert stop_reason(t) is StopReason.cost_budget
+                assert t.n_llm_calls < unbounded[t.task_id].n_llm_calls
+            else:  # unstopped, the episode is the one without a budget
+                assert t.termination is unbounded[t.task_id].termination
+                assert t.n_llm_calls == unbounded[t.task_id].n_llm_calls
+                assert t.answer == unbounded[t.task_id].answer
+        if budget == roomy:
+            assert stopped == 0
+        elif workflow not in ("pal", "direct") and budget == tight:
+            assert stopped == len(capped)
 
 
 def test_the_matched_compute_arm_has_its_table_beside_the_default_budgets(tmp_path):

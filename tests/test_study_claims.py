@@ -42,7 +42,9 @@ def _tables(design: Path) -> dict[tuple[str, str], list[str]]:
     for line in block.split("####", 1)[0].splitlines():
         m = ROW.match(line)
         if m:
-            rows[(m.group(1), m.group(2))] = [line.rsplit(" | ", 1)[1].strip(" |"), *m.groups()]
+            # the verdict, before any note beside it (format failures that differ)
+            verdict = line.rsplit(" | ", 1)[1].strip(" |").split(";")[0]
+            rows[(m.group(1), m.group(2))] = [verdict, *m.groups()]
     return rows
 
 

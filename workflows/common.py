@@ -21,6 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from raleval.environment import ToolResult
+from raleval.formats import is_unparseable
 from raleval.model import (
     CONTEXT_WINDOW,
     GenerateRequest,
@@ -220,6 +221,21 @@ def fit_observation(model: Model, text: str, budget: int | None) -> str:
 
 
 CHAT_TEMPLATE_TOKENS = 64  # what a chat template adds around the messages (roles, markers)
+MESSAGE_TOKENS = 8  # and around each message (a role, its markers; a counter's rounding)
+
+
+def request_tokens(
+    model: Model, messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...] = ()
+) -> int:
+    """The prompt tokens a request will count, reckoned before it is sent: its messages (and
+    the native calls they hold) and tool schemas by the model's own tokenizer in one count,
+    plus the chat template's tokens. What ``max_episode_tokens`` checks a call against."""
+    parts = [m.content for m in messages]
+    parts += [json.dumps(c.arguments) + c.tool for m in messages for c in m.tool_calls]
+    if tools:
+        parts.append(json.dumps(tools, separators=(",", ":")))
+    text = "\n".join(parts)
+    return count_tokens(model, text) + CHAT_TEMPLATE_TOKENS + MESSAGE_TOKENS * len(messages)
 
 
 def _tokens_left(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> int:
@@ -328,8 +344,16 @@ class EpisodeRecord:
     compute_s: float = 0.0
     started: float = field(default_factory=time.monotonic)
     extra: dict[str, Any] = field(default_factory=dict)  # workflow-specific records
+    uncached_prompt_tokens: int = 0
     _last_prompt: str = ""
     _last_output: str = ""
+    # the tool calls made so far (tool, arguments as JSON): a call made again is flagged
+    _made: set[tuple[str, str]] = field(default_factory=set)
+    # max_episode_tokens: what the calls so far count (the server's figures, or the request's
+    # own count and max_tokens where it gave none), and how far the server's prompt counts
+    # ran above the harness's own before sending (added to the next requests' counts)
+    _budget_spent: int = 0
+    _undercount: int = 0
 
     def finish(self, termination: Termination, cause: str | None = None) -> None:
         if self.termination is None:
@@ -384,7 +408,42 @@ class EpisodeRecord:
                 self.finish(Termination.tool_fault, result.cause)
         step = Step(index=len(self.steps), **fields)
         self.steps.append(step)
+        self._flag_call(step)
         return step
+
+    def _flag_call(self, step: Step) -> None:
+        """Flag the model call that wrote ``step`` (the episode's latest) as unparseable or
+        as repeating a tool call already made; a replay's given steps, recorded before any
+        call, only count as made."""
+        call = self.llm_calls[-1] if self.llm_calls else None
+        if is_unparseable(step.kind, step.cause):
+            if call is not None:
+                call.unparseable = True
+            return
+        if step.tool is None or step.tool == "Finish":
+            return
+        made = (step.tool, json.dumps(step.arguments or {}, sort_keys=True, default=str))
+        if made in self._made:
+            if call is not None:
+                call.repeated = True
+        else:
+            self._made.add(made)
+
+    def _over_token_budget(
+        self, model: Model, config: WorkflowConfig, request: GenerateRequest
+    ) -> int | None:
+        """With ``max_episode_tokens``: the tokens ``request``'s prompt counts, or None (and
+        the episode ends at its budget) when those and ``max_tokens`` could pass the budget
+        with what the episode has spent: such a call is never sent, so no server's answer,
+        however its cache served the prompt, takes the episode past it."""
+        budget = config.max_episode_tokens
+        if budget is None:
+            return 0
+        prompt = request_tokens(model, request.messages, request.tools) + self._undercount
+        if self._budget_spent + prompt + request.max_tokens <= budget:
+            return prompt
+        self.finish(Termination.cost_limit, "episode_tokens")
+        return None
 
     async def generate(
         self,
@@ -407,17 +466,6 @@ class EpisodeRecord:
             self.price = model.capabilities.price
         if self._over_cost_budget(model, config):
             return None
-        budget = config.max_episode_tokens
-        if budget is not None and self.prompt_tokens + self.completion_tokens >= budget:
-            # the call that crossed it is kept (its tokens are known only when it returns)
-            self.finish(Termination.cost_limit, "episode_tokens")
-            return None
-        delta, is_delta = prompt_text, False
-        # Store only what was added since the last call (with or without its output).
-        for prefix in (self._last_prompt + self._last_output, self._last_prompt):
-            if prefix and prompt_text.startswith(prefix):
-                delta, is_delta = prompt_text[len(prefix) :], True
-                break
         request = GenerateRequest(
             messages=messages,
             stop=stop,
@@ -425,6 +473,15 @@ class EpisodeRecord:
             temperature=config.temperature,
             tools=tools,
         )
+        counted = self._over_token_budget(model, config, request)
+        if counted is None:
+            return None
+        delta, is_delta = prompt_text, False
+        # Store only what was added since the last call (with or without its output).
+        for prefix in (self._last_prompt + self._last_output, self._last_prompt):
+            if prefix and prompt_text.startswith(prefix):
+                delta, is_delta = prompt_text[len(prefix) :], True
+                break
         start = time.perf_counter()
         error: str | None = None
         gen: Generation | None = None
@@ -452,8 +509,23 @@ class EpisodeRecord:
             self.compute_s += gen.server_time_s
         else:
             self.compute_s += latency
-        call = LLMCall(prompt=delta, prompt_is_delta=is_delta, latency_s=latency, error=error)
+        call = LLMCall(
+            prompt=delta,
+            prompt_is_delta=is_delta,
+            latency_s=latency,
+            error=error,
+            cut=False,
+            unparseable=False,
+            repeated=False,
+        )
         self.llm_calls.append(call)
+        if config.max_episode_tokens is not None:
+            # a failed call's tokens are unknown: count what it could have spent
+            reported = (gen.prompt_tokens, gen.completion_tokens) if gen else (None, None)
+            if reported[0] is not None:
+                self._undercount = max(self._undercount, reported[0] - counted)
+            self._budget_spent += reported[0] if reported[0] is not None else counted
+            self._budget_spent += reported[1] if reported[1] is not None else config.max_tokens
         if gen is None:
             if self.termination is not Termination.context_limit:  # the call records it
                 self.add_step(
@@ -470,8 +542,16 @@ class EpisodeRecord:
         call.prompt_tokens, call.completion_tokens = gen.prompt_tokens, gen.completion_tokens
         call.cached_tokens, call.cache_hit = gen.cached_tokens, gen.cache_hit
         call.server_time_s = gen.server_time_s
+        call.finish_reason = gen.finish_reason
+        call.cut = gen.truncated or (
+            gen.finish_reason == "length"
+            if gen.finish_reason is not None
+            # a server that does not say why it stopped: a reply of max_tokens was cut there
+            else gen.completion_tokens is not None and gen.completion_tokens >= config.max_tokens
+        )
         self.prompt_tokens += gen.prompt_tokens or 0
         self.completion_tokens += gen.completion_tokens or 0
+        self.uncached_prompt_tokens += (gen.prompt_tokens or 0) - (gen.cached_tokens or 0)
         self._last_prompt, self._last_output = prompt_text, gen.text
         if not gen.text.strip() and not gen.tool_calls:
             call.error = "empty_response"

@@ -23,6 +23,7 @@ from typing import Any
 
 from raleval.analysis import plots
 from raleval.analysis.calls import CALL_SCORES
+from raleval.analysis.format_failures import FormatFailures, format_failures
 from raleval.analysis.judging import JudgedRun, judge_section, load_judged
 from raleval.analysis.runs import (
     Run,
@@ -287,6 +288,16 @@ def _tree(nodes: Any) -> list[dict[str, Any]] | None:
     return out
 
 
+def _formats(counts: FormatFailures) -> str:
+    """A cell's format failures: the rate, then each kind's count of its model calls."""
+    if not counts.calls:
+        return "-"
+    return (
+        f"{counts.text()}: {counts.cut} cut at max_tokens, {counts.unparseable} unparseable, "
+        f"{counts.repeated} repeated, of {counts.calls}"
+    )
+
+
 def _usd(interval: Any) -> str:
     """Dollars per query with their interval, to the millionth; '-' when unknown."""
     if interval is None:
@@ -314,6 +325,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
     )  # fmt: skip
 
     summaries = [summarize_system(r) for r in runs]
+    formats = [format_failures(r.scored, r.header) for r in runs]
     _, front, _, cost_front = time_and_cost(summaries)
     cells = [(r.environment, r.task_set) for r in runs]
     sys_rows = [
@@ -333,8 +345,9 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             _usd(s.cost_usd),
             "-" if s.compute_s is None else f"{s.compute_s:.3f}",
             "yes" if s.system in cost_front else "",
+            _formats(f),
         ]
-        for s, cell in zip(summaries, cells, strict=True)
+        for s, cell, f in zip(summaries, cells, formats, strict=True)
     ]
     systems_html = _table(
         [
@@ -354,6 +367,7 @@ def build_report(runs: list[Run], threshold: float = DEFAULT_THRESHOLD) -> str:
             "USD/query [95% interval]",
             "compute s/query",
             "Pareto (cost vs F1)",
+            "format failures (model calls)",
         ],
         sys_rows,
     )

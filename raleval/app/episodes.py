@@ -185,6 +185,7 @@ async def run_episode(
         n_llm_calls=len(rec.llm_calls),
         prompt_tokens=rec.prompt_tokens,
         completion_tokens=rec.completion_tokens,
+        uncached_prompt_tokens=rec.uncached_prompt_tokens,
         cost_usd=rec.cost_usd,
         compute_s=rec.compute_seconds,
         extra=rec.extra,

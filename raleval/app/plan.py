@@ -115,11 +115,18 @@ def make_plan(
             f: [t.answers[0] for t in g] for f, g in prepared.demonstrations.items()
         },
     )
+    if workflow.config.max_episode_tokens is not None:
+        from raleval.app.budgets import BUDGET_COUNTS, check_episode_budget
+
+        with phase("checking the token budget against the first prompt"):
+            check_episode_budget(config, workflow, env, tasks)
     prompts = run_prompts(env, workflow)
-    decoding = {
+    decoding: dict[str, Any] = {
         "temperature": workflow.config.temperature,
         "max_tokens": workflow.config.max_tokens,
     }
+    if workflow.config.max_episode_tokens is not None:
+        decoding["budget_counts"] = BUDGET_COUNTS
     header = new_header(config, tasks, decoding, prompts, fingerprint)
     selection = prepared.selection
     if selection:

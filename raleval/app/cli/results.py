@@ -150,11 +150,21 @@ def compare(
     ] = "auto",
     alpha: Annotated[float, typer.Option(help="significance level (Holm over all pairs)")] = 0.05,
     power: Annotated[float, typer.Option(help="power for the minimum detectable difference")] = 0.8,
+    format_gap: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="a verdict whose runs' format-failure rates (model calls cut at max_tokens, "
+            "unparseable or repeating a call) differ by more than this share says so",
+        ),
+    ] = 0.10,
 ) -> None:
     """Every pair of runs on their shared tasks: clustered paired t test on F1 (tasks of one
     template are one cluster; with epochs a task's mean is the unit), Holm-corrected p-values,
     the minimum detectable difference, and each run's between-epoch flip rate."""
     from raleval.analysis.compare import compare_runs, render_comparison, run_units, verdict_lines
+    from raleval.analysis.format_failures import format_failures
     from raleval.analysis.runs import find_runs, load_run
     from raleval.app.console import make_console
 
@@ -162,7 +172,11 @@ def compare(
         found = find_runs(run_dirs)
         if len(found) < 2:
             fail("compare needs at least two run directories")
-        units = [run_units(load_run(p), threshold, cluster, label=str(p)) for p in found]
+        runs = [load_run(p) for p in found]
+        units = [
+            run_units(r, threshold, cluster, label=str(p)) for r, p in zip(runs, found, strict=True)
+        ]
+        formats = [format_failures(r.scored, r.header) for r in runs]
     except (*user_errors(), ValueError) as exc:
         fail(str(exc))
     result = compare_runs(units, alpha, power)
@@ -170,10 +184,11 @@ def compare(
         fail("no two runs share a task")
     letters = [chr(ord("A") + i) if i < 26 else f"R{i}" for i in range(len(units))]
     c = make_console()
-    for letter, u in zip(letters, units, strict=True):
-        c.print(f"{letter} = {u.system} ({u.label})", highlight=False, markup=False)
+    for letter, u, f in zip(letters, units, formats, strict=True):
+        fmt = f"; format failures {f.text()} of {f.calls} model calls" if f.calls else ""
+        c.print(f"{letter} = {u.system} ({u.label}{fmt})", highlight=False, markup=False)
     c.print(render_comparison(result, letters))
-    for line in verdict_lines(result, letters):
+    for line in verdict_lines(result, letters, formats, format_gap):
         c.print(line, highlight=False, markup=False)
     paths = " ".join(str(u.label) for u in units)
     c.print(

@@ -120,6 +120,15 @@ def study_tables_command(
         Path | None,
         typer.Option(help="a timing pass's folder (raleval study timing --out): its table too"),
     ] = None,
+    format_gap: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="a verdict whose systems' format-failure rates (model calls cut at "
+            "max_tokens, unparseable or repeating a call) differ by more than this share says so",
+        ),
+    ] = 0.10,
 ) -> None:
     """Print the study's headline tables as Markdown: a row per workflow x model, one table per
     arm (generated task sets, each real-data file), F1 with clustered 95% intervals, F1 by
@@ -133,12 +142,12 @@ def study_tables_command(
         fail(f"no timing folder {timing}")
     try:
         if design is None:
-            text = study_tables(folder, timing=timing)
+            text = study_tables(folder, timing=timing, format_gap=format_gap)
         else:
             from raleval.analysis.design import load_design
 
             plan = load_design(design)
-            text = study_tables(folder, plan.declared, plan.cluster, timing)
+            text = study_tables(folder, plan.declared, plan.cluster, timing, format_gap)
     except user_errors() as exc:
         fail(str(exc))
     emit(text, into, block, "tables")
@@ -150,6 +159,15 @@ def study_claims_command(
     design: Annotated[Path, typer.Option(help="the study's design file, declared before it ran")],
     into: Annotated[Path | None, typer.Option(help=INTO_HELP)] = None,
     block: Annotated[str, typer.Option(help="the block's name, for --into")] = "study-claims",
+    format_gap: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="a verdict whose systems' format-failure rates (model calls cut at "
+            "max_tokens, unparseable or repeating a call) differ by more than this share says so",
+        ),
+    ] = 0.10,
 ) -> None:
     """The study's claims as Markdown, from its declared comparisons only: per arm, a sentence
     per comparison (which system scores higher when Holm's verdict says they differ, else no
@@ -160,7 +178,7 @@ def study_claims_command(
     if not folder.exists():
         fail(f"no study folder {folder}")
     try:
-        text = study_claims(folder, load_design(design), f"`{design.as_posix()}`")
+        text = study_claims(folder, load_design(design), f"`{design.as_posix()}`", format_gap)
     except user_errors() as exc:
         fail(str(exc))
     emit(text, into, block, "claims")

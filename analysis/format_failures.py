@@ -1,0 +1,139 @@
+"""The harness's share of failures (issue 58): per episode and per cell, how many model calls
+were cut at ``max_tokens``, wrote output the workflow could not parse, or repeated a tool call
+already made in the episode, and the format-failure rate: the share of calls with any of
+these. Pure: reads stored records only.
+
+Calls recorded since the flags exist carry them (``LLMCall.cut``, ``unparseable``,
+``repeated``, set by the recorder). Files written before have none, and the counts are derived
+(``derived``): a call is cut when its completion tokens reach the run's ``max_tokens`` (its
+header's decoding) or its reply was cut to the character bound; unparseable and repeated are
+counted from the steps (:func:`raleval.formats.is_unparseable`; a tool step whose tool and
+arguments an earlier step of the episode already had), which do not say which call wrote them,
+so the failed calls lie between the largest of the three and their sum (at most the calls):
+``failed`` is that upper bound and ``failed_low`` the lower, and a gap between two cells is
+said only where the bounds leave no doubt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from raleval.formats import is_unparseable
+from raleval.records import RunHeader, Trajectory
+
+# A verdict whose two sides' format-failure rates differ by more than this says so beside it
+# (``--format-gap``): the difference may be the harness's handling of each side's output.
+DEFAULT_FORMAT_GAP = 0.10
+
+
+@dataclass(frozen=True)
+class FormatFailures:
+    """Counts of model calls; ``failed``: calls with at least one of the three."""
+
+    calls: int = 0
+    cut: int = 0
+    unparseable: int = 0
+    repeated: int = 0
+    failed: int = 0
+    derived: bool = False  # some episode's counts were derived (``failed`` an upper bound)
+    failed_low: int = 0  # the fewest calls that failed (``failed`` where none was derived)
+
+    def __add__(self, other: FormatFailures) -> FormatFailures:
+        return FormatFailures(
+            self.calls + other.calls,
+            self.cut + other.cut,
+            self.unparseable + other.unparseable,
+            self.repeated + other.repeated,
+            self.failed + other.failed,
+            self.derived or other.derived,
+            self.failed_low + other.failed_low,
+        )
+
+    @property
+    def rate(self) -> float | None:
+        """The format-failure rate: failed calls over calls (None without calls); for derived
+        counts, its upper bound."""
+        return self.failed / self.calls if self.calls else None
+
+    @property
+    def rate_low(self) -> float | None:
+        """The rate's lower bound (the rate itself where nothing was derived)."""
+        return self.failed_low / self.calls if self.calls else None
+
+    def text(self) -> str:
+        """The rate as tables print it: ``12.5%``; derived, its bounds (``4.0-12.5%``, one
+        figure where they meet); ``-`` without calls."""
+        if not self.calls:
+            return "-"
+        low, high = 100 * self.failed_low / self.calls, 100 * self.failed / self.calls
+        return f"{low:.1f}-{high:.1f}%" if f"{low:.1f}" != f"{high:.1f}" else f"{high:.1f}%"
+
+
+def header_max_tokens(header: RunHeader | None) -> int | None:
+    """The ``max_tokens`` a run's calls were made with, where its header says."""
+    if header is None:
+        return None
+    value = header.decoding.get("max_tokens")
+    if value is None:
+        value = (header.config.get("workflow_options") or {}).get("max_tokens")
+    return int(value) if isinstance(value, (int, float)) else None
+
+
+def episode_format_failures(traj: Trajectory, max_tokens: int | None = None) -> FormatFailures:
+    """The episode's counts: from its calls' flags, or derived (see the module docstring)."""
+    calls = traj.llm_calls
+    if all(c.cut is not None for c in calls):
+        failed = sum(bool(c.cut or c.unparseable or c.repeated) for c in calls)
+        return FormatFailures(
+            calls=len(calls),
+            cut=sum(bool(c.cut) for c in calls),
+            unparseable=sum(bool(c.unparseable) for c in calls),
+            repeated=sum(bool(c.repeated) for c in calls),
+            failed=failed,
+            failed_low=failed,
+        )
+    cut = sum(
+        (c.error or "").startswith("reply_truncated")
+        or (max_tokens is not None and (c.completion_tokens or 0) >= max_tokens)
+        for c in calls
+    )
+    unparseable = sum(is_unparseable(s.kind, s.cause) for s in traj.steps)
+    made: set[tuple[str, str]] = set()
+    repeated = 0
+    for s in traj.steps:
+        if s.tool is None or s.tool == "Finish" or is_unparseable(s.kind, s.cause):
+            continue
+        key = (s.tool, json.dumps(s.arguments or {}, sort_keys=True, default=str))
+        repeated += key in made
+        made.add(key)
+    failed = min(len(calls), cut + unparseable + repeated)
+    low = min(len(calls), max(cut, unparseable, repeated))
+    return FormatFailures(len(calls), cut, unparseable, repeated, failed, True, low)
+
+
+def format_failures(trajs: Iterable[Trajectory], header: RunHeader | None = None) -> FormatFailures:
+    """The counts over a cell's episodes (``header``: its run's, for derived counts)."""
+    max_tokens = header_max_tokens(header)
+    total = FormatFailures()
+    for t in trajs:
+        total = total + episode_format_failures(t, max_tokens)
+    return total
+
+
+def format_gap_note(a: FormatFailures, b: FormatFailures, gap: float) -> str:
+    """What a verdict between ``a`` and ``b`` says beside it when their format-failure rates
+    differ by more than ``gap``; "" otherwise (or when either has no calls)."""
+    if not a.calls or not b.calls:
+        return ""
+    # the gap the bounds guarantee (derived counts are ranges)
+    apart = max(
+        a.failed_low / a.calls - b.failed / b.calls, b.failed_low / b.calls - a.failed / a.calls
+    )
+    if apart <= gap:
+        return ""
+    return (
+        f"format failures differ: {a.text()} vs {b.text()} of calls (more than "
+        f"{100 * gap:g} points): the gap may be the harness's handling of the output"
+    )

@@ -1,0 +1,226 @@
+"""The harness's share of failures (issue 58): every model call records whether it was cut at
+``max_tokens``, wrote output the workflow could not parse, or repeated a tool call already
+made in the episode; each cell's format-failure rate shows in ``raleval table``, the report,
+``study tables`` and ``compare``. And a token budget a first call cannot fit is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from raleval import registry
+from raleval.analysis.format_failures import (
+    FormatFailures,
+    episode_format_failures,
+    format_failures,
+    format_gap_note,
+)
+from raleval.analysis.report import build_report
+from raleval.analysis.runs import load_run
+from raleval.app.cli import app
+from raleval.config import ConfigError
+from raleval.model import GenerateRequest, Generation, ModelBase, apply_stop
+from raleval.records import ToolCall, Trajectory
+from raleval.store import HEADER, RESULTS, ResultsFile
+
+from .conftest import run_config
+
+RUNAWAY = "and then I will look it up and " * 200  # far past 128 tokens
+
+
+class Unruly(ModelBase):
+    """A model that writes runaway text, several calls a reply, and repeats calls. It cuts a
+    reply at ``max_tokens`` as a server does (4 characters a token) and says so
+    (``finish_reason``), as the OpenAI API does."""
+
+    name = "unruly/x"
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def for_episode(self, task: Any, env: Any, workflow: Any) -> Unruly:
+        return Unruly()
+
+    def script(self, request: GenerateRequest) -> tuple[str, list[ToolCall]]:
+        self.n += 1
+        ada = ToolCall(tool="searchPerson", arguments={"name": "Ada Lovelace"})
+        bob = ToolCall(tool="searchPerson", arguments={"name": "Bob"})
+        cyd = ToolCall(tool="searchPerson", arguments={"name": "Cyd"})
+        if request.tools:  # native function calling
+            replies = {
+                1: ("", [ada, bob]),  # two calls in one reply, neither made before
+                2: ("", [ada]),  # a repeat
+                3: ("", [bob, cyd]),  # two calls, one a repeat
+            }
+            return replies.get(self.n, (RUNAWAY, []))  # 4: runaway text, no call: the end
+        replies_text = {
+            1: ' I look.\nAction 1: searchPerson(name="Ada Lovelace")',
+            2: ' Again.\nAction 2: searchPerson(name="Ada Lovelace")',  # a repeat
+            3: f" Hmm.\nAction 3: {RUNAWAY}",  # cut, and no action parses
+            4: " Done.\nAction 4: Finish[Ada]",
+        }
+        return replies_text[self.n], []
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        text, calls = self.script(request)
+        text = apply_stop(text, request.stop)
+        reason = "tool_calls" if calls else "stop"
+        if len(text) > 4 * request.max_tokens:
+            text, reason = text[: 4 * request.max_tokens], "length"
+        return Generation(
+            text=text,
+            tool_calls=calls,
+            prompt_tokens=sum(len(m.content) // 4 for m in request.messages),
+            completion_tokens=(len(text) + 3) // 4 + 8 * len(calls),
+            finish_reason=reason,
+        )
+
+
+registry.register_model_provider("unruly")(lambda name, run_dir=None, **_: Unruly())
+
+
+def _flags(t: Trajectory) -> list[tuple[bool | None, bool | None, bool | None]]:
+    return [(c.cut, c.unparseable, c.repeated) for c in t.llm_calls]
+
+
+@pytest.mark.parametrize(
+    ("workflow", "flags", "counts"),
+    [
+        (
+            "function_calling",
+            # calls: two new; a repeat; two with a repeat; runaway text, cut (and the end)
+            [(False, False, False), (False, False, True), (False, False, True),
+             (True, False, False)],
+            FormatFailures(calls=4, cut=1, unparseable=0, repeated=2, failed=3, failed_low=3),
+        ),
+        (
+            "react",
+            # a call; its repeat; runaway text cut mid-action that does not parse; Finish
+            [(False, False, False), (False, False, True), (True, True, False),
+             (False, False, False)],
+            FormatFailures(calls=4, cut=1, unparseable=1, repeated=1, failed=2, failed_low=2),
+        ),
+    ],
+)  # fmt: skip
+def test_an_unruly_model_gets_exactly_its_format_failures(tmp_path, workflow, flags, counts):
+    summary, results = run_config(tmp_path, workflow=workflow, model="unruly/x", limit=2)
+    assert len(results) == 2
+    for t in results:
+        assert _flags(t) == flags
+        assert episode_format_failures(t) == counts
+        cut = [c for c in t.llm_calls if c.cut]
+        assert all(c.finish_reason == "length" for c in cut)
+    total = format_failures(results)
+    assert (total.calls, total.failed, total.rate) == (8, 2 * counts.failed, counts.failed / 4)
+    # the column shows in raleval table, and in the report
+    res = CliRunner().invoke(
+        app, ["table", str(summary.run_dir), "--format", "csv"], env={"COLUMNS": "200"}
+    )
+    assert res.exit_code == 0, res.output
+    header, row = res.output.splitlines()[:2]
+    assert header.split(",")[-1] == "fmt_fail"
+    assert row.split(",")[-1] == f"{100 * counts.failed / 4:.1f}%"
+    report = build_report([load_run(summary.run_dir)])
+    assert "format failures (model calls)" in report and "fmt_fail" in report
+    assert (
+        f"{100 * counts.failed / 4:.1f}%: {2 * counts.cut} cut at max_tokens, "
+        f"{2 * counts.unparseable} unparseable, {2 * counts.repeated} repeated, of 8"
+    ) in report
+
+
+def test_old_calls_without_flags_get_bounds_from_steps_and_tokens():
+    """A file written before the flags: cut from the completion tokens at the header's
+    max_tokens, unparseable and repeated from the steps; the failed calls a range."""
+    line = {
+        "task_id": "t",
+        "agent": {"workflow": "react", "model": "m", "env": "e"},
+        "termination": "finished",
+        "started_at": "2026-01-01T00:00:00Z",
+        "wall_time_s": 1.0,
+        "llm_calls": [
+            {"prompt": "p", "completion_tokens": 128},  # cut, and its action did not parse
+            {"prompt": "p", "completion_tokens": 20},
+            {"prompt": "p", "completion_tokens": 20},  # a repeat
+            {"prompt": "p", "completion_tokens": 9},
+        ],
+        "steps": [
+            {"index": 0, "kind": "parse_error", "cause": "invalid_format"},
+            {"index": 1, "tool": "search", "arguments": {"q": "a"}},
+            {"index": 2, "tool": "search", "arguments": {"q": "a"}},
+            {"index": 3, "tool": "Finish", "arguments": {"answer": "x"}},
+        ],
+    }
+    traj = Trajectory.model_validate_json(json.dumps(line))
+    got = episode_format_failures(traj, max_tokens=128)
+    assert got == FormatFailures(4, 1, 1, 1, failed=3, derived=True, failed_low=1)
+    assert got.text() == "25.0-75.0%"
+    assert episode_format_failures(traj).cut == 0  # no max_tokens known: none counted cut
+    # a gap is said only where the ranges leave no doubt
+    clean = FormatFailures(calls=4, failed=0, failed_low=0)
+    assert format_gap_note(got, clean, 0.10) != ""  # at least 25% against 0%
+    assert format_gap_note(got, clean, 0.30) == ""  # 25% is not 30 points for sure
+    worse = FormatFailures(calls=4, failed=4, failed_low=4)
+    assert format_gap_note(got, worse, 0.20) != ""  # at least 25 points below 100%
+    assert format_gap_note(got, worse, 0.30) == ""
+
+
+def test_compare_says_when_the_runs_format_failures_differ(tmp_path):
+    unruly, _ = run_config(tmp_path, workflow="react", model="unruly/x", limit=3)
+    oracle, _ = run_config(tmp_path, workflow="react", limit=3)
+    args = ["compare", str(unruly.run_dir), str(oracle.run_dir)]
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "format failures 50.0% of 12 model calls" in res.output
+    assert "A-B: format failures differ: 50.0% vs 0.0% of calls (more than 10 points)" in (
+        " ".join(res.output.split())
+    )
+    res = CliRunner().invoke(app, [*args, "--format-gap", "0.6"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "format failures differ" not in res.output
+
+
+def test_a_budget_no_first_call_fits_is_refused_with_both_sizes(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        options = {"max_episode_tokens": 600}
+        run_config(tmp_path, workflow="dfsdt", limit=2, workflow_options=options)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("-W max_episode_tokens=600 is below what dfsdt's first model call")
+    prompt = int(message.split("a ", 1)[1].split("-token prompt")[0].replace(",", ""))
+    assert prompt > 600 and f"plus max_tokens 128 = {prompt + 128:,} tokens" in message
+    # from the command line: exit 2, one line, nothing run
+    res = CliRunner().invoke(
+        app,
+        ["run", "--env", "scholar", "-E", "size=tiny", "--workflow", "dfsdt", "--model",
+         "scripted/oracle", "--limit", "2", "-W", "max_episode_tokens=600",
+         "--log-dir", str(tmp_path / "cli")],
+        env={"COLUMNS": "400"},
+    )  # fmt: skip
+    assert res.exit_code == 2
+    [line] = [x for x in res.output.splitlines() if "max_episode_tokens=600" in x]
+    assert re.search(r"a [\d,]+-token prompt .* plus max_tokens 128 = [\d,]+ tokens$", line)
+    assert not list((tmp_path / "cli").rglob(RESULTS))
+    # a budget the first call fits runs, and its header says what the budget counts
+    summary, _ = run_config(
+        tmp_path, workflow="dfsdt", limit=2, workflow_options={"max_episode_tokens": prompt + 200}
+    )
+    header = json.loads((summary.run_dir / HEADER).read_text())
+    assert "cached" in header["decoding"]["budget_counts"]
+    for t in ResultsFile(summary.run_dir / RESULTS):
+        assert t.prompt_tokens + t.completion_tokens <= prompt + 200
+        assert t.uncached_prompt_tokens == t.prompt_tokens  # scripted: no prefix cache
+
+
+def test_study_tables_have_the_column_and_the_second_study_reads():
+    stored = Path(__file__).resolve().parents[1] / "studies" / "local-models-2"
+    if not stored.is_dir():
+        pytest.skip("the second study's stored cells are not in this checkout")
+    from raleval.analysis.study import study_tables
+
+    text = study_tables(stored)
+    header = next(line for line in text.splitlines() if line.startswith("| workflow"))
+    assert "| fmt fail |" in header
