@@ -21,6 +21,7 @@ from raleval import registry
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
 from raleval.app.taskset import TaskSetRequest, no_phase, prepare_task_set
 from raleval.config import ConfigError, RunConfig
+from raleval.model import Capabilities
 from raleval.records import RunHeader, Task
 from raleval.workflow import Workflow
 
@@ -119,7 +120,9 @@ def make_plan(
     decoding = {
         "temperature": workflow.config.temperature,
         "max_tokens": workflow.config.max_tokens,
+        "actions": workflow_decoding(config, workflow),
     }
+    phase_note(phase, f"decoding ({config.workflow} with {config.model}): {decoding['actions']}")
     header = new_header(config, tasks, decoding, prompts, fingerprint)
     selection = prepared.selection
     if selection:
@@ -131,6 +134,19 @@ def make_plan(
             f"fit the {config.workflow} view at {selection['context_tokens']} tokens",
         )
     return RunPlan(config, env, tuple(tasks), workflow, prompts, header)
+
+
+def workflow_decoding(config: RunConfig, workflow: Workflow) -> str:
+    """How ``workflow``'s model calls will be decoded with the configured model, from what the
+    model declares (raleval.agents.agent.declared_capabilities), said before any episode."""
+    from raleval.agents.agent import declared_capabilities
+
+    caps = declared_capabilities(config.model, dict(config.model_options))
+    if caps is None:
+        return f"{config.model} declares no decoding ahead; its workflow asks for: " + (
+            workflow.decoding(Capabilities())
+        )
+    return workflow.decoding(caps)
 
 
 @dataclass(frozen=True)
