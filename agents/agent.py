@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from raleval import registry
-from raleval.model import Model
+from raleval.model import Capabilities, Model
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,36 @@ def resolve_model(
     price = model_price(parsed.provider, parsed.name, price_options)
     factory = registry.models.get(parsed.provider)
     return with_price(factory(parsed.name, run_dir=run_dir, **own), price)
+
+
+def declared_capabilities(spec: str, options: dict[str, Any] | None = None) -> Capabilities | None:
+    """What the model ``spec`` names declares about its decoding (tool calls, JSON schemas,
+    prefill), read from the providers' declarations without loading it or asking its server:
+    what the run header records and ``raleval run`` says before the first episode. None for a
+    provider that declares nothing ahead (a plugin's)."""
+    parsed = ModelSpec.parse(spec)
+    given = dict(options or {})
+    if parsed.provider == "local":
+        from raleval.agents.local import LOCAL_MODELS
+
+        weights = LOCAL_MODELS.get(parsed.name)
+        return Capabilities(
+            prefill=bool(given.get("prefill", True)),
+            tool_calls=str(given.get("tool_calls", weights.tool_calls if weights else "schema")),
+            json_schema=bool(given.get("json_schema", True)),
+        )
+    if parsed.provider in ("openai", "openai-compatible"):
+        default = "native" if parsed.provider == "openai" else "auto"
+        mode = str(given.get("tool_calls", default))
+        return Capabilities(
+            prefill=bool(given.get("prefill", False)),
+            tool_calls=mode,
+            json_schema=bool(given.get("json_schema", False)) or mode == "schema",
+        )
+    if parsed.provider == "scripted":
+        from raleval.agents.scripted import ScriptedModel
+
+        return ScriptedModel.capabilities
+    if parsed.provider in ("hf", "vllm"):
+        return Capabilities(tool_calls="none")
+    return None

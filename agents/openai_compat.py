@@ -45,6 +45,7 @@ from raleval.model import (
     ModelBase,
     ModelError,
     reply_char_limit,
+    tool_call_schema,
 )
 from raleval.records import ToolCall
 from raleval.registry import register_model_provider
@@ -212,6 +213,8 @@ class OpenAICompatibleModel(ModelBase):
         backoff_max_s: float = 30.0,
         max_reply_bytes: int = MAX_REPLY_BYTES,
         tokenize_url: str | None = None,
+        tool_calls: str = "auto",
+        json_schema: bool = False,
     ) -> None:
         self.model = model
         # llama.cpp's POST /tokenize: budgets counted with the model's own tokenizer (digits
@@ -231,11 +234,21 @@ class OpenAICompatibleModel(ModelBase):
         # a session and a semaphore per event loop (both belong to the loop that made them)
         self._per_loop: dict[int, _PerLoop] = {}
         self.max_retries = max_retries
+        if tool_calls not in ("native", "schema", "auto"):
+            raise ValueError(
+                f"tool_calls={tool_calls!r}: choose native (the server's tool calls), schema "
+                "(decoding constrained to the tools' JSON schemas) or auto"
+            )
         self.capabilities = Capabilities(
             prefill=bool(prefill),
             context_window=int(context_window) if context_window else None,
             max_concurrency=int(max_concurrency) if max_concurrency else None,
+            tool_calls=tool_calls,
+            json_schema=bool(json_schema) or tool_calls == "schema",
         )
+        # "auto": set once a reply to a request with tools held its calls as text only (the
+        # server does not return tool calls for this model); later requests use the schema
+        self.calls_as_text = False
         self.extra_body = dict(extra_body or {})
         self._limit = max_connections
         self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s)
@@ -376,7 +389,9 @@ class OpenAICompatibleModel(ModelBase):
         if request.stop:
             kwargs["stop"] = list(request.stop)[:4]  # OpenAI accepts at most four
         if request.tools:
-            kwargs["tools"] = list(request.tools)
+            kwargs.update(self.tool_fields(request))
+        elif request.json_schema is not None and self.capabilities.json_schema:
+            kwargs["response_format"] = json_schema_format("reply", request.json_schema)
         if self.extra_body:
             kwargs.update(self.extra_body)
         if self.cpu_meter is None:
@@ -388,6 +403,35 @@ class OpenAICompatibleModel(ModelBase):
             cpu_s = self.cpu_meter.end(call)
         gen.cpu_s = cpu_s
         return gen
+
+    @property
+    def tool_decoding(self) -> str:
+        """How this model's requests with tools are decoded now: native or schema."""
+        mode = self.capabilities.tool_calls
+        if mode == "auto":
+            return "schema" if self.calls_as_text else "native"
+        return mode
+
+    def tool_fields(self, request: GenerateRequest) -> dict[str, Any]:
+        """The request fields that carry ``request.tools``: the tools with ``tool_choice`` and
+        ``parallel_tool_calls`` (native), or a ``response_format`` whose JSON schema admits only
+        calls of those tools (schema). With schema decoding the tools still go out as tools
+        and tool_choice "none": the chat template shows the model their descriptions while the
+        server parses no calls of its own (llama.cpp's Qwen template returned none)."""
+        fields: dict[str, Any] = {"tools": list(request.tools)}
+        if self.tool_decoding == "schema":
+            if request.tool_choice == "none":  # a reply in text is asked for: no constraint
+                return {}
+            many = bool(request.parallel_tool_calls)
+            schema = tool_call_schema(request.tools, many)
+            fields["tool_choice"] = "none"
+            fields["response_format"] = json_schema_format("tool_call", schema)
+            return fields
+        if request.tool_choice is not None:
+            fields["tool_choice"] = request.tool_choice
+        if request.parallel_tool_calls is not None:
+            fields["parallel_tool_calls"] = request.parallel_tool_calls
+        return fields
 
     async def _generate(self, kwargs: dict[str, Any], request: GenerateRequest) -> Generation:
         try:
@@ -440,9 +484,12 @@ class OpenAICompatibleModel(ModelBase):
                 )
             )
         if request.tools and not calls:
-            # llama.cpp and many small models put the JSON call in the text instead.
+            # llama.cpp and many small models put the JSON call in the text instead (and
+            # schema decoding returns it there by design)
             calls = tool_calls_from_content(text)
             ids = [""] * len(calls)
+            if calls and self.tool_decoding == "native" and self.capabilities.tool_calls == "auto":
+                self.calls_as_text = True
         usage = body.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         timings = body.get("timings") or {}
@@ -467,6 +514,13 @@ class OpenAICompatibleModel(ModelBase):
         if state is not None:
             await state.session.close()
             await state.closer.aclose()
+
+
+def json_schema_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """``response_format`` asking for a reply that matches ``schema`` (OpenAI's structured
+    outputs; llama.cpp turns it into a grammar). Not ``strict``: OpenAI's strict mode refuses
+    optional properties, which tool parameters have."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
 def server_root(base_url: str) -> str:
@@ -595,6 +649,7 @@ def make_openai(name: str, run_dir: Any = None, **options: Any) -> OpenAICompati
     check_model_options(f"openai/{name}", options)
     if not (options.get("api_key") or os.environ.get("OPENAI_API_KEY")):
         raise ValueError("openai/<model> needs the OPENAI_API_KEY environment variable")
+    options.setdefault("tool_calls", "native")  # OpenAI's models return structured calls
     return OpenAICompatibleModel(
         name, base_url=os.environ.get("OPENAI_BASE_URL"), name=f"openai/{name}", **options
     )

@@ -11,6 +11,7 @@ import asyncio
 from typing import Any
 
 from raleval.model import (
+    Capabilities,
     GenerateRequest,
     Generation,
     ModelBase,
@@ -69,6 +70,8 @@ class VLLMModel(ModelBase):
             raise ModelError(f"vllm/<model> needs vLLM: {INSTALL_HINT}", "missing_extra") from exc
         self.name = f"vllm/{model}"
         self.endpoint = self.name
+        # the engine is given the messages only: tools and schemas are not passed to it
+        self.capabilities = Capabilities(tool_calls="none")
         self._sampling = SamplingParams
         self.llm = LLM(model=model, **engine_options)
         self._batcher = RequestBatcher(self._run_batch, window_s=batch_window_s)

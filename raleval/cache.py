@@ -56,6 +56,12 @@ def request_key(model: str, request: GenerateRequest, epoch: int = 0) -> str:
         "tools": list(request.tools),
         "epoch": epoch,
     }
+    # what a request asks of decoding beyond stops changes the reply (a reply constrained to a
+    # schema is not the free one); keyed only where set, so older keys stay what they were
+    for field in ("tool_choice", "parallel_tool_calls", "json_schema"):
+        value = getattr(request, field)
+        if value is not None:
+            payload[field] = value
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

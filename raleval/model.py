@@ -31,6 +31,15 @@ class GenerateRequest:
     max_tokens: int = 128
     temperature: float = 0.0
     tools: tuple[dict[str, Any], ...] = ()  # JSON schemas, for native function calling
+    # With ``tools``: "auto", "required" or "none", as OpenAI's API takes it (None: not sent).
+    # A workflow whose every turn must be a call (Finish is a tool) asks for "required".
+    tool_choice: str | None = None
+    # With ``tools``: whether one reply may hold several calls (None: the server's default).
+    # The workflows send False unless parallel calls are their explicit option.
+    parallel_tool_calls: bool | None = None
+    # A JSON schema the whole reply must match (a plan as a list of calls), sent where the
+    # model declares constrained decoding (``Capabilities.json_schema``), else ignored.
+    json_schema: dict[str, Any] | None = None
 
 
 @dataclass
@@ -127,6 +136,57 @@ class Capabilities:
     # What its tokens cost (set where the model is resolved, raleval.agents.pricing); None:
     # unknown, and the episode's cost is left unrecorded.
     price: Price | None = None
+    # How the model returns the calls of a request with ``tools`` (TOOL_CALL_MODES): "native"
+    # (the server's structured ``tool_calls``), "schema" (the server constrains decoding to the
+    # tools' JSON schemas and the calls are read from that JSON), "auto" (native, and schema
+    # from the first reply found to hold its calls as text) or "text" (read from free text).
+    tool_calls: str = "native"
+    # The server constrains a reply to a JSON schema (``GenerateRequest.json_schema``).
+    json_schema: bool = False
+
+
+# How a model returns tool calls, and what each means for a request with tools (the run header
+# and ``raleval run`` say which one a workflow gets).
+TOOL_CALL_MODES = {
+    "native": "the server's own tool calls (tools, tool_choice, parallel_tool_calls)",
+    "schema": "decoding constrained to the tools' JSON schemas (response_format json_schema); "
+    "the model has no native tool-call format here",
+    "auto": "the server's own tool calls; decoding constrained to the tools' JSON schemas from "
+    "the first reply that holds its calls as text",
+    "text": "calls read from free text (no native format, no constrained decoding)",
+    "none": "no tool calls: the model replies in text only",
+}
+
+
+def tool_call_schema(
+    tools: tuple[dict[str, Any], ...] | list[dict[str, Any]],
+    many: bool,
+    name_key: str = "name",
+    max_calls: int | None = None,
+) -> dict[str, Any]:
+    """The JSON schema of one call of ``tools`` (OpenAI tool declarations): one of
+    ``{"name": <a tool's name>, "arguments": <its parameters>}`` (the name under
+    ``name_key``); with ``many``, a non-empty list of them (at most ``max_calls``). A server
+    that constrains decoding to it can return nothing but calls."""
+    options = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        options.append(
+            {
+                "type": "object",
+                "properties": {name_key: {"const": fn["name"]}, "arguments": params},
+                "required": [name_key, "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    one = options[0] if len(options) == 1 else {"anyOf": options}
+    if not many:
+        return one
+    listed: dict[str, Any] = {"type": "array", "items": one, "minItems": 1}
+    if max_calls is not None:
+        listed["maxItems"] = max_calls
+    return listed
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from raleval.config import ConfigError
-from raleval.model import GenerateRequest
+from raleval.model import TOOL_CALL_MODES, Capabilities, GenerateRequest
 from raleval.records import ToolCall
 
 # The context a model without a declared window gets (a scripted model). Large enough for the
@@ -31,7 +31,10 @@ class WorkflowConfig(BaseModel):
 
     time_limit_s: float = Field(600.0, gt=0)
     temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(128, ge=1)
+    # One cap for every call of every workflow (a PAL program included): each workflow's
+    # decoding ends a reply after one action (a stop, one fenced program, a schema of one call
+    # or one plan), so the cap only stops a reply that runs away.
+    max_tokens: int = Field(256, ge=1)
     max_context_tokens: int | None = Field(None, ge=256)
     # US dollars an episode may spend on tokens (at the model's price): once spent, the
     # episode makes no further model call and stops as a budget stop (cost_budget).
@@ -55,6 +58,13 @@ class WorkflowConfig(BaseModel):
     # family -> the demonstrations' answers: an answer equal to one is flagged as copied
     demonstration_answers: dict[str, list[str]] = Field(default_factory=dict)
     examples: list[str] = Field(default_factory=list)  # for a family without its own
+
+
+def tool_call_decoding(capabilities: Capabilities, parallel: bool = False) -> str:
+    """The decoding of a tool-calling workflow's turns with a model of ``capabilities``."""
+    mode = capabilities.tool_calls
+    calls = "several calls a turn (parallel_calls)" if parallel else "one call a turn"
+    return f"tool calls: {mode}, {TOOL_CALL_MODES.get(mode, 'undeclared')}; {calls}"
 
 
 def workflow_flags(options: dict[str, Any]) -> tuple[list[str], str]:
@@ -123,6 +133,11 @@ class Workflow:
         """The compiled graph for ``model`` on ``env``'s tools (once per run; what differs per
         episode arrives in LangGraph's ``configurable``)."""
         raise NotImplementedError
+
+    def decoding(self, capabilities: Capabilities) -> str:
+        """How this workflow's model calls are decoded for a model of ``capabilities``: what
+        ends a reply after one action (the run header and ``raleval run`` say it)."""
+        return f"free text, cut at max_tokens={self.config.max_tokens}"
 
     def preflight(self) -> None:
         """Refuse, with a message, to run where this workflow cannot (e.g. no sandbox)."""

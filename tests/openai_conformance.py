@@ -88,6 +88,59 @@ def _tool_problems(tools: Any) -> list[str]:
     return out
 
 
+def _choice_problems(body: dict[str, Any]) -> list[str]:
+    """Problems of ``tool_choice`` and ``parallel_tool_calls`` beside valid ``tools``."""
+    out = []
+    choice = body.get("tool_choice")
+    names = {
+        t["function"].get("name")
+        for t in body["tools"]
+        if isinstance(t, dict) and isinstance(t.get("function"), dict)
+    }
+    if "tool_choice" in body and choice not in ("none", "auto", "required"):
+        named = choice.get("function") if isinstance(choice, dict) else None
+        if not (
+            isinstance(choice, dict)
+            and choice.get("type") == "function"
+            and isinstance(named, dict)
+            and named.get("name") in names
+        ):
+            out.append(
+                f"Invalid value for 'tool_choice': {choice!r}; expected 'none', 'auto', "
+                "'required' or a named function among the tools"
+            )
+    if "parallel_tool_calls" in body and not isinstance(body["parallel_tool_calls"], bool):
+        out.append("'parallel_tool_calls': expected a boolean")
+    return out
+
+
+def _format_problems(fmt: Any) -> list[str]:
+    """Problems of a ``response_format`` (OpenAI's structured outputs)."""
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema"):
+        kind = fmt.get("type") if isinstance(fmt, dict) else fmt
+        return [f"Invalid value for 'response_format.type': {kind!r}"]
+    if fmt["type"] != "json_schema":
+        return [] if set(fmt) == {"type"} else ["'response_format': unknown fields"]
+    spec = fmt.get("json_schema")
+    if set(fmt) != {"type", "json_schema"} or not isinstance(spec, dict):
+        return ["'response_format.json_schema': required for type json_schema"]
+    out = []
+    if set(spec) - {"name", "description", "schema", "strict"}:
+        out.append(f"'response_format.json_schema': unknown fields {sorted(set(spec))}")
+    name = spec.get("name")
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        out.append(f"'response_format.json_schema.name': {name!r} is required, ^[a-zA-Z0-9_-]+$")
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        out.append("'response_format.json_schema.schema': expected a JSON schema object")
+    elif spec.get("strict") and schema.get("type") != "object":
+        out.append(
+            "Invalid schema for response_format: a strict schema must be a JSON Schema of "
+            f"'type: \"object\"', got 'type: \"{schema.get('type')}\"'"
+        )
+    return out
+
+
 def _call_problems(calls: Any, where: str) -> tuple[list[str], list[str]]:
     """Problems of an assistant turn's ``tool_calls``, and the ids it issues."""
     if not isinstance(calls, list) or not calls:
@@ -146,8 +199,13 @@ def problems(body: Any) -> list[str]:
             out.append(f"'stop': array too long, {len(stop)} > 4")
     if "tools" in body:
         out += _tool_problems(body["tools"])
-    elif "tool_choice" in body:
-        out.append("'tool_choice' is only allowed when 'tools' are specified")
+        out += _choice_problems(body)
+    else:
+        for key in ("tool_choice", "parallel_tool_calls"):
+            if key in body:
+                out.append(f"'{key}' is only allowed when 'tools' are specified")
+    if "response_format" in body:
+        out += _format_problems(body["response_format"])
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return [*out, "'messages': expected a non-empty array"]
@@ -224,8 +282,12 @@ class ConformanceServer:
     """The strict server: ``requests`` every body received, ``refused`` (body, problems) of
     those answered 400, ``issued`` the tool-call ids it gave out."""
 
-    def __init__(self, reply: Reply, ids: str = "server") -> None:
-        self.reply, self.ids = reply, ids
+    def __init__(self, reply: Reply, ids: str = "server", calls_as: str = "native") -> None:
+        # calls_as "text": the server returns no structured tool calls, only the calls written
+        # as JSON in the reply's text (llama.cpp with Qwen's chat template); a reply asked for
+        # with a JSON schema is checked against it (what a constraining server guarantees)
+        self.reply, self.ids, self.calls_as = reply, ids, calls_as
+        self.schema_violations: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.refused: list[tuple[dict[str, Any], list[str]]] = []
         self.issued: list[str] = []
@@ -275,6 +337,13 @@ class ConformanceServer:
             error = {"message": "; ".join(found), "type": "invalid_request_error", "code": None}
             return 400, {"error": error}
         text, calls = self.reply(body)
+        if self.calls_as == "text" and calls:
+            many = len(calls) > 1 and body.get("parallel_tool_calls")
+            written = [{"name": name, "arguments": arguments} for name, arguments in calls]
+            text, calls = json.dumps(written if many else written[0]), []
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            self._check_schema(text, fmt["json_schema"]["schema"])
         out = []
         for name, arguments in calls:
             call: dict[str, Any] = {
@@ -287,6 +356,15 @@ class ConformanceServer:
                     self.issued.append(call["id"])
             out.append(call)
         return 200, _completion(text, out)
+
+    def _check_schema(self, text: str, schema: dict[str, Any]) -> None:
+        import jsonschema
+
+        try:
+            jsonschema.validate(json.loads(text), schema)
+        except (ValueError, jsonschema.ValidationError) as exc:
+            with self.lock:
+                self.schema_violations.append(f"{text[:80]!r}: {str(exc)[:200]}")
 
     def __enter__(self) -> ConformanceServer:
         self.thread.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 
 from typer.testing import CliRunner
 
@@ -68,6 +69,17 @@ def test_key_depends_on_everything_that_changes_the_answer():
         request_key("m", GenerateRequest(messages=REQ.messages, max_tokens=5, temperature=0.7))
         != base
     )
+    # what the request asks of decoding: a constrained reply is not the free one
+    keys = {
+        request_key("m", replace(REQ, **change))
+        for change in (
+            {"tool_choice": "required"},
+            {"parallel_tool_calls": False},
+            {"json_schema": {"type": "array"}},
+            {"json_schema": {"type": "object"}},
+        )
+    }
+    assert len(keys) == 4 and base not in keys
 
 
 def test_repeated_run_costs_no_model_calls_and_matches(tmp_path, monkeypatch):

@@ -68,7 +68,10 @@ def _refusals(server: ConformanceServer) -> list[list[str]]:
 def test_function_calling_passes_the_strict_server_on_ten_scholar_tasks(
     tmp_path: Path, ids: str, parallel: bool
 ) -> None:
-    server, trajs = _run(tmp_path, "function_calling", ids=ids, parallel=parallel)
+    # a server that answers with several calls at once, run with parallel calls on (off, only
+    # a reply's first call would run and be answered)
+    options = {"parallel_calls": True} if parallel else {}
+    server, trajs = _run(tmp_path, "function_calling", ids=ids, parallel=parallel, **options)
     assert len(trajs) == 10
     assert _refusals(server) == []
     assert not [s.cause for t in trajs for s in t.steps if s.kind.value == "llm_error"]
@@ -125,7 +128,7 @@ def test_function_calling_replays_pass_and_a_second_diagnose_asks_nothing(
 
     server, _ = _run(
         tmp_path, "function_calling", limit=6, parallel=parallel, variant=variant,
-        then=diagnose_twice,
+        then=diagnose_twice, **({"parallel_calls": True} if parallel else {}),
     )  # fmt: skip
     assert _refusals(server) == []
     diagnoses = read_diagnoses(tmp_path / "run")

@@ -201,7 +201,12 @@ def test_run_dir_is_self_contained(tmp_path):
     summary, _ = run_config(tmp_path, limit=3)
     header = json.loads((summary.run_dir / "header.json").read_text())
     assert header["config"]["model"] == "scripted/oracle"
-    assert header["decoding"] == {"temperature": 0.0, "max_tokens": 128}
+    decoding = header["decoding"]
+    assert {k: decoding[k] for k in ("temperature", "max_tokens")} == {
+        "temperature": 0.0,
+        "max_tokens": 256,
+    }
+    assert "Observation" in decoding["actions"]  # the workflow's decoding, said for the model
     assert len(header["dataset_hash"]) == 64
     # tasks.jsonl holds exactly the tasks the run ran (--limit 3 of 12 generated)
     recorded = read_tasks(summary.run_dir / TASKS)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib import resources
 from string import Template
@@ -19,13 +20,14 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import GenerateRequest, Message, Model
+from raleval.model import Capabilities, GenerateRequest, Message, Model, tool_call_schema
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.toolcalls import tool_calls_from_content
 from raleval.workflow import GoldPlan, SolvedExample, Workflow
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
+    Decoding,
     EpisodeRecord,
     WorkflowConfig,
     episode_env,
@@ -81,6 +83,18 @@ def _answer_template() -> Template:
     return Template(path.read_text(encoding="utf-8"))
 
 
+def plan_schema(tools: tuple[Any, ...], max_calls: int) -> dict[str, Any]:
+    """The plan's JSON schema: a list of one to ``max_calls`` calls of ``tools``, each
+    ``{"tool": name, "arguments": {...}}`` as the prompt shows it."""
+    return _plan_schema(tuple(tools), max_calls)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_schema(tools: tuple[Any, ...], max_calls: int) -> dict[str, Any]:
+    declared = [t.json_schema() for t in tools]
+    return tool_call_schema(declared, many=True, name_key="tool", max_calls=max_calls)
+
+
 def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | None = None) -> Any:
     """Plan the lookups as JSON, run them, answer from the results."""
     cfg = config or PlannedConfig()
@@ -90,6 +104,10 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
 
+    def plan_decoding(ep_env: Environment) -> Decoding:
+        # a model that declares constrained decoding writes nothing but a plan
+        return Decoding(json_schema=plan_schema(ep_env.tools, cfg.max_steps))
+
     async def plan(state: BaselineState, config: RunnableConfig) -> BaselineState:
         ep_model, ep_env = episode_model(config, model), episode_env(config, env)
         rec = state.get("rec") or EpisodeRecord()
@@ -97,7 +115,9 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
         prompt = plan_template.substitute(
             tools=tool_list, question=state["question"], examples=examples_text(cfg, config)
         ).rstrip()
-        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), cfg, ())
+        gen = await rec.generate(
+            ep_model, prompt, (Message("user", prompt),), cfg, (), decoding=plan_decoding(ep_env)
+        )
         if gen is None:
             return {"rec": rec}
         calls = tool_calls_from_content(gen.text)
@@ -160,6 +180,9 @@ class Direct(Workflow):
     def build(self, model: Model, env: Environment) -> Any:
         return build_direct_graph(model, env, self.config)
 
+    def decoding(self, capabilities: Capabilities) -> str:
+        return "one answer line: stopped at the newline"
+
     def recursion_limit(self) -> int:
         return 10
 
@@ -190,6 +213,14 @@ class Planned(Workflow):
 
     def build(self, model: Model, env: Environment) -> Any:
         return build_planned_graph(model, env, self.config)
+
+    def decoding(self, capabilities: Capabilities) -> str:
+        n = self.config.max_steps
+        if capabilities.json_schema:
+            plan = f"plan constrained to a JSON schema (a list of 1-{n} calls of the tools)"
+        else:
+            plan = "plan in free text, its JSON calls read from it (no constrained decoding here)"
+        return f"{plan}; answer: one line, stopped at the newline"
 
     def recursion_limit(self) -> int:
         return 10

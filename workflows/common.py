@@ -38,6 +38,8 @@ from raleval.workflow import DEFAULT_CONTEXT_TOKENS, SolvedExample, WorkflowConf
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
+    "ONE_CALL",
+    "Decoding",
     "EpisodeRecord",
     "SolvedExample",
     "WorkflowConfig",
@@ -325,6 +327,27 @@ async def given_steps(
     return out
 
 
+@dataclass(frozen=True)
+class Decoding:
+    """What a workflow asks of a request's decoding beyond stops: with tools, ``tool_choice``
+    and ``parallel_tool_calls``; without, a JSON schema the reply must match."""
+
+    tool_choice: str | None = None
+    parallel_tool_calls: bool | None = None
+    json_schema: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "json_schema": self.json_schema,
+        }
+
+
+# Every turn of a tool-calling workflow is a call (Finish is a tool), one call a turn.
+ONE_CALL = Decoding(tool_choice="required", parallel_tool_calls=False)
+
+
 @dataclass
 class EpisodeRecord:
     """Mutable per-episode log; the runner turns it into a :class:`Trajectory`."""
@@ -453,8 +476,10 @@ class EpisodeRecord:
         config: WorkflowConfig,
         stop: tuple[str, ...],
         tools: tuple[dict[str, Any], ...] = (),
+        decoding: Decoding | None = None,
     ) -> Generation | None:
         """Call the model within the remaining wall-clock budget and record the call.
+        ``decoding``: the request's tool-call fields and reply schema (default: none).
 
         Returns ``None`` (and ends the episode) on a model failure or an empty response.
         """
@@ -472,6 +497,7 @@ class EpisodeRecord:
             max_tokens=config.max_tokens,
             temperature=config.temperature,
             tools=tools,
+            **(decoding or Decoding()).fields(),
         )
         counted = self._over_token_budget(model, config, request)
         if counted is None:

@@ -25,13 +25,14 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import GenerateRequest, Message, Model
+from raleval.model import Capabilities, GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
-from raleval.workflow import GoldPlan, Workflow
+from raleval.workflow import GoldPlan, Workflow, tool_call_decoding
 from raleval.workflows.call_ids import reply_call_ids
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
+    ONE_CALL,
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
@@ -160,7 +161,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         flat = "\n".join(f"{m.role}: {m.content}" for m in messages)
         if ended_at_context(rec, ep_model, cfg, context_limit, schema_text + flat):
             return {"rec": rec, "tree": tree, "stack": stack}
-        gen = await rec.generate(ep_model, flat, tuple(messages), cfg, (), schemas)
+        gen = await rec.generate(ep_model, flat, tuple(messages), cfg, (), schemas, ONE_CALL)
         queries += 1
         if gen is None:
             return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
@@ -284,6 +285,10 @@ class DFSDT(Workflow):
 
     def recursion_limit(self) -> int:
         return 2 * self.config.dfsdt_query_budget + 10
+
+    def decoding(self, capabilities: Capabilities) -> str:
+        # ToolBench's call format (Finish with return_type) is the tools' own schema here
+        return tool_call_decoding(capabilities) + "; tool_choice required (Finish is a tool)"
 
     def render_example(self, example: SolvedExample, env: Environment) -> str:
         return render_dfsdt_example(example, env)

@@ -23,13 +23,15 @@ from langgraph.graph.message import add_messages
 from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import GenerateRequest, Generation, Model
+from raleval.model import Capabilities, GenerateRequest, Generation, Model
 from raleval.records import OutcomeKind, Step, Termination, ToolCall
 from raleval.registry import register_workflow
-from raleval.workflow import GoldPlan, Workflow
+from raleval.workflow import GoldPlan, Workflow, tool_call_decoding
 from raleval.workflows.call_ids import reply_call_ids
 from raleval.workflows.common import (
     DEFAULT_CONTEXT_TOKENS,
+    ONE_CALL,
+    Decoding,
     EpisodeRecord,
     SolvedExample,
     WorkflowConfig,
@@ -81,6 +83,10 @@ class FunctionCallingConfig(WorkflowConfig):
     """Native function calling's budget."""
 
     max_steps: int = Field(10, ge=1)  # model turns
+    # Several calls in one reply, run in the order written. Off by default: one call a turn
+    # (parallel_tool_calls false; with schema decoding a schema of one call), and of a reply
+    # that still holds several, only the first runs.
+    parallel_calls: bool = False
 
 
 def build_function_calling_graph(
@@ -92,6 +98,7 @@ def build_function_calling_graph(
     context_limit = (
         cfg.max_context_tokens or model.capabilities.context_window or DEFAULT_CONTEXT_TOKENS
     )
+    decoding = Decoding("required", True) if cfg.parallel_calls else ONE_CALL
 
     def schemas_of(ep_env: Environment) -> tuple[list[dict[str, Any]], str]:
         # the episode's tools (an environment may offer a question only some); they travel
@@ -183,7 +190,7 @@ def build_function_calling_graph(
 
         async def recorded(request: GenerateRequest) -> Generation | None:
             return await rec.generate(
-                ep_model, flat, request.messages, cfg, request.stop, request.tools
+                ep_model, flat, request.messages, cfg, request.stop, request.tools, decoding
             )
 
         chat = RalevalChatModel(
@@ -192,6 +199,10 @@ def build_function_calling_graph(
         reply: AIMessage = await chat.ainvoke(messages)
         if reply.response_metadata.get("raleval_failed"):
             return {"rec": rec, "messages": new, "turns": turns}
+        if len(reply.tool_calls) > 1 and not cfg.parallel_calls:
+            # one call a turn: the rest were never sent to a tool (the model call's record
+            # keeps every call it wrote)
+            reply = reply.model_copy(update={"tool_calls": reply.tool_calls[:1]})
         thought = reply.content if isinstance(reply.content, str) else str(reply.content)
         # calls run in the order written (the tools node); Finish ends the episode where it
         # stands, so here only a reply that opens with it (or has no call) ends it
@@ -339,6 +350,11 @@ class FunctionCalling(Workflow):
 
     def recursion_limit(self) -> int:
         return 3 * self.config.max_steps + 10
+
+    def decoding(self, capabilities: Capabilities) -> str:
+        return tool_call_decoding(capabilities, self.config.parallel_calls) + (
+            "; tool_choice required (Finish is a tool)"
+        )
 
     def render_example(self, example: SolvedExample, env: Environment) -> str:
         return render_fc_example(example, env)

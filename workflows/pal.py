@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import GenerateRequest, Message, Model
+from raleval.model import Capabilities, GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.scheduling import outside_turn
@@ -64,10 +64,16 @@ def answer_text(value: Any) -> str:
     return str(value)
 
 
-class PALConfig(WorkflowConfig):
-    """PAL's program budget and sandbox limits; the program may need more than 128 tokens."""
+# The program is one fenced block: the reply opens it (prefilled where the model continues a
+# final assistant turn) and stops where the model closes it, so nothing after the program
+# (an explanation, a second program) spends tokens.
+PROGRAM_OPEN = "```python\n"
+PROGRAM_STOP = ("\n```",)
 
-    pal_max_tokens: int = Field(512, ge=16)
+
+class PALConfig(WorkflowConfig):
+    """PAL's answer phrasing and sandbox limits."""
+
     pal_phrase_answer: bool = False
     pal_unsafe: bool = False  # run without Landlock/seccomp where the machine has neither
     pal_cpu_s: int = Field(10, ge=1)
@@ -99,7 +105,6 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
     template = load_prompt("pal", env, cfg.prompt_file)
     build_stubs = _stubs(tuple(env.tools))
     limits = SandboxLimits(cpu_s=cfg.pal_cpu_s, wall_s=cfg.pal_wall_s, memory_mb=cfg.pal_memory_mb)
-    code_cfg = cfg.model_copy(update={"max_tokens": max(cfg.max_tokens, cfg.pal_max_tokens)})
 
     async def write(state: PALState, config: RunnableConfig) -> PALState:
         ep_model = episode_model(config, model)
@@ -110,10 +115,15 @@ def build_pal_graph(model: Model, env: Environment, config: PALConfig | None = N
         prompt = template.substitute(
             stubs=stubs, question=state["question"], examples=examples_text(cfg, config)
         ).rstrip()
-        gen = await rec.generate(ep_model, prompt, (Message("user", prompt),), code_cfg, ())
+        messages: tuple[Message, ...] = (Message("user", prompt),)
+        opened = ep_model.capabilities.prefill
+        if opened:
+            messages += (Message("assistant", PROGRAM_OPEN),)
+        gen = await rec.generate(ep_model, prompt, messages, cfg, PROGRAM_STOP)
         if gen is None:
             return {"rec": rec}
-        return {"rec": rec, "program": extract_program(gen.text), "prompt": prompt}
+        text = PROGRAM_OPEN + gen.text if opened else gen.text
+        return {"rec": rec, "program": extract_program(text), "prompt": prompt}
 
     async def execute(state: PALState, config: RunnableConfig) -> PALState:
         ep_env = episode_env(config, env)
@@ -236,6 +246,11 @@ class PAL(Workflow):
 
     def recursion_limit(self) -> int:
         return 10
+
+    def decoding(self, capabilities: Capabilities) -> str:
+        opened = "opened by prefill" if capabilities.prefill else "opened by the model"
+        phrase = "; answer phrased in one line" if self.config.pal_phrase_answer else ""
+        return f"one ```python block, {opened}, stopped at its closing fence{phrase}"
 
     def render_example(self, example: SolvedExample, env: Environment) -> str:
         return render_pal_example(example, env)

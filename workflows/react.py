@@ -19,7 +19,7 @@ from langgraph.types import Command
 from pydantic import Field
 
 from raleval.environment import Environment
-from raleval.model import GenerateRequest, Message, Model
+from raleval.model import Capabilities, GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Step, Termination, ToolCall
 from raleval.registry import register_workflow
 from raleval.workflow import GoldPlan, Workflow
@@ -327,6 +327,11 @@ class ReAct(Workflow):
 
     def build(self, model: Model, env: Environment) -> Any:
         return build_react_graph(model, env, self.config)
+
+    def decoding(self, capabilities: Capabilities) -> str:
+        if self.config.react_style == "two_call":
+            return "one line a call (Thought, then Action): stopped at the newline"
+        return 'one Thought and Action a call: stopped at "\\nObservation"'
 
     def recursion_limit(self) -> int:
         # one node run per step, the step past the budget included (it ends the episode)

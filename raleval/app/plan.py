@@ -21,6 +21,7 @@ from raleval import registry
 from raleval.app.rundir import check_run_dir, new_header, recorded_tasks
 from raleval.app.taskset import TaskSetRequest, no_phase, prepare_task_set
 from raleval.config import ConfigError, RunConfig
+from raleval.model import Capabilities
 from raleval.records import RunHeader, Task
 from raleval.workflow import Workflow
 
@@ -124,9 +125,11 @@ def make_plan(
     decoding: dict[str, Any] = {
         "temperature": workflow.config.temperature,
         "max_tokens": workflow.config.max_tokens,
+        "actions": workflow_decoding(config, workflow),
     }
     if workflow.config.max_episode_tokens is not None:
         decoding["budget_counts"] = BUDGET_COUNTS
+    phase_note(phase, f"decoding ({config.workflow} with {config.model}): {decoding['actions']}")
     header = new_header(config, tasks, decoding, prompts, fingerprint)
     selection = prepared.selection
     if selection:
@@ -138,6 +141,19 @@ def make_plan(
             f"fit the {config.workflow} view at {selection['context_tokens']} tokens",
         )
     return RunPlan(config, env, tuple(tasks), workflow, prompts, header)
+
+
+def workflow_decoding(config: RunConfig, workflow: Workflow) -> str:
+    """How ``workflow``'s model calls will be decoded with the configured model, from what the
+    model declares (raleval.agents.agent.declared_capabilities), said before any episode."""
+    from raleval.agents.agent import declared_capabilities
+
+    caps = declared_capabilities(config.model, dict(config.model_options))
+    if caps is None:
+        return f"{config.model} declares no decoding ahead; its workflow asks for: " + (
+            workflow.decoding(Capabilities())
+        )
+    return workflow.decoding(caps)
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,8 @@ def list_plugins(
             desc = plain_doc(obj)
         if kind == "envs" and not isinstance(obj, Exception):
             desc += default_world(obj)
+        if kind == "models" and name == "local":
+            desc += embedded_tool_calls()
         entries.append((name, desc))
     if kind == "tasks":
         for name in registry.task_sets.names():
@@ -118,9 +120,18 @@ def list_plugins(
         )
 
 
+def embedded_tool_calls() -> str:
+    """The embedded models and how each one's tool calls are decoded (declared)."""
+    from raleval.agents.local import LOCAL_MODELS
+
+    listed = "; ".join(f"{n}: tool calls {w.tool_calls}" for n, w in LOCAL_MODELS.items())
+    return f" Embedded ({listed}; raleval models says more)."
+
+
 @app.command()
 def models() -> None:
-    """List the embedded local models and whether their weights are installed."""
+    """List the embedded local models, whether their weights are installed and how their tool
+    calls are decoded."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -131,7 +142,7 @@ def models() -> None:
         title="local models (local/<name>)",
         caption="any other GGUF file: local/<path>.gguf (its context window from its metadata)",
     )
-    for col in ("name", "installed", "size", "RAM", "description"):
+    for col in ("name", "installed", "size", "RAM", "tool calls", "description"):
         table.add_column(col)
     for name, w in LOCAL_MODELS.items():
         ok = is_installed(w)
@@ -140,6 +151,7 @@ def models() -> None:
             "yes" if ok else escape(f"no: {w.install_hint()}"),
             f"{w.size / 1e6:.0f} MB",
             f"{w.ram_gb:.1f} GB",
+            escape(f"{w.tool_calls}: {w.tool_calls_note}"),
             escape(w.description),
         )
     make_console().print(table)
