@@ -57,7 +57,7 @@ def test_one_call_a_turn_by_default(scholar_env):
     traj, model = _run(scholar_env, [search, finish])
     # the Finish written beside the search never ran: the model was asked again, and its
     # empty second reply ended the episode
-    assert [s.tool for s in traj.steps][0] == "searchPerson"
-    assert "a guess" != traj.answer
+    assert traj.steps[0].tool == "searchPerson"
+    assert traj.answer != "a guess"
     assert model.requests == 2
     assert traj.llm_calls[0].tool_calls == [search, finish]  # the record keeps what it wrote
