@@ -11,6 +11,7 @@ import pytest
 from raleval.analysis.taxonomy import stop_reason
 from raleval.config import ConfigError
 from raleval.records import StopReason, Termination
+from raleval.workflow import WorkflowConfig
 
 from .conftest import run_config
 
@@ -27,7 +28,7 @@ def test_no_episode_passes_its_token_budget(tmp_path, workflow):
     assert free and all(t.prompt_tokens > 0 for t in free)
     if workflow not in ("pal", "direct"):  # the oracle answers these in one call
         assert all(t.n_llm_calls > 1 for t in free)
-    max_tokens = 1024 if workflow == "pal" else 128  # PAL writes its program at pal_max_tokens
+    max_tokens = WorkflowConfig().max_tokens  # one max_tokens for every workflow
     first = max(t.llm_calls[0].prompt_tokens for t in free)
     spent = max(t.prompt_tokens + t.completion_tokens for t in free)
     roomy = spent + 4096  # room for every call, the tool schemas counted too
