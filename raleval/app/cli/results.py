@@ -182,8 +182,8 @@ def export(
         Path | None,
         typer.Option(
             help="output file; steps go beside it (<name>.steps.<format>)",
-            show_default="<run or log dir>.episodes.parquet|.csv or <run>.eval beside it, "
-            "numbered rather than overwritten",
+            show_default="<run or log dir>.episodes.parquet|.csv beside it, numbered rather "
+            "than overwritten; an Inspect log per run beside it, named as Inspect names its logs",
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="replace an existing --out file")] = False,
