@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from raleval.analysis.runs import Run, unit_interval
+from raleval.analysis.runs import INSPECT_SCORE, Run, unit_interval
 from raleval.failures import failure_cause
 from raleval.records import (
     AgentSpec,
@@ -677,7 +677,7 @@ def _float_scores(scores: dict[str, Any] | None) -> dict[str, float]:
                 number = to_float(v)
             except (ValueError, TypeError):
                 continue
-            out[f"inspect_{name}" + (f"_{key}" if key else "")] = float(number)
+            out[f"{INSPECT_SCORE}{name}" + (f"_{key}" if key else "")] = float(number)
     return out
 
 
@@ -828,7 +828,7 @@ def grade(traj: Trajectory, task: Task | None) -> Trajectory:
     if task is not None:
         from raleval.analysis.scoring import score_trajectory
 
-        kept = {k: v for k, v in traj.scores.items() if k.startswith("inspect_")}
+        kept = {k: v for k, v in traj.scores.items() if k.startswith(INSPECT_SCORE)}
         score_trajectory(traj, task)
         traj.scores.update(kept)
     return traj
@@ -864,18 +864,20 @@ def inspect_summaries(path: Path | str) -> tuple[Any, list[Any]]:
     return head, list(read_eval_log_sample_summaries(str(path)))
 
 
-def read_inspect_sample(path: Path | str, sample_id: str, epoch: int) -> tuple[Trajectory, Task | None]:
+def read_inspect_sample(
+    path: Path | str, sample_id: str, epoch: int
+) -> tuple[Trajectory, Task | None]:
     """One sample (raleval epoch ``epoch``) as a graded episode and its task."""
     _require()
     from inspect_ai.log import read_eval_log, read_eval_log_sample
 
     spec = read_eval_log(str(path), header_only=True).eval
-    summaries_id: Any = sample_id
     try:
-        sample = read_eval_log_sample(str(path), id=summaries_id, epoch=epoch + 1)
+        sample = read_eval_log_sample(str(path), id=sample_id, epoch=epoch + 1)
     except (IndexError, KeyError, ValueError):
         if not sample_id.lstrip("-").isdigit():
             raise
+        # an integer id, listed as text
         sample = read_eval_log_sample(str(path), id=int(sample_id), epoch=epoch + 1)
     task = sample_task(spec.task, sample)
     return grade(sample_trajectory(spec, sample), task), task

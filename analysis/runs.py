@@ -23,6 +23,9 @@ from raleval.records import RunHeader, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks, stored_file
 
 
+INSPECT_SCORE = "inspect_"  # an Inspect log's own scores: inspect_<scorer>
+
+
 @dataclass
 class Run:
     """One run directory: its header, tasks and trajectories."""
@@ -47,7 +50,9 @@ class Run:
             if task is None:
                 missing.append(t.task_id)
             else:
+                kept = {k: v for k, v in t.scores.items() if k.startswith(INSPECT_SCORE)}
                 score_trajectory(t, task, threshold, profile=profile)
+                t.scores.update(kept)  # an Inspect log's own scores stay beside raleval's
                 flag_copied(t, task, shown)
         return missing
 
