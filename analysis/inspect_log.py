@@ -332,9 +332,7 @@ def _events_and_limit(
     ]
     for n, (call_index, steps) in enumerate(_group_steps(t)):
         span = f"step-{n}"
-        events.append(
-            SpanBeginEvent(id=span, parent_id="solvers", type="step", name=span, **at())
-        )
+        events.append(SpanBeginEvent(id=span, parent_id="solvers", type="step", name=span, **at()))
         if call_index is not None:
             call = t.llm_calls[call_index]
             calls = [

@@ -196,8 +196,10 @@ class LogIndex:
             meta = s.metadata or {}
             f1 = _inspect_score(s.scores, "f1")
             right = _inspect_score(s.scores, "correct")
-            question = s.input if isinstance(s.input, str) else " ".join(
-                str(getattr(m, "text", "")) for m in s.input
+            question = (
+                s.input
+                if isinstance(s.input, str)
+                else " ".join(str(getattr(m, "text", "")) for m in s.input)
             )
             label = meta.get("label") if isinstance(meta.get("label"), str) else "-"
             batch.append((

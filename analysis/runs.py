@@ -22,7 +22,6 @@ from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks, stored_file
 
-
 INSPECT_SCORE = "inspect_"  # an Inspect log's own scores: inspect_<scorer>
 
 
