@@ -287,17 +287,28 @@ def test_inspect_view_shows_the_transcripts_model_and_tool_events(exported, tmp_
             time.sleep(0.5)
         driver.get(f"http://127.0.0.1:{port}/")
         wait = WebDriverWait(driver, 90)
-        wait.until(lambda d: "scholar" in d.find_element(By.TAG_NAME, "body").text)
-        driver.find_element(By.PARTIAL_LINK_TEXT, "scholar").click()
-        wait.until(lambda d: "scholar-1-3" in d.find_element(By.TAG_NAME, "body").text)
-        driver.find_element(By.XPATH, "//*[contains(text(), 'scholar-1-3')]").click()
-        wait.until(lambda d: d.find_elements(By.XPATH, "//*[normalize-space()='Transcript']"))
-        driver.find_element(By.XPATH, "//*[normalize-space()='Transcript']").click()
-        wait.until(lambda d: "searchPerson" in d.find_element(By.TAG_NAME, "body").text)
-        body = driver.find_element(By.TAG_NAME, "body").text
-        assert "size limit" not in body and "were removed" not in body
-        assert "none/scripted/oracle" in body or "scripted/oracle" in body  # a model event
-        assert "searchPerson" in body and "Finish" in body  # tool events
+
+        def sample_link(d):
+            links = [a.get_attribute("href") or "" for a in d.find_elements(By.TAG_NAME, "a")]
+            return next((h for h in links if "/samples/sample/scholar-1-3-s0-0000/" in h), None)
+
+        driver.get(wait.until(sample_link))  # the log's sample list, then the first sample
+
+        def transcript_tab(d):
+            tabs = d.find_elements(By.XPATH, "//*[@role='tab']")
+            return next((t for t in tabs if t.text.strip().lower() == "transcript"), None)
+
+        wait.until(transcript_tab).click()
+
+        def body(d):
+            return d.find_element(By.TAG_NAME, "body").text.lower()
+
+        wait.until(lambda d: "model call" in body(d) and "tool: searchperson" in body(d))
+        text = body(driver)
+        assert "size limit" not in text and "events were removed" not in text
+        assert "model call: none/scripted/oracle" in text  # a model event, with its usage
+        assert "tool: searchperson" in text and "tool: finish" in text  # the tool events
+        assert "here is an example" in text  # the prompt raleval sent, demonstrations included
     finally:
         driver.quit()
         server.terminate()
