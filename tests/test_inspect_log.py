@@ -191,6 +191,18 @@ def test_an_export_reads_back_as_the_same_run(runs, exported):
     assert failed.results and failed.scored == []  # sample errors stay out of the scores
 
 
+def test_compare_an_export_against_its_run_on_any_stored_score(runs, exported):
+    res = runner.invoke(
+        app, ["compare", str(exported["oracle"]), str(runs["oracle"]), "--metric", "em"]
+    )
+    assert res.exit_code == 0, res.output
+    assert " A-B        6   +0.000" in res.output  # the same six episodes, graded alike
+    res = runner.invoke(
+        app, ["compare", str(exported["oracle"]), str(runs["oracle"]), "--metric", "nope"]
+    )
+    assert res.exit_code == 2 and "no run has a score named 'nope'" in res.output
+
+
 @pytest.fixture(scope="module")
 def inspect_eval_log(runs, tmp_path_factory):
     """A log written by ``inspect eval`` of a two-sample mockllm task with a tool, on two of
@@ -221,7 +233,7 @@ def inspect_eval_log(runs, tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_compare_an_inspect_eval_log_against_a_raleval_run(inspect_eval_log, runs):
+def test_compare_an_inspect_eval_log_against_a_raleval_run(inspect_eval_log, runs, tmp_path):
     read = log.read_eval_log(str(inspect_eval_log))
     assert read.eval.model == "mockllm/model" and len(read.samples) == 2
     res = runner.invoke(app, ["compare", str(inspect_eval_log), str(runs["oracle"])])
@@ -230,6 +242,13 @@ def test_compare_an_inspect_eval_log_against_a_raleval_run(inspect_eval_log, run
     assert "pairs: clustered paired t test, Holm over 1 comparison" in res.output
     assert " A-B        2   +0.000" in res.output  # the two shared tasks, both right in both
     assert "verdict A-B:" in res.output
+    # Inspect's own scorer's verdicts, kept beside raleval's grading
+    again = tmp_path / inspect_eval_log.name
+    shutil.copy(inspect_eval_log, again)
+    res = runner.invoke(
+        app, ["compare", str(inspect_eval_log), str(again), "--metric", "inspect_match"]
+    )
+    assert res.exit_code == 0 and "A = inspect/mockllm/model" in res.output, res.output
 
 
 @pytest.mark.slow

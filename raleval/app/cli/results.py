@@ -139,10 +139,18 @@ def compare(
     ] = "auto",
     alpha: Annotated[float, typer.Option(help="significance level (Holm over all pairs)")] = 0.05,
     power: Annotated[float, typer.Option(help="power for the minimum detectable difference")] = 0.8,
+    metric: Annotated[
+        str,
+        typer.Option(
+            help="the score compared: f1, or any stored score (em, correct, an Inspect log's "
+            "own inspect_<scorer>, e.g. inspect_match)"
+        ),
+    ] = "f1",
 ) -> None:
-    """Every pair of runs on their shared tasks: clustered paired t test on F1 (tasks of one
-    template are one cluster; with epochs a task's mean is the unit), Holm-corrected p-values,
-    the minimum detectable difference, and each run's between-epoch flip rate."""
+    """Every pair of runs on their shared tasks: clustered paired t test on F1 or --metric
+    (tasks of one template are one cluster; with epochs a task's mean is the unit),
+    Holm-corrected p-values, the minimum detectable difference, and each run's between-epoch
+    flip rate. Run directories and Inspect logs (.eval, .json) alike."""
     from raleval.analysis.compare import compare_runs, render_comparison, run_units, verdict_lines
     from raleval.analysis.runs import find_runs, load_run
     from raleval.app.console import make_console
@@ -151,7 +159,13 @@ def compare(
         found = find_runs(run_dirs)
         if len(found) < 2:
             fail("compare needs at least two run directories")
-        units = [run_units(load_run(p), threshold, cluster, label=str(p)) for p in found]
+        runs = [load_run(p) for p in found]
+        if not any(metric in t.scores for r in runs for t in r.scored):
+            fail(f"no run has a score named {metric!r} (--metric)")
+        units = [
+            run_units(r, threshold, cluster, metric, label=str(p))
+            for r, p in zip(runs, found, strict=True)
+        ]
     except (*user_errors(), ValueError) as exc:
         fail(str(exc))
     result = compare_runs(units, alpha, power)
