@@ -230,19 +230,20 @@ def export_run(
 
 def _export_inspect(paths: list[Path | str], out: Path | None, replace: bool) -> list[Path]:
     """One Inspect log per run: ``out`` for one run; else Inspect's own file name for each,
-    beside the run (no ``out``) or in ``out``'s folder."""
+    beside the run (no ``out``), in ``out`` (a folder) or in ``out``'s folder (several runs;
+    ``.json`` if ``out`` says so)."""
     from raleval.analysis.inspect_log import inspect_file_name, write_inspect_log
 
     runs = [load_run(p) for p in find_runs(paths)]
     targets = []
     for run in runs:
         run.rescore()  # current scores (call-level ones too), as the report shows them
-        if out is not None and len(runs) == 1:
+        if out is not None and len(runs) == 1 and not out.is_dir():
             target = out
-        else:
-            suffix = out.suffix if out is not None and out.suffix == ".json" else ".eval"
-            folder = out.parent if out is not None else run.path.resolve().parent
-            target = folder / inspect_file_name(run, suffix)
+        else:  # Inspect's name, in the folder --out names (or holds), else beside the run
+            suffix = ".json" if out is not None and out.suffix == ".json" else ".eval"
+            folder = (out if out.is_dir() else out.parent) if out is not None else None
+            target = (folder or run.path.resolve().parent) / inspect_file_name(run, suffix)
         if target.exists() and not replace:
             raise FileExistsError(f"{target} exists; pass --force to replace it")
         targets.append(target)
