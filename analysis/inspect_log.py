@@ -832,14 +832,26 @@ def grade(traj: Trajectory, task: Task | None) -> Trajectory:
     return traj
 
 
+def _read_header(path: Path) -> Any:
+    """The log's header; a file Inspect cannot read is a RecordFileError naming it."""
+    from inspect_ai.log import read_eval_log
+
+    from raleval.store import RecordFileError
+
+    try:
+        return read_eval_log(str(path), header_only=True)
+    except Exception as exc:  # Inspect's reader raises many kinds: one clear error for all
+        raise RecordFileError(f"{path}: not a readable Inspect log ({exc})") from exc
+
+
 def read_inspect_run(path: Path | str) -> Run:
     """An Inspect log (``.eval`` or ``.json``) as a run: one episode per sample and epoch,
     read one sample at a time from an ``.eval`` file, graded where the sample has a target."""
     _require()
-    from inspect_ai.log import read_eval_log, read_eval_log_samples
+    from inspect_ai.log import read_eval_log_samples
 
     path = Path(path)
-    head = read_eval_log(str(path), header_only=True)
+    head = _read_header(path)
     spec = head.eval
     tasks: dict[str, Task] = {}
     results: list[Trajectory] = []
@@ -856,9 +868,9 @@ def inspect_summaries(path: Path | str) -> tuple[Any, list[Any]]:
     """The log's header and its sample summaries (no messages or events): what a list of the
     samples needs, read without the samples themselves from an ``.eval`` file."""
     _require()
-    from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
+    from inspect_ai.log import read_eval_log_sample_summaries
 
-    head = read_eval_log(str(path), header_only=True)
+    head = _read_header(Path(path))
     return head, list(read_eval_log_sample_summaries(str(path)))
 
 
@@ -867,9 +879,9 @@ def read_inspect_sample(
 ) -> tuple[Trajectory, Task | None]:
     """One sample (raleval epoch ``epoch``) as a graded episode and its task."""
     _require()
-    from inspect_ai.log import read_eval_log, read_eval_log_sample
+    from inspect_ai.log import read_eval_log_sample
 
-    spec = read_eval_log(str(path), header_only=True).eval
+    spec = _read_header(Path(path)).eval
     try:
         sample = read_eval_log_sample(str(path), id=sample_id, epoch=epoch + 1)
     except (IndexError, KeyError, ValueError):

@@ -332,3 +332,14 @@ def test_inspect_view_shows_the_transcripts_model_and_tool_events(exported, tmp_
         driver.quit()
         server.terminate()
         server.wait(10)
+
+
+def test_a_file_that_is_no_inspect_log_is_a_clear_error(runs, tmp_path):
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"PK not really a zip")
+    res = runner.invoke(app, ["compare", str(broken), str(runs["oracle"])])
+    assert res.exit_code == 2 and "broken.eval: not a readable Inspect log" in res.output
+    other = tmp_path / "config.json"
+    other.write_text('{"eval": 1}')  # JSON, but no Inspect log header
+    res = runner.invoke(app, ["table", str(other)])
+    assert res.exit_code == 2 and "no run directory in" in res.output
