@@ -279,6 +279,7 @@ def test_view_serves_an_inspect_eval_log_beside_a_run(inspect_eval_log, runs):
 @pytest.mark.slow
 @pytest.mark.integration
 def test_inspect_view_shows_the_transcripts_model_and_tool_events(exported, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -305,7 +306,8 @@ def test_inspect_view_shows_the_transcripts_model_and_tool_events(exported, tmp_
                 break
             time.sleep(0.5)
         driver.get(f"http://127.0.0.1:{port}/")
-        wait = WebDriverWait(driver, 90)
+        # the page re-renders as it loads: an element found a moment ago may be gone
+        wait = WebDriverWait(driver, 90, ignored_exceptions=(StaleElementReferenceException,))
 
         def sample_link(d):
             links = [a.get_attribute("href") or "" for a in d.find_elements(By.TAG_NAME, "a")]
@@ -313,11 +315,15 @@ def test_inspect_view_shows_the_transcripts_model_and_tool_events(exported, tmp_
 
         driver.get(wait.until(sample_link))  # the log's sample list, then the first sample
 
-        def transcript_tab(d):
+        def open_transcript(d):
             tabs = d.find_elements(By.XPATH, "//*[@role='tab']")
-            return next((t for t in tabs if t.text.strip().lower() == "transcript"), None)
+            tab = next((t for t in tabs if t.text.strip().lower() == "transcript"), None)
+            if tab is None:
+                return False
+            tab.click()
+            return True
 
-        wait.until(transcript_tab).click()
+        wait.until(open_transcript)
 
         def body(d):
             return d.find_element(By.TAG_NAME, "body").text.lower()
