@@ -115,7 +115,8 @@ def _direct_correct(
 @app.command()
 def score(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+        list[Path],
+        typer.Argument(help="run directories, log directories holding runs, Inspect logs"),
     ],
     threshold: Annotated[
         float,

@@ -17,7 +17,8 @@ from raleval.app.cli.base import (
 @app.command()
 def report(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log or study directories holding runs")
+        list[Path],
+        typer.Argument(help="run directories, log or study directories holding runs, Inspect logs"),
     ],
     out: Annotated[
         Path | None,
@@ -56,7 +57,8 @@ def report(
 @app.command()
 def table(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log or study directories holding runs")
+        list[Path],
+        typer.Argument(help="run directories, log or study directories holding runs, Inspect logs"),
     ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
     ci: Annotated[
@@ -127,7 +129,9 @@ def _print_progress_and_testbeds(runs: list) -> None:  # type: ignore[type-arg]
 def compare(
     run_dirs: Annotated[
         list[Path],
-        typer.Argument(help="two or more run directories (A B [C ...]), or a log directory"),
+        typer.Argument(
+            help="two or more run directories or Inspect logs (A B [C ...]), or a log directory"
+        ),
     ],
     threshold: Annotated[float, typer.Option(envvar="RALEVAL_THRESHOLD")] = 0.5,
     cluster: Annotated[
@@ -217,7 +221,7 @@ def export(
 def view(
     run_dirs: Annotated[
         list[Path] | None,
-        typer.Argument(help="run directories, or log or study directories holding runs"),
+        typer.Argument(help="run directories, log or study directories holding runs, Inspect logs"),
     ] = None,
     host: Annotated[
         str, typer.Option(help="address to serve on (this machine only by default)")
