@@ -4,7 +4,7 @@
   ``score_<name>`` columns, call-level scores included) and one row per step, as pandas
   DataFrames; :func:`load_runs` reads run directories straight into the episode frame.
 - Parquet (pyarrow) or CSV: ``PATH`` holds the episodes and ``<stem>.steps.<ext>`` the steps.
-- ``inspect``: an Inspect AI eval log per run (:mod:`raleval.analysis.inspect_log`), named
+- ``inspect``: an Inspect AI eval log per run (:mod:`raleval.analysis.inspect_export`), named
   as Inspect names its logs and placed beside the run unless ``--out`` says otherwise.
 
 Needs the ``export`` extra (pyarrow, pandas); ``inspect`` needs the ``inspect`` extra.
@@ -17,9 +17,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from raleval.analysis.extras import MissingExtraError
 from raleval.analysis.runs import Run, find_runs, load_run
 from raleval.failures import failure_cause
 from raleval.records import TaskTags, Trajectory
+
+__all__ = ["MissingExtraError", "export_run", "load_runs", "load_steps"]
 
 FORMATS = ("parquet", "csv", "inspect")
 STEP_COLUMNS = [
@@ -38,10 +41,6 @@ STEP_COLUMNS = [
     "latency_s",
     "cached",
 ]
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the message names the extra that installs it."""
 
 
 def _pandas() -> Any:
@@ -176,7 +175,7 @@ def steps_path(out: Path) -> Path:
 
 # What ``raleval export`` names its file when no --out is given: the exported folder's name
 # and a suffix that says the format, beside that folder (``runs/a`` -> ``runs/a.episodes.csv``).
-# An Inspect log is named as Inspect names its own (raleval.analysis.inspect_log).
+# An Inspect log is named as Inspect names its own (raleval.analysis.inspect_export).
 DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv"}
 
 
@@ -232,7 +231,7 @@ def _export_inspect(paths: list[Path | str], out: Path | None, replace: bool) ->
     """One Inspect log per run: ``out`` for one run; else Inspect's own file name for each,
     beside the run (no ``out``), in ``out`` (a folder) or in ``out``'s folder (several runs;
     ``.json`` if ``out`` says so)."""
-    from raleval.analysis.inspect_log import inspect_file_name, write_inspect_log
+    from raleval.analysis.inspect_export import inspect_file_name, write_inspect_log
 
     runs = [load_run(p) for p in find_runs(paths)]
     targets = []

@@ -22,8 +22,6 @@ from raleval.failures import failure_cause, latest_attempts
 from raleval.records import RunHeader, Task, Trajectory
 from raleval.store import RESULTS, TASKS, ResultsFile, read_header, read_tasks, stored_file
 
-INSPECT_SCORE = "inspect_"  # an Inspect log's own scores: inspect_<scorer>
-
 
 @dataclass
 class Run:
@@ -40,6 +38,7 @@ class Run:
         overlap metrics by the metric ``profile``); returns the ids of trajectories whose task
         is missing (left as stored)."""
         from raleval.analysis.demonstrations import demonstration_answers, flag_copied
+        from raleval.analysis.inspect_log import INSPECT_SCORE
         from raleval.analysis.scoring import score_trajectory
 
         shown = demonstration_answers(self.header.prompts if self.header else None)
@@ -156,7 +155,8 @@ def load_run(path: Path) -> Run:
     if _is_inspect_log(Path(path)):
         from raleval.analysis.inspect_log import read_inspect_run
 
-        return read_inspect_run(path)
+        header, tasks, results = read_inspect_run(path)
+        return Run(Path(path), header, tasks, results, list(results))
     results, task_file = stored_file(path, RESULTS), stored_file(path, TASKS)
     if not results.exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")
