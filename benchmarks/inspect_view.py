@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from pathlib import Path
 from _common import replicate_run, write_json
 
 TARGETS = {"first_page_s": 5.0, "episode_median_s": 1.0}
+LABELS = ("EM", "AM", "GE", "RE", "TE", "ME")  # an opened episode is graded
 
 
 def _get(url: str) -> bytes:
@@ -41,6 +43,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--log", type=Path, default=None, help="an .eval log to view (default: write one)"
+    )
+    parser.add_argument("--keep", type=Path, default=None, help="copy the written log here")
     args = parser.parse_args()
 
     from raleval.analysis.export import export_run
@@ -49,17 +55,25 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        source = run_sync(
-            RunConfig(env="scholar", env_options={"size": "tiny"}, model="scripted/oracle",
-                      tasks="scholar", tasks_per_family=10, log_dir=root / "src"),
-            "none",
-        ).run_dir  # fmt: skip
-        big = replicate_run(source, root / "big", args.samples)
-        start = time.perf_counter()
-        (log,) = export_run(big, "inspect", root / "big.eval")
-        export_s = time.perf_counter() - start
+        if args.log is None:
+            source = run_sync(
+                RunConfig(env="scholar", env_options={"size": "tiny"}, model="scripted/oracle",
+                          tasks="scholar", tasks_per_family=10, log_dir=root / "src"),
+                "none",
+            ).run_dir  # fmt: skip
+            big = replicate_run(source, root / "big", args.samples)
+            start = time.perf_counter()
+            (log,) = export_run(big, "inspect", root / "big.eval")
+            export_s = time.perf_counter() - start
+            if args.keep is not None:
+                shutil.copy(log, args.keep)
+        else:
+            log, export_s = args.log, float("nan")
         size_mb = log.stat().st_size / 1e6
-        print(f"Inspect log: {args.samples} samples, {size_mb:.0f} MB, written in {export_s:.0f} s")
+        print(
+            f"Inspect log: {size_mb:.0f} MB, written in {export_s:.0f} s "
+            f"(load {os.getloadavg()[0]:.1f})"
+        )
 
         launched = time.perf_counter()
         server = subprocess.Popen(
@@ -92,7 +106,7 @@ def main() -> None:
                 )
                 episode = json.loads(_get(url + "api/episode?" + query))
                 opened.append(time.perf_counter() - t0)
-                assert episode["task_id"] == row["task_id"] and episode["label"] == "EM"
+                assert episode["task_id"] == row["task_id"] and episode["label"] in LABELS
         finally:
             server.terminate()
             server.wait(30)
