@@ -4,8 +4,8 @@
   ``score_<name>`` columns, call-level scores included) and one row per step, as pandas
   DataFrames; :func:`load_runs` reads run directories straight into the episode frame.
 - Parquet (pyarrow) or CSV: ``PATH`` holds the episodes and ``<stem>.steps.<ext>`` the steps.
-- ``inspect``: an Inspect AI eval log written through inspect-ai's own log types, one sample
-  per episode with its messages, tool calls, answer and scores, so ``inspect view`` opens it.
+- ``inspect``: an Inspect AI eval log per run (:mod:`raleval.analysis.inspect_export`), named
+  as Inspect names its logs and placed beside the run unless ``--out`` says otherwise.
 
 Needs the ``export`` extra (pyarrow, pandas); ``inspect`` needs the ``inspect`` extra.
 """
@@ -17,9 +17,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from raleval.analysis.extras import MissingExtraError
 from raleval.analysis.runs import Run, find_runs, load_run
 from raleval.failures import failure_cause
 from raleval.records import TaskTags, Trajectory
+
+__all__ = ["MissingExtraError", "export_run", "load_runs", "load_steps"]
 
 FORMATS = ("parquet", "csv", "inspect")
 STEP_COLUMNS = [
@@ -38,10 +41,6 @@ STEP_COLUMNS = [
     "latency_s",
     "cached",
 ]
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the message names the extra that installs it."""
 
 
 def _pandas() -> Any:
@@ -176,7 +175,8 @@ def steps_path(out: Path) -> Path:
 
 # What ``raleval export`` names its file when no --out is given: the exported folder's name
 # and a suffix that says the format, beside that folder (``runs/a`` -> ``runs/a.episodes.csv``).
-DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv", "inspect": "eval"}
+# An Inspect log is named as Inspect names its own (raleval.analysis.inspect_export).
+DEFAULT_OUT = {"parquet": "episodes.parquet", "csv": "episodes.csv"}
 
 
 def default_export_path(source: Path | str, fmt: str) -> Path:
@@ -202,21 +202,16 @@ def export_run(
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     paths = _paths(run_dir)
+    if fmt == "inspect":
+        return _export_inspect(paths, out, replace)
     if out is None:
         out = default_export_path(paths[0], fmt)
-    elif not replace and (out.exists() or (fmt != "inspect" and steps_path(out).exists())):
+    elif not replace and (out.exists() or steps_path(out).exists()):
         raise FileExistsError(f"{out} exists; pass --force to replace it")
     runs = [load_run(p) for p in find_runs(paths)]
     for run in runs:
         run.rescore()  # current scores (call-level ones too), as the report shows them
     out.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "inspect":
-        if len(runs) == 1:
-            return [write_inspect_log(runs[0], out)]
-        return [
-            write_inspect_log(run, out.with_name(f"{out.stem}.{run.path.name}{out.suffix}"))
-            for run in runs
-        ]
     episodes, steps = episodes_frame(runs), steps_frame(runs)
     written = [out, steps_path(out)]
     if fmt == "parquet":
@@ -232,130 +227,26 @@ def export_run(
     return written
 
 
-# --- Inspect AI ---------------------------------------------------------------------------
+def _export_inspect(paths: list[Path | str], out: Path | None, replace: bool) -> list[Path]:
+    """One Inspect log per run: ``out`` for one run; else Inspect's own file name for each,
+    beside the run (no ``out``), in ``out`` (a folder) or in ``out``'s folder (several runs;
+    ``.json`` if ``out`` says so)."""
+    from raleval.analysis.inspect_export import inspect_file_name, write_inspect_log
 
-
-def _inspect() -> Any:
-    try:
-        import inspect_ai.log as log
-    except ImportError as exc:
-        raise MissingExtraError(
-            'the Inspect AI log format needs inspect-ai: pip install "raleval[inspect]"'
-        ) from exc
-    return log
-
-
-def _messages(t: Trajectory, question: str) -> list[Any]:
-    from inspect_ai.model import (
-        ChatMessageAssistant,
-        ChatMessageTool,
-        ChatMessageUser,
-    )
-    from inspect_ai.tool import ToolCall as InspectToolCall
-    from inspect_ai.tool import ToolCallError
-
-    messages: list[Any] = [ChatMessageUser(content=question)]
-    for s in t.steps:
-        if s.tool is None:  # an unparseable action: what the model wrote
-            messages.append(ChatMessageAssistant(content=s.raw_action or s.thought or ""))
-            if s.observation:
-                messages.append(ChatMessageUser(content=s.observation))
-            continue
-        call_id = f"step-{s.index}"
-        call = InspectToolCall(
-            id=call_id,
-            function=s.tool,
-            arguments=dict(s.arguments or {}),
-        )
-        messages.append(ChatMessageAssistant(content=s.thought or "", tool_calls=[call]))
-        if s.observation is None:
-            continue
-        error = None
-        if s.kind.value in ("misuse", "tool_fault"):
-            error = ToolCallError(
-                type="parsing" if s.kind.value == "misuse" else "unknown", message=s.observation
-            )
-        messages.append(
-            ChatMessageTool(
-                content=s.observation, tool_call_id=call_id, function=s.tool, error=error
-            )
-        )
-    if t.answer is not None:
-        messages.append(ChatMessageAssistant(content=t.answer))
-    return messages
-
-
-def write_inspect_log(run: Run, out: Path) -> Path:
-    """An Inspect AI eval log of ``run`` (``.eval`` or ``.json`` by ``out``'s suffix)."""
-    log = _inspect()
-    from inspect_ai.model import ModelOutput
-    from inspect_ai.scorer import Score
-
-    header = run.header
-    first = run.results[0] if run.results else None
-    created = (header.created_at if header else None) or (first.started_at if first else None)
-    spec = log.EvalSpec(
-        run_id=run.path.name,
-        created=created.isoformat() if created else "",
-        task=f"raleval/{first.agent.env if first else 'run'}",
-        task_id=run.path.name,
-        task_version=0,
-        dataset=log.EvalDataset(name=run.path.name, samples=len(run.tasks)),
-        model=first.agent.model if first else "unknown",
-        config=log.EvalConfig(),
-        solver=first.agent.workflow if first else None,
-        metadata={"raleval_config": header.config if header else {}},
-    )
-    samples = []
-    f1s = []
-    for t in run.results:
-        task = run.tasks.get(t.task_id)
-        question = task.question if task else ""
-        scores = {
-            "raleval": Score(
-                value={k: float(v) for k, v in t.scores.items()},
-                answer=t.answer,
-                explanation=t.error_cause,
-                metadata={"error_type": t.error_type.value if t.error_type else None},
-            )
-        }
-        f1s.append(t.scores.get("f1", 0.0))
-        samples.append(
-            log.EvalSample(
-                id=t.task_id,
-                epoch=t.epoch + 1,
-                input=question,
-                target=list(task.answers) if task else [],
-                messages=_messages(t, question),
-                output=ModelOutput.from_content(model=t.agent.model, content=t.answer or ""),
-                scores=scores,
-                metadata={
-                    "family": task.family if task else None,
-                    "termination": t.termination.value,
-                    "error_type": t.error_type.value if t.error_type else None,
-                },
-                total_time=t.wall_time_s,
-            )
-        )
-    mean_f1 = sum(f1s) / len(f1s) if f1s else 0.0
-    results = log.EvalResults(
-        total_samples=len(samples),
-        completed_samples=len(samples),
-        scores=[
-            log.EvalScore(
-                name="raleval",
-                scorer="raleval",
-                metrics={"mean_f1": log.EvalMetric(name="mean_f1", value=mean_f1)},
-            )
-        ],
-    )
-    eval_log = log.EvalLog(
-        eval=spec,
-        plan=log.EvalPlan(name=first.agent.workflow if first else "raleval"),
-        results=results,
-        stats=log.EvalStats(),
-        samples=samples,
-        status="success",
-    )
-    log.write_eval_log(eval_log, str(out))
-    return out
+    runs = [load_run(p) for p in find_runs(paths)]
+    targets = []
+    for run in runs:
+        run.rescore()  # current scores (call-level ones too), as the report shows them
+        if out is not None and len(runs) == 1 and not out.is_dir():
+            target = out
+        else:  # Inspect's name, in the folder --out names (or holds), else beside the run
+            suffix = ".json" if out is not None and out.suffix == ".json" else ".eval"
+            folder = (out if out.is_dir() else out.parent) if out is not None else None
+            target = (folder or run.path.resolve().parent) / inspect_file_name(run, suffix)
+        if target.exists() and not replace:
+            raise FileExistsError(f"{target} exists; pass --force to replace it")
+        targets.append(target)
+    for run, target in zip(runs, targets, strict=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_inspect_log(run, target)
+    return targets

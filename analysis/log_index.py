@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from raleval.records import Task, Trajectory
+from raleval.records import RunHeader, Task, Trajectory
 from raleval.store import GZ, RESULTS, TASKS, read_header, stored_file
 
 QUESTION_CHARS = 300  # a row shows the start of its question; the episode view shows all of it
@@ -38,6 +38,8 @@ class IndexedRun:
     task_lines: dict[str, tuple[int, int]] = field(default_factory=dict)
     results_bytes: bytes | None = None  # a stored .gz file, decompressed
     tasks_bytes: bytes | None = None
+    header: RunHeader | None = None  # an Inspect log's, read when indexed
+    inspect: bool = False  # an Inspect log file: its samples are read one at a time
 
     @property
     def name(self) -> str:
@@ -112,6 +114,9 @@ class LogIndex:
         return thread
 
     def _index_run(self, i: int, run: IndexedRun) -> None:
+        if run.path.is_file():
+            self._index_inspect(i, run)
+            return
         header = read_header(run.path)
         config = header.config if header else {}
         run.environment = str(config.get("env") or "-")
@@ -171,6 +176,42 @@ class LogIndex:
         finally:
             if handle is not None:
                 handle.close()
+        self._add(run, batch)
+
+    def _index_inspect(self, i: int, run: IndexedRun) -> None:
+        """An Inspect log, from its sample summaries alone (no messages or events): a row's
+        label is the one a raleval export stored (else "-": the episode is graded when opened);
+        F1 and right are the sample's ``f1`` and ``correct`` scores, else its first score."""
+        from raleval.analysis.inspect_log import inspect_header, inspect_summaries
+
+        head, summaries = inspect_summaries(run.path)
+        spec = head.eval
+        run.inspect = True
+        run.header = inspect_header(run.path, spec, len({s.id for s in summaries}))
+        config = run.header.config
+        run.system = f"{config['workflow']}/{config['model']}"
+        run.environment, run.task_set = str(config["env"]), str(spec.dataset.name or spec.task)
+        batch: list[tuple[Any, ...]] = []
+        for s in summaries:
+            meta = s.metadata or {}
+            f1 = _inspect_score(s.scores, "f1")
+            right = _inspect_score(s.scores, "correct")
+            question = (
+                s.input
+                if isinstance(s.input, str)
+                else " ".join(str(getattr(m, "text", "")) for m in s.input)
+            )
+            label = meta.get("label") if isinstance(meta.get("label"), str) else "-"
+            batch.append((
+                i, str(s.id), max(0, int(s.epoch) - 1), str(meta.get("family") or spec.task),
+                str(meta.get("level") or "-"), label, str(meta.get("cause") or ""),
+                f1 or 0.0, right is not None and right >= 0.5,
+                False, "error" if s.error else ("limit" if s.limit else "finished"),
+                float(s.total_time or 0.0), 0, question[:QUESTION_CHARS], "", 0, 0,
+            ))  # fmt: skip
+            if len(batch) >= BATCH:
+                self._add(run, batch)
+                batch = []
         self._add(run, batch)
 
     def _add(self, run: IndexedRun, rows: list[tuple[Any, ...]]) -> None:
@@ -250,6 +291,10 @@ class LogIndex:
     def trajectory(self, row: tuple[Any, ...]) -> Trajectory:
         """The episode's record, read from its offset and validated now."""
         run = self.runs[row[RUN]]
+        if run.inspect:
+            from raleval.analysis.inspect_log import read_inspect_sample
+
+            return read_inspect_sample(run.path, row[TASK_ID], row[EPOCH])[0]
         if run.results_bytes is not None:
             line = run.results_bytes[row[OFFSET] : row[OFFSET] + row[LENGTH]]
         else:
@@ -258,8 +303,17 @@ class LogIndex:
                 line = f.read(row[LENGTH])
         return Trajectory.model_validate_json(line)
 
+    def header(self, run: int) -> RunHeader | None:
+        """The run's header: a run directory's file, or the one made for an Inspect log."""
+        indexed = self.runs[run]
+        return indexed.header if indexed.inspect else read_header(indexed.path)
+
     def task(self, run: int, task_id: str) -> Task | None:
         indexed = self.runs[run]
+        if indexed.inspect:  # the sample's input and target (one read, then cached)
+            from raleval.analysis.inspect_log import read_inspect_sample
+
+            return read_inspect_sample(indexed.path, task_id, 0)[1]
         where = indexed.task_lines.get(task_id)
         if where is None:
             return None
@@ -293,6 +347,20 @@ class LogIndex:
             }
             for k in sorted(shared, key=lambda k: (group(k), k))
         ]  # fmt: skip
+
+
+def _inspect_score(scores: dict[str, Any] | None, name: str) -> float | None:
+    """An Inspect sample's score ``name`` as a number (C/I as 1/0), else its first score that
+    is a number (a raleval export has ``f1`` and ``correct``; another task its own), or None."""
+    from inspect_ai.scorer import value_to_float
+
+    scores = scores or {}
+    for score in [scores[name]] if name in scores else scores.values():
+        try:
+            return float(value_to_float()(score.value))
+        except (TypeError, ValueError):
+            continue
+    return None
 
 
 def step_signature(step: Any) -> tuple[Any, ...]:

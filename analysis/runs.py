@@ -39,6 +39,7 @@ class Run:
         overlap metrics by the metric ``profile``); returns the ids of trajectories whose task
         is missing (left as stored)."""
         from raleval.analysis.demonstrations import demonstration_answers, flag_copied
+        from raleval.analysis.inspect_log import INSPECT_SCORE
         from raleval.analysis.scoring import score_trajectory
 
         shown = demonstration_answers(self.header.prompts if self.header else None)
@@ -48,7 +49,9 @@ class Run:
             if task is None:
                 missing.append(t.task_id)
             else:
+                kept = {k: v for k, v in t.scores.items() if k.startswith(INSPECT_SCORE)}
                 score_trajectory(t, task, threshold, profile=profile)
+                t.scores.update(kept)  # an Inspect log's own scores stay beside raleval's
                 flag_copied(t, task, shown)
         return missing
 
@@ -174,12 +177,14 @@ def find_runs(paths: Iterable[Path | str]) -> list[Path]:
     """The run directories ``paths`` name: each path that is a run, and every run below a
     path that is a log directory (``runs/``, a matrix's folder), in sorted order, each once.
     Files and folders holding no run (a matrix's ``matrix.md``, a report) are skipped, and
-    so are runs set aside by ``--force`` (``superseded-*``). Raises FileNotFoundError when
+    so are runs set aside by ``--force`` (``superseded-*``). An Inspect log file named
+    directly (``.eval``, ``.json``) is a run too; below a folder only run directories count
+    (an exported log beside its run is the same run again). Raises FileNotFoundError when
     no path holds a run."""
     found: dict[Path, None] = {}
     given = [Path(p) for p in paths]
     for path in given:
-        if is_run_dir(path):
+        if is_run_dir(path) or _is_inspect_log(path):
             found[path] = None
             continue
         if not path.is_dir():
@@ -191,13 +196,28 @@ def find_runs(paths: Iterable[Path | str]) -> list[Path]:
     if not found:
         shown = ", ".join(str(p) for p in given[:3]) + (" ..." if len(given) > 3 else "")
         raise FileNotFoundError(
-            f"no run directory in {shown or 'nothing'} (a run directory holds {RESULTS})"
+            f"no run directory in {shown or 'nothing'} (a run directory holds {RESULTS}; "
+            "an Inspect log is named as a .eval or .json file)"
         )
     return list(found)
 
 
+def _is_inspect_log(path: Path) -> bool:
+    if path.suffix not in (".eval", ".json"):
+        return False  # no need to import the adapter for a folder
+    from raleval.analysis.inspect_log import is_inspect_log
+
+    return is_inspect_log(path)
+
+
 def load_run(path: Path) -> Run:
-    """A run directory, or a stored copy of one with its files gzip-compressed."""
+    """A run directory, a stored copy of one with its files gzip-compressed, or an Inspect
+    log file (:func:`raleval.analysis.inspect_log.read_inspect_run`)."""
+    if _is_inspect_log(Path(path)):
+        from raleval.analysis.inspect_log import read_inspect_run
+
+        header, tasks, results = read_inspect_run(path)
+        return Run(Path(path), header, tasks, results, list(results))
     results, task_file = stored_file(path, RESULTS), stored_file(path, TASKS)
     if not results.exists():
         raise FileNotFoundError(f"{path} has no {RESULTS}; is it a run directory?")

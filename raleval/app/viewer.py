@@ -25,7 +25,6 @@ from raleval.analysis.log_index import LogIndex, first_divergence
 from raleval.analysis.report import episode_view, report_asset
 from raleval.analysis.runs import Run
 from raleval.analysis.taxonomy import DEFAULT_THRESHOLD
-from raleval.store import read_header
 
 
 def _int(request: web.Request, name: str, default: int | None = None) -> int:
@@ -100,7 +99,7 @@ class Viewer:
         traj = self.index.trajectory(row)
         task = self.index.task(run, task_id)
         if run not in self.headers:
-            self.headers[run] = read_header(self.index.runs[run].path)
+            self.headers[run] = self.index.header(run)
         header = self.headers[run]
         holder = Run(self.index.runs[run].path, header, {task_id: task} if task else {}, [traj])
         view = episode_view(0, holder, traj, self.threshold)

@@ -115,7 +115,8 @@ def _direct_correct(
 @app.command()
 def score(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log directories holding runs")
+        list[Path],
+        typer.Argument(help="run directories, log directories holding runs, Inspect logs"),
     ],
     threshold: Annotated[
         float,
@@ -243,7 +244,8 @@ def score_run(
         run = load_run(run_dir)
         before = [(t.error_type, t.error_cause, t.scores.get("correct")) for t in run.results]
         missing = run.rescore(threshold, profile)
-        if missing:
+        inspect_log = run_dir.is_file()  # an Inspect log: a sample without a target is ungraded
+        if missing and not inspect_log:
             fail(f"{missing[0]} is in {RESULTS} but not in {TASKS}")
         scored = run.results
         for name, fn in (metrics or {}).items():  # --metric: (prediction, golds) -> float
@@ -286,7 +288,9 @@ def score_run(
             + "\n"
             for t, j, c in zip(scored, judged, crag, strict=True)
         )
-        write_atomic(run_dir / "scores.jsonl", lines)
+        # an Inspect log is never rewritten: its scores go beside it
+        out = run_dir.with_name(f"{run_dir.name}.scores.jsonl") if inspect_log else None
+        write_atomic(out or run_dir / "scores.jsonl", lines)
         console = make_console()
         shown = f"threshold {threshold}" + (f", profile {profile}" if profile != "standard" else "")
         console.print(render_table(summarize(scored, run.tasks), title=f"{run_dir} ({shown})"))

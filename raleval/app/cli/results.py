@@ -17,7 +17,8 @@ from raleval.app.cli.base import (
 @app.command()
 def report(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log or study directories holding runs")
+        list[Path],
+        typer.Argument(help="run directories, log or study directories holding runs, Inspect logs"),
     ],
     out: Annotated[
         Path | None,
@@ -64,7 +65,8 @@ def report(
 @app.command()
 def table(
     run_dirs: Annotated[
-        list[Path], typer.Argument(help="run directories, or log or study directories holding runs")
+        list[Path],
+        typer.Argument(help="run directories, log or study directories holding runs, Inspect logs"),
     ],
     fmt: Annotated[str, typer.Option("--format", help="rich | csv | markdown | latex")] = "rich",
     ci: Annotated[
@@ -138,7 +140,9 @@ def _print_progress_and_testbeds(runs: list) -> None:  # type: ignore[type-arg]
 def compare(
     run_dirs: Annotated[
         list[Path],
-        typer.Argument(help="two or more run directories (A B [C ...]), or a log directory"),
+        typer.Argument(
+            help="two or more run directories or Inspect logs (A B [C ...]), or a log directory"
+        ),
     ],
     threshold: Annotated[float, typer.Option(envvar="RALEVAL_THRESHOLD")] = 0.5,
     cluster: Annotated[
@@ -159,10 +163,18 @@ def compare(
             "unparseable or repeating a call) differ by more than this share says so",
         ),
     ] = 0.10,
+    metric: Annotated[
+        str,
+        typer.Option(
+            help="the score compared: f1, or any stored score (em, correct, an Inspect log's "
+            "own inspect_<scorer>, e.g. inspect_match)"
+        ),
+    ] = "f1",
 ) -> None:
-    """Every pair of runs on their shared tasks: clustered paired t test on F1 (tasks of one
-    template are one cluster; with epochs a task's mean is the unit), Holm-corrected p-values,
-    the minimum detectable difference, and each run's between-epoch flip rate."""
+    """Every pair of runs on their shared tasks: clustered paired t test on F1 or --metric
+    (tasks of one template are one cluster; with epochs a task's mean is the unit),
+    Holm-corrected p-values, the minimum detectable difference, and each run's between-epoch
+    flip rate. Run directories and Inspect logs (.eval, .json) alike."""
     from raleval.analysis.compare import compare_runs, render_comparison, run_units, verdict_lines
     from raleval.analysis.format_failures import format_failures
     from raleval.analysis.runs import find_runs, load_run
@@ -173,8 +185,11 @@ def compare(
         if len(found) < 2:
             fail("compare needs at least two run directories")
         runs = [load_run(p) for p in found]
+        if not any(metric in t.scores for r in runs for t in r.scored):
+            fail(f"no run has a score named {metric!r} (--metric)")
         units = [
-            run_units(r, threshold, cluster, label=str(p)) for r, p in zip(runs, found, strict=True)
+            run_units(r, threshold, cluster, metric, label=str(p))
+            for r, p in zip(runs, found, strict=True)
         ]
         formats = [format_failures(r.scored, r.header) for r in runs]
     except (*user_errors(), ValueError) as exc:
@@ -208,8 +223,8 @@ def export(
         Path | None,
         typer.Option(
             help="output file; steps go beside it (<name>.steps.<format>)",
-            show_default="<run or log dir>.episodes.parquet|.csv or <run>.eval beside it, "
-            "numbered rather than overwritten",
+            show_default="<run or log dir>.episodes.parquet|.csv beside it, numbered rather "
+            "than overwritten; an Inspect log per run beside it, named as Inspect names its logs",
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="replace an existing --out file")] = False,
@@ -229,7 +244,7 @@ def export(
 def view(
     run_dirs: Annotated[
         list[Path] | None,
-        typer.Argument(help="run directories, or log or study directories holding runs"),
+        typer.Argument(help="run directories, log or study directories holding runs, Inspect logs"),
     ] = None,
     host: Annotated[
         str, typer.Option(help="address to serve on (this machine only by default)")
