@@ -4,8 +4,8 @@ family's demonstrations (the solved examples its prompt showed) and not the gold
 A small model shown one solved example per family often answers every question of the family
 with the example's answer (SmolLM2 with ReAct did in 48 of 100 generated episodes). Such an
 answer is neither retrieved nor known; the flag (``scores["copied_demonstration"]``) says so
-beside the label, and every table counts it. Yes/no answers are never flagged: with two
-possible answers, agreeing with an example is no sign of copying it.
+beside the label, and every table counts it. Yes/no and number answers are flagged as any
+other: a study's claims are given with and without the flagged tasks.
 """
 
 from __future__ import annotations
@@ -69,15 +69,35 @@ def demonstration_answers(prompts: Mapping[str, Any] | None) -> dict[str, list[s
     return out
 
 
+def _number(text: str) -> float | None:
+    """``text`` as a number ("1,200", "3.0", "-2"), or None when it is not one."""
+    try:
+        value = float(text.replace(",", "").strip())
+    except ValueError:
+        return None
+    return value if value == value else None  # "nan" is no number
+
+
+def _same(said: str, other: str) -> bool:
+    """Equal once normalised, or the same number written two ways ("3" and "3.0"; the
+    numbers are read before normalising, which drops the decimal point)."""
+    if normalize_answer(said) == normalize_answer(other):
+        return True
+    a, b = _number(said.strip().rstrip(".")), _number(other.strip().rstrip("."))
+    return a is not None and a == b
+
+
 def copied_demonstration(answer: str | None, golds: Sequence[str], shown: Sequence[str]) -> bool:
     """Whether ``answer`` is one of the ``shown`` demonstration answers and none of the golds
-    (compared normalised); never for yes/no."""
-    said = normalize_answer(answer or "")
-    if not said or said in ("yes", "no"):
+    (compared normalised, numbers by value). Yes/no answers count too (issue 62: ReAct
+    answered a demonstration's "yes" on every task of two wiki families): with two possible
+    answers a copy and a guess look alike, so the claims are also given without them."""
+    said = answer or ""
+    if not normalize_answer(said):
         return False
-    if any(normalize_answer(g) == said for g in golds):
+    if any(_same(said, g) for g in golds):
         return False
-    return any(normalize_answer(a) == said for a in shown)
+    return any(_same(said, a) for a in shown)
 
 
 def flag_copied(traj: Trajectory, task: Task, answers: Mapping[str, Sequence[str]]) -> None:

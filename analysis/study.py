@@ -26,11 +26,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from raleval.analysis.compare import run_units
+from raleval.analysis.compare import RunUnits, run_units
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
-from raleval.analysis.stats import Interval, holm, holm_intervals, paired_difference
+from raleval.analysis.stats import (
+    Interval,
+    PairedDifference,
+    holm,
+    holm_intervals,
+    holm_level,
+    minimum_detectable_difference,
+    paired_difference,
+)
 from raleval.analysis.taxonomy import BUDGETS
 from raleval.records import ErrorType, StopReason, Trajectory
 from raleval.store import TIMING
@@ -178,8 +186,13 @@ System = tuple[str, str]
 class Tested:
     """One comparison of two systems on the tasks both ran (of ``level`` only, when given).
     ``diff`` is the paired difference in F1, A - B; a declared comparison carries its interval
-    at Holm's simultaneous level and Holm's p over the arm's declared (or default) pairs, an
-    exploratory one its unadjusted 95% interval and raw p."""
+    at Holm's simultaneous level and Holm's p over its family (the design's declared
+    comparisons on every arm, :func:`compare_study`), an exploratory one its unadjusted 95%
+    interval and raw p. ``p_t`` and ``p_flip`` are the raw clustered t and exact sign-flip p
+    (the latter on fewer than ``FEW_CLUSTERS`` clusters); the verdict took the larger. ``mdd``
+    is taken at the level the verdict used (:func:`raleval.analysis.stats.holm_level`); inf
+    where the sign-flip test cannot reach that level on so few clusters. ``by_env`` is the
+    difference on each environment's tasks, ``family`` the size of the Holm family."""
 
     a: System
     b: System
@@ -189,6 +202,10 @@ class Tested:
     p: float
     mdd: float
     exploratory: bool = False
+    p_t: float = float("nan")
+    p_flip: float = float("nan")
+    family: int = 0
+    by_env: tuple[tuple[str, float], ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -197,54 +214,168 @@ class Tested:
         return "differ" if self.p == self.p and self.p < 0.05 else "inside"
 
 
+@dataclass(frozen=True)
+class _Pair:
+    """A comparison's raw test, before its family's adjustment."""
+
+    a: System
+    b: System
+    level: str | None
+    res: PairedDifference
+    d: list[float]  # per-task differences, A - B
+    clusters: list[str]
+    envs: list[str]
+
+
+def _level_of(run: Run, task_id: str) -> str | None:
+    task = run.tasks.get(task_id)
+    return task.level.value if task is not None else None
+
+
+def _env_of(run: Run, task_id: str) -> str:
+    task = run.tasks.get(task_id)
+    return task.domain.split("/", 1)[0] if task is not None else "?"
+
+
+def copied_tasks(run: Run) -> set[str]:
+    """Task ids where some scored episode of ``run`` answered a demonstration's answer."""
+    return {t.task_id for t in run.scored if t.scores.get(COPIED, 0.0) > 0}
+
+
+def _pair(
+    systems: dict[System, Run],
+    units: dict[System, RunUnits],
+    a: System,
+    b: System,
+    level: str | None,
+    drop_copied: bool = False,
+) -> _Pair | None:
+    """The paired test of A - B on the tasks both ran (of ``level``); ``drop_copied`` leaves
+    out the tasks where either system copied a demonstration's answer."""
+    if a not in units or b not in units:
+        return None
+    ua, ub = units[a], units[b]
+    ids = sorted(set(ua.samples) & set(ub.samples))
+    if level is not None:
+        ids = [k for k in ids if _level_of(systems[a], k) == level]
+    if drop_copied:
+        dropped = copied_tasks(systems[a]) | copied_tasks(systems[b])
+        ids = [k for k in ids if k not in dropped]
+    if len(ids) < 2:
+        return None
+    ma, mb = ua.means, ub.means
+    d = [ma[k] - mb[k] for k in ids]
+    clusters = [str(ua.clusters[k]) for k in ids]
+    res = paired_difference([ma[k] for k in ids], [mb[k] for k in ids], clusters)
+    return _Pair(a, b, level, res, d, clusters, [_env_of(systems[a], k) for k in ids])
+
+
+def _claim_mdd(res: PairedDifference, alpha: float, power: float = 0.8) -> float:
+    """The MDD at ``alpha`` (the level the verdict used); inf when the verdict took the
+    sign-flip p and C clusters cannot reach ``alpha`` (its smallest p is 2 / 2^C)."""
+    d = res.diff
+    if d.se != d.se or d.se == 0:
+        return float("nan")
+    if res.p_flip == res.p_flip and 2.0 ** (1 - d.clusters) >= alpha:
+        return float("inf")
+    return minimum_detectable_difference(d.se, d.df, alpha, power)
+
+
+def _adjusted(found: list[_Pair], alpha: float = 0.05) -> list[Tested]:
+    """One Holm family over ``found``: each verdict on the more conservative of the t and
+    sign-flip p, its interval at Holm's simultaneous level (the union with the sign-flip
+    interval where that p counted), its MDD at the level Holm's verdicts used."""
+    adjusted = holm([r.res.p_verdict for r in found])
+    samples = [(r.d, r.clusters) if r.res.p_flip == r.res.p_flip else None for r in found]
+    intervals = holm_intervals([r.res.diff for r in found], adjusted, alpha, samples)
+    level = holm_level(adjusted, alpha)
+    out = []
+    for r, p_holm, interval in zip(found, adjusted, intervals, strict=True):
+        by_env: dict[str, list[float]] = defaultdict(list)
+        for env, x in zip(r.envs, r.d, strict=True):
+            by_env[env].append(x)
+        envs = tuple((e, sum(v) / len(v)) for e, v in sorted(by_env.items()))
+        out.append(
+            Tested(
+                r.a, r.b, r.level, len(r.d), interval, p_holm, _claim_mdd(r.res, level),
+                p_t=r.res.p, p_flip=r.res.p_flip, family=len(found), by_env=envs,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _exploratory(
+    systems: dict[System, Run], units: dict[System, RunUnits], declared: Declared
+) -> list[Tested]:
+    """Every pair of :func:`_pairs` the design did not declare: unadjusted, no verdict."""
+    asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
+    out = []
+    for a, b in _pairs(systems):
+        r = None if (a, b, None) in asked else _pair(systems, units, a, b, None)
+        if r is not None:
+            res = r.res
+            out.append(
+                Tested(a, b, None, len(r.d), res.diff, res.p, res.mdd, exploratory=True,
+                       p_t=res.p, p_flip=res.p_flip)
+            )  # fmt: skip
+    return out
+
+
 def compare_systems(
     systems: dict[System, Run], declared: Declared | None = None, cluster: str = "auto"
 ) -> list[Tested]:
-    """Each tested pair on the tasks both ran: the clustered paired difference in F1, its
-    interval at Holm's simultaneous level (it holds 0 exactly when the verdict is "inside":
-    :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the tested pairs, and the
-    minimum difference the shared tasks could detect (80% power).
+    """Each tested pair of one arm on the tasks both ran: the clustered paired difference in
+    F1, its interval at Holm's simultaneous level (it holds 0 exactly when the verdict is
+    "inside": :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the arm's tested
+    pairs, and the minimum difference the shared tasks could detect (80% power).
 
     Without ``declared`` the pairs of :func:`_pairs` are tested. With a design's declared
     comparisons (A, B, level or None), exactly those are tested, Holm over them (a declared
     pair a system of this arm lacks is left out); every other pair of
-    :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked exploratory."""
+    :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked exploratory. A
+    study's claims take one family over every arm instead: :func:`compare_study`."""
     units = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
-
-    def level_of(run: Run, task_id: str) -> str | None:
-        task = run.tasks.get(task_id)
-        return task.level.value if task is not None else None
-
-    def test(a: System, b: System, level: str | None) -> tuple | None:
-        if a not in units or b not in units:
-            return None
-        ua, ub = units[a], units[b]
-        ids = sorted(set(ua.samples) & set(ub.samples))
-        if level is not None:
-            ids = [k for k in ids if level_of(systems[a], k) == level]
-        if len(ids) < 2:
-            return None
-        ma, mb = ua.means, ub.means
-        res = paired_difference(
-            [ma[k] for k in ids], [mb[k] for k in ids], [ua.clusters[k] for k in ids]
-        )
-        return (a, b, level, len(ids), res)
-
     tested = [(a, b, None) for a, b in _pairs(systems)] if declared is None else list(declared)
-    found = [r for r in (test(*t) for t in tested) if r is not None]
-    adjusted = holm([r.p for *_, r in found])
-    intervals = holm_intervals([r.diff for *_, r in found], adjusted)
-    out = [
-        Tested(a, b, level, n, d, p_holm, res.mdd)
-        for (a, b, level, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True)
-    ]
+    found = [r for r in (_pair(systems, units, *t) for t in tested) if r is not None]
+    out = _adjusted(found)
     if declared is not None:
-        asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
-        for a, b in _pairs(systems):
-            r = None if (a, b, None) in asked else test(a, b, None)
+        out += _exploratory(systems, units, declared)
+    return out
+
+
+def family_arms(arms: dict[str, dict[System, Run]]) -> list[str]:
+    """The arms whose declared comparisons are claims: the generated arm and every budget arm
+    (a sampled arm measures consistency; a real-data file is not in the design)."""
+    return [a for a in arms if a.startswith(GENERATED) and not a.startswith(f"{GENERATED} ~")]
+
+
+def compare_study(
+    arms: dict[str, dict[System, Run]],
+    declared: Declared,
+    cluster: str,
+    drop_copied: bool = False,
+) -> dict[str, list[Tested]]:
+    """A study's declared comparisons on every arm of :func:`family_arms`, Holm over all of
+    them at once (one family over everything the study claims, issue 62: an arm that repeats
+    another's comparison does not get a fresh alpha), then each arm's exploratory pairs.
+    ``drop_copied``: the same family on the tasks where neither system copied a
+    demonstration's answer (a sensitivity analysis beside the claims)."""
+    found: list[tuple[str, _Pair]] = []
+    units_of = {}
+    for arm in family_arms(arms):
+        systems = arms[arm]
+        units_of[arm] = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
+        for t in declared:
+            r = _pair(systems, units_of[arm], *t, drop_copied=drop_copied)
             if r is not None:
-                res = r[4]
-                out.append(Tested(a, b, None, r[3], res.diff, res.p, res.mdd, exploratory=True))
+                found.append((arm, r))
+    tested = _adjusted([r for _, r in found])
+    out: dict[str, list[Tested]] = {arm: [] for arm in units_of}
+    for (arm, _), t in zip(found, tested, strict=True):
+        out[arm].append(t)
+    if not drop_copied:
+        for arm, units in units_of.items():
+            out[arm] += _exploratory(arms[arm], units, declared)
     return out
 
 
@@ -253,22 +384,27 @@ def p_text(p: float) -> str:
     return "-" if p != p else ("<0.001" if p < 1e-3 else f"{p:.3f}")
 
 
-def comparison_table(
-    systems: dict[System, Run], declared: Declared | None = None, cluster: str = "auto"
-) -> list[str]:
-    """Markdown rows of :func:`compare_systems`: pair, shared tasks and clusters, the
-    difference, its interval, p (Holm's, or raw for an exploratory pair), MDD, verdict."""
+def comparison_table(tested: list[Tested]) -> list[str]:
+    """Markdown rows of tested pairs (:func:`compare_systems`, :func:`compare_study`): pair,
+    shared tasks and clusters, the difference, its interval, p (Holm's, or raw for an
+    exploratory pair), the raw t and sign-flip p, MDD, verdict."""
     rows = []
-    for t in compare_systems(systems, declared, cluster):
+    for t in tested:
         d = t.diff
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
         p_shown = p_text(t.p) + (" (raw)" if t.exploratory else "")
-        mdd = "-" if t.mdd != t.mdd else f"{t.mdd:.3f}"
+        raw = p_text(t.p_t) + ("" if t.p_flip != t.p_flip else f" / {p_text(t.p_flip)}")
         rows.append(
             f"| {_name(t.a, t.level)} | {_name(t.b, t.level)} | {t.tasks} | {d.clusters} "
-            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {mdd} | {t.verdict} |"
+            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {raw} | {mdd_text(t.mdd)} "
+            f"| {t.verdict} |"
         )
     return rows
+
+
+def mdd_text(mdd: float) -> str:
+    """An MDD as the tables print it: '-' for none, 'any' where no difference is detectable."""
+    return "-" if mdd != mdd else ("any" if mdd == float("inf") else f"{mdd:.3f}")
 
 
 def _name(system: System, level: str | None) -> str:
@@ -310,7 +446,9 @@ def study_tables(
     out; wall time comes from a timing pass (``timing``: a folder of ``timing.jsonl`` files,
     :func:`timing_table`)."""
     out = []
-    for arm, systems in load_study(folder).items():
+    arms = load_study(folder)
+    family = compare_study(arms, declared, cluster) if declared is not None else {}
+    for arm, systems in arms.items():
         generated = arm.startswith(GENERATED)
         columns = COLUMNS[GENERATED if generated else "real"]
         if declared is not None:  # tokens and calls are the cost; the budgets' share beside
@@ -333,20 +471,32 @@ def study_tables(
             row = _row(run)
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
-        rows = comparison_table(
-            systems, declared if generated else None, cluster if generated else "auto"
-        )
+        if arm in family:
+            rows = comparison_table(family[arm])
+        elif declared is not None and generated:  # a sampled arm: the declared pairs, alone
+            rows = comparison_table(compare_systems(systems, declared, cluster))
+        else:
+            rows = comparison_table(compare_systems(systems))
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
             out.append(
-                "| A | B | tasks | clusters | F1 A - B | Holm 95% CI | p (Holm) | MDD | verdict |"
+                "| A | B | tasks | clusters | F1 A - B | Holm 95% CI | p (Holm) "
+                "| p t / sign-flip (raw) | MDD | verdict |"
             )
-            out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+            out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
+            family_text = (
+                f" over the {family[arm][0].family} declared comparisons of every arm"
+                if family.get(arm)
+                else ""
+            )
             out.append(
-                "\n*verdict*: *differ* where Holm's p is below 0.05 (its Holm 95% CI then "
-                "leaves out 0), else *inside* (no difference detected: one smaller than the MDD "
-                "could go unseen)"
+                f"\n*verdict*: *differ* where Holm's p{family_text} is below 0.05 (its Holm 95% "
+                "CI then leaves out 0), else *inside* (no difference detected: one smaller than "
+                "the MDD, taken at the level Holm's verdicts used, could go unseen). On fewer "
+                "than 12 clusters the verdict takes the larger of the clustered t p and the "
+                "exact cluster sign-flip p, and the interval is the union of both tests' "
+                "intervals; an MDD of *any*: so few clusters cannot reach that level"
             )
             if declared is not None and generated:
                 out.append(

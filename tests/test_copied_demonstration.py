@@ -66,7 +66,16 @@ def test_a_copied_demonstration_is_flagged_and_counted(oracle_run):
         ("Braikruhouv State University", ["Troulerk"], ["Braikruhouv State University"], True),
         ("braikruhouv state university.", ["Troulerk"], ["Braikruhouv State University"], True),
         ("Troulerk", ["Troulerk"], ["Troulerk"], False),  # the gold itself: not a copy
-        ("yes", ["no"], ["yes"], False),  # two possible answers: no sign of copying
+        # yes/no copies count (issue 62): the demonstration's "yes" where the gold is "no"
+        ("yes", ["no"], ["yes"], True),
+        ("Yes.", ["no"], ["yes"], True),
+        ("yes", ["yes"], ["yes"], False),  # the gold: no sign of copying
+        ("no", ["no"], ["yes"], False),
+        # numbers by value: "7.0" is the demonstration's "7"
+        ("7.0", ["12"], ["7"], True),
+        ("1,200", ["12"], ["1200"], True),
+        ("12.0", ["12"], ["7"], False),  # the gold written another way
+        ("8", ["12"], ["7"], False),
         ("MIT", ["Troulerk"], ["Braikruhouv State University"], False),
         (None, ["Troulerk"], ["Braikruhouv"], False),
     ],
