@@ -137,8 +137,9 @@ def study_claims(folder: Path, design: StudyDesign, design_name: str) -> str:
     last line names it and its size."""
     declared = design.declared
     arms = load_study(folder)
-    family = compare_study(arms, declared, design.cluster)
-    clean = compare_study(arms, declared, design.cluster, drop_copied=True)
+    options = {"weights": design.estimand.weights, "family": design.family}
+    family = compare_study(arms, declared, design.cluster, **options)
+    clean = compare_study(arms, declared, design.cluster, drop_copied=True, **options)
     size = sum(1 for tested in family.values() for t in tested if not t.exploratory)
     out = [
         f"The {len(declared)} comparisons {design_name} declares: F1, paired on the tasks both "

@@ -196,13 +196,14 @@ def paired_difference(
 
 
 def _cluster_sums(
-    d: Sequence[float], clusters: Sequence[object] | None
+    d: Sequence[float], clusters: Sequence[object] | None, weights: Sequence[float] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster: the sum of the differences and the number of units."""
+    """Per cluster: the sum of the values and of their weights (1 each without ``weights``)."""
     x = np.asarray(d, dtype=float)
     codes = _codes(clusters, len(x))
     c = int(codes.max()) + 1 if len(x) else 0
-    return np.bincount(codes, weights=x, minlength=c), np.bincount(codes, minlength=c)
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
+    return np.bincount(codes, weights=x, minlength=c), np.bincount(codes, weights=w, minlength=c)
 
 
 def _flip_signs(c: int) -> np.ndarray:
@@ -212,15 +213,20 @@ def _flip_signs(c: int) -> np.ndarray:
 
 
 def sign_flip_p(
-    d: Sequence[float], clusters: Sequence[object] | None = None, delta: float = 0.0
+    d: Sequence[float],
+    clusters: Sequence[object] | None = None,
+    delta: float = 0.0,
+    weights: Sequence[float] | None = None,
 ) -> float:
     """Exact two-sided cluster sign-flip randomisation p for "the mean difference is
     ``delta``": every one of the 2^C ways of flipping the sign of each cluster's summed
     deviation ``sum_{i in c} (d_i - delta)``, the share whose total is at least as far from 0
     as the observed (Fisher 1935's randomisation test on clusters; Canay, Romano & Shaikh 2017,
     Econometrica 85, for its validity with few, heterogeneous clusters under symmetry). With C
-    clusters no p is below 2 / 2^C. More than 20 clusters: NaN (the t test is the claim's)."""
-    sums, sizes = _cluster_sums(d, clusters)
+    clusters no p is below 2 / 2^C. More than 20 clusters: NaN (the t test is the claim's).
+    ``weights``: ``d`` holds weighted values ``w_i x_i`` of a weighted mean, and a cluster's
+    deviation is ``sum w_i (x_i - delta)``."""
+    sums, sizes = _cluster_sums(d, clusters, weights)
     c = len(sums)
     if c < 1 or c > 20:
         return float("nan")
@@ -236,6 +242,7 @@ def sign_flip_interval(
     clusters: Sequence[object] | None = None,
     level: float = 0.95,
     bounds: tuple[float, float] = (-1.0, 1.0),
+    weights: Sequence[float] | None = None,
 ) -> Interval:
     """The differences ``delta`` the sign-flip test (:func:`sign_flip_p`) does not reject at
     ``1 - level``, found by bisection on each side of the mean; ``bounds`` is the range a mean
@@ -243,15 +250,16 @@ def sign_flip_interval(
     level at all (2 / 2^C >= 1 - level) the interval is the whole range: so few clusters say
     nothing about the size of a difference at that level."""
     x = np.asarray(d, dtype=float)
-    est = float(x.mean())
-    c = len(_cluster_sums(x, clusters)[0])
+    sums, sizes = _cluster_sums(x, clusters, weights)
+    est = float(sums.sum() / sizes.sum())
+    c = len(sums)
     alpha = 1 - level
     lo_bound, hi_bound = min(bounds[0], est), max(bounds[1], est)
     if c > 20 or 2.0 ** (1 - c) >= alpha - 1e-15:
         return Interval(est, lo_bound, hi_bound, clusters=c)
 
     def accepted(delta: float) -> bool:
-        return sign_flip_p(x, clusters, delta) > alpha
+        return sign_flip_p(x, clusters, delta, weights) > alpha
 
     def edge(inside: float, outside: float) -> float:
         if accepted(outside):
@@ -304,7 +312,10 @@ def holm_intervals(
     diffs: Sequence[Interval],
     p_holm: Sequence[float],
     alpha: float = 0.05,
-    samples: Sequence[tuple[Sequence[float], Sequence[object] | None] | None] | None = None,
+    samples: Sequence[
+        tuple[Sequence[float], Sequence[object] | None, Sequence[float] | None] | None
+    ]
+    | None = None,
 ) -> list[Interval]:
     """Intervals of paired differences that agree with Holm's verdicts.
 
@@ -319,7 +330,7 @@ def holm_intervals(
     intervals (:func:`paired_difference`); an SE of 0 (every cluster moved alike, p from the
     sign-flip test) gives the point when rejected and no interval otherwise.
 
-    ``samples`` (per row, the differences and their clusters, or None) marks the rows whose
+    ``samples`` (per row, the differences, their clusters and weights, or None) marks the rows whose
     verdict took the sign-flip p too (fewer than :data:`FEW_CLUSTERS` clusters): their interval
     is the union of the t interval and the sign-flip one (:func:`sign_flip_interval`) at the
     same level, so it holds 0 exactly when either test does not reject."""
@@ -344,7 +355,8 @@ def holm_intervals(
             h = float(st.t.ppf(1 - level_alpha / 2, d.df)) * d.se
             low, high = d.estimate - h, d.estimate + h
             if sample is not None and d.clusters < FEW_CLUSTERS:
-                flip = sign_flip_interval(*sample, level=1 - level_alpha)
+                values, groups, weights = sample
+                flip = sign_flip_interval(values, groups, 1 - level_alpha, weights=weights)
                 low, high = min(low, flip.low), max(high, flip.high)
             return low, high
 

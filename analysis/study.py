@@ -23,7 +23,7 @@ import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from raleval.analysis.compare import RunUnits, run_units
@@ -38,6 +38,7 @@ from raleval.analysis.stats import (
     holm_level,
     minimum_detectable_difference,
     paired_difference,
+    sign_flip_p,
 )
 from raleval.analysis.taxonomy import BUDGETS
 from raleval.records import ErrorType, StopReason, Trajectory
@@ -225,6 +226,7 @@ class _Pair:
     d: list[float]  # per-task differences, A - B
     clusters: list[str]
     envs: list[str]
+    weights: list[float] | None = None  # per task, mean 1, under an estimand that weighs
 
 
 def _level_of(run: Run, task_id: str) -> str | None:
@@ -249,9 +251,14 @@ def _pair(
     b: System,
     level: str | None,
     drop_copied: bool = False,
+    weights: str = "task",
 ) -> _Pair | None:
     """The paired test of A - B on the tasks both ran (of ``level``); ``drop_copied`` leaves
-    out the tasks where either system copied a demonstration's answer."""
+    out the tasks where either system copied a demonstration's answer. ``weights``
+    ``environment`` makes the estimand the unweighted mean of the environments' mean
+    differences: task i of environment e weighs ``n / (E n_e)``, and the test runs on the
+    weighted differences (a weighted mean is the plain mean of ``w_i d_i`` when the w_i average
+    1; its clustered SE is then the linearised one)."""
     if a not in units or b not in units:
         return None
     ua, ub = units[a], units[b]
@@ -266,8 +273,23 @@ def _pair(
     ma, mb = ua.means, ub.means
     d = [ma[k] - mb[k] for k in ids]
     clusters = [str(ua.clusters[k]) for k in ids]
-    res = paired_difference([ma[k] for k in ids], [mb[k] for k in ids], clusters)
-    return _Pair(a, b, level, res, d, clusters, [_env_of(systems[a], k) for k in ids])
+    envs = [_env_of(systems[a], k) for k in ids]
+    if weights == "task":
+        res = paired_difference([ma[k] for k in ids], [mb[k] for k in ids], clusters)
+        return _Pair(a, b, level, res, d, clusters, envs)
+    if weights != "environment":
+        raise ValueError(f"unknown estimand weights {weights!r}: task or environment")
+    count = Counter(envs)
+    w = [len(ids) / (len(count) * count[e]) for e in envs]
+    res = paired_difference(
+        [wi * ma[k] for wi, k in zip(w, ids, strict=True)],
+        [wi * mb[k] for wi, k in zip(w, ids, strict=True)],
+        clusters,
+    )
+    if res.p_flip == res.p_flip:  # the sign-flip p of the weighted mean (equal at 0 anyway)
+        weighted = [wi * x for wi, x in zip(w, d, strict=True)]
+        res = replace(res, p_flip=sign_flip_p(weighted, clusters, 0.0, w))
+    return _Pair(a, b, level, res, d, clusters, envs, w)
 
 
 def _claim_mdd(res: PairedDifference, alpha: float, power: float = 0.8) -> float:
@@ -281,12 +303,22 @@ def _claim_mdd(res: PairedDifference, alpha: float, power: float = 0.8) -> float
     return minimum_detectable_difference(d.se, d.df, alpha, power)
 
 
+def _weighted(r: _Pair) -> list[float]:
+    """The values the test ran on: the differences, times their weights under a weighting."""
+    if r.weights is None:
+        return r.d
+    return [w * x for w, x in zip(r.weights, r.d, strict=True)]
+
+
 def _adjusted(found: list[_Pair], alpha: float = 0.05) -> list[Tested]:
     """One Holm family over ``found``: each verdict on the more conservative of the t and
     sign-flip p, its interval at Holm's simultaneous level (the union with the sign-flip
     interval where that p counted), its MDD at the level Holm's verdicts used."""
     adjusted = holm([r.res.p_verdict for r in found])
-    samples = [(r.d, r.clusters) if r.res.p_flip == r.res.p_flip else None for r in found]
+    samples = [
+        (_weighted(r), r.clusters, r.weights) if r.res.p_flip == r.res.p_flip else None
+        for r in found
+    ]
     intervals = holm_intervals([r.res.diff for r in found], adjusted, alpha, samples)
     level = holm_level(adjusted, alpha)
     out = []
@@ -354,22 +386,32 @@ def compare_study(
     declared: Declared,
     cluster: str,
     drop_copied: bool = False,
+    weights: str = "task",
+    family: str = "study",
 ) -> dict[str, list[Tested]]:
     """A study's declared comparisons on every arm of :func:`family_arms`, Holm over all of
     them at once (one family over everything the study claims, issue 62: an arm that repeats
     another's comparison does not get a fresh alpha), then each arm's exploratory pairs.
     ``drop_copied``: the same family on the tasks where neither system copied a
-    demonstration's answer (a sensitivity analysis beside the claims)."""
+    demonstration's answer (a sensitivity analysis beside the claims). ``weights`` is the
+    design's estimand (:func:`_pair`); ``family`` ``arm`` gives each arm a Holm family of its
+    own instead (what studies before issue 62 did)."""
     found: list[tuple[str, _Pair]] = []
     units_of = {}
     for arm in family_arms(arms):
         systems = arms[arm]
         units_of[arm] = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
         for t in declared:
-            r = _pair(systems, units_of[arm], *t, drop_copied=drop_copied)
+            r = _pair(systems, units_of[arm], *t, drop_copied=drop_copied, weights=weights)
             if r is not None:
                 found.append((arm, r))
-    tested = _adjusted([r for _, r in found])
+    if family == "study":
+        tested = _adjusted([r for _, r in found])
+    elif family == "arm":
+        by_arm = {arm: _adjusted([r for a, r in found if a == arm]) for arm in units_of}
+        tested = [by_arm[arm].pop(0) for arm, _ in found]
+    else:
+        raise ValueError(f"unknown correction family {family!r}: study or arm")
     out: dict[str, list[Tested]] = {arm: [] for arm in units_of}
     for (arm, _), t in zip(found, tested, strict=True):
         out[arm].append(t)
@@ -436,6 +478,8 @@ def study_tables(
     declared: Declared | None = None,
     cluster: str = "auto",
     timing: Path | None = None,
+    weights: str = "task",
+    family_of: str = "study",
 ) -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
     its paired comparisons (:func:`comparison_table`, Holm over that arm's tested pairs; with
@@ -447,7 +491,11 @@ def study_tables(
     :func:`timing_table`)."""
     out = []
     arms = load_study(folder)
-    family = compare_study(arms, declared, cluster) if declared is not None else {}
+    family = (
+        compare_study(arms, declared, cluster, weights=weights, family=family_of)
+        if declared is not None
+        else {}
+    )
     for arm, systems in arms.items():
         generated = arm.startswith(GENERATED)
         columns = COLUMNS[GENERATED if generated else "real"]
@@ -510,6 +558,7 @@ def study_tables(
             "`nice` on a shared machine): cost is tokens and model calls per episode; wall "
             "time comes from a timing pass (`raleval study timing`).\n"
         )
+    out.extend(budget_table(arms))
     if timing is not None:
         out.extend(timing_table(timing))
     out.extend(_cause_table(folder))
@@ -518,8 +567,11 @@ def study_tables(
 
 def timing_table(folder: Path) -> list[str]:
     """The timing pass's table (``raleval study timing``, every ``timing.jsonl`` under
-    ``folder``): per cell, its episodes (run one at a time, interleaved), the median and range
-    of their wall seconds, and the load average before them. Empty when there is none."""
+    ``folder``): per cell, its episodes (run one at a time, interleaved) and the families they
+    cover, the median and range of their wall seconds, the load average before them (median
+    and highest), the episodes whose wait for a low load timed out, and those whose answer
+    differs from the scored episode's (``-`` where the pass was not checked). Empty when
+    there is none."""
     rows: dict[tuple[str, str, str], list[dict]] = {}
     for log in sorted(folder.rglob(TIMING)):
         env = log.parent.name
@@ -531,16 +583,78 @@ def timing_table(folder: Path) -> list[str]:
         return []
     out = [
         "#### timing pass: one episode at a time, cells interleaved\n",
-        "| env | workflow | model | episodes | median s | range s | median load before |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| env | workflow | model | episodes | families | median s | range s "
+        "| median load before | max load before | load wait timed out | answer differs |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (env, workflow, model), got in sorted(rows.items()):
         wall = [r["wall_time_s"] for r in got]
         loads = [r["load_before"] for r in got if r.get("load_before") is not None]
         load = f"{statistics.median(loads):.1f}" if loads else "-"
+        top = f"{max(loads):.1f}" if loads else "-"
+        families = {r.get("family") for r in got} - {None}
+        checked = [r["matches_scored"] for r in got if r.get("matches_scored") is not None]
+        differs = str(sum(not m for m in checked)) if checked else "-"
+        timed_out = sum(bool(r.get("load_timed_out")) for r in got)
         out.append(
-            f"| {env} | {workflow} | {model} | {len(got)} | {statistics.median(wall):.1f} | "
-            f"{min(wall):.1f}-{max(wall):.1f} | {load} |"
+            f"| {env} | {workflow} | {model} | {len(got)} | {len(families) or '-'} "
+            f"| {statistics.median(wall):.1f} | {min(wall):.1f}-{max(wall):.1f} | {load} "
+            f"| {top} | {timed_out} | {differs} |"
         )
+    out.append("")
+    return out
+
+
+def budget_of(arm: str) -> int | None:
+    """The token budget of a budget arm (``generated @ 4000 tokens``), else None."""
+    if not arm.startswith(f"{GENERATED} @ "):
+        return None
+    try:
+        return int(arm.split("@", 1)[1].split()[0])
+    except ValueError:
+        return None
+
+
+def budget_series(
+    arms: dict[str, dict[System, Run]],
+) -> dict[str, dict[int, tuple[float, float, float]]]:
+    """``workflow/model`` -> budget -> (F1, low, high) over the budget arms: the F1-against-
+    budget curve of each system (its interval the tables' Wilson one on family clusters)."""
+    out: dict[str, dict[int, tuple[float, float, float]]] = defaultdict(dict)
+    for arm, systems in arms.items():
+        budget = budget_of(arm)
+        if budget is None:
+            continue
+        for (workflow, model), run in systems.items():
+            scored = run.scored
+            if not scored:
+                continue
+            ci = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0), score=True)
+            out[f"{workflow}/{model}"][budget] = (ci.estimate, ci.low, ci.high)
+    return dict(out)
+
+
+def budget_table(arms: dict[str, dict[System, Run]]) -> list[str]:
+    """Markdown: F1 with its 95% interval per system (row) and budget (column), for a study
+    with two or more budget arms; empty otherwise."""
+    series = budget_series(arms)
+    budgets = sorted({b for points in series.values() for b in points})
+    if len(budgets) < 2:
+        return []
+    out = [
+        "#### F1 against the token budget per episode (budget sweep)\n",
+        "| system | " + " | ".join(f"{b} tokens" for b in budgets) + " |",
+        "|---|" + "---:|" * len(budgets),
+    ]
+    for name, points in sorted(series.items()):
+        cells = []
+        for b in budgets:
+            if b not in points:
+                cells.append("-")
+                continue
+            f1, low, high = points[b]
+            ci = "" if low != low else f" [{low:.3f}, {high:.3f}]"
+            cells.append(f"{f1:.3f}{ci}")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
     out.append("")
     return out

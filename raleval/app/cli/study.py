@@ -138,7 +138,9 @@ def study_tables_command(
             from raleval.analysis.design import load_design
 
             plan = load_design(design)
-            text = study_tables(folder, plan.declared, plan.cluster, timing)
+            text = study_tables(
+                folder, plan.declared, plan.cluster, timing, plan.estimand.weights, plan.family
+            )
     except user_errors() as exc:
         fail(str(exc))
     emit(text, into, block, "tables")
@@ -198,17 +200,34 @@ def study_timing(
     config: Annotated[Path, typer.Option(help="the study's run config (YAML, as raleval run)")],
     out: Annotated[Path, typer.Option(help="folder for the timing cells and timing.jsonl")],
     per_cell: Annotated[
-        int | None, typer.Option(help="tasks per cell (default: all the cell selects)")
+        int | None, typer.Option(help="the first N tasks per cell (default: --per-family)")
+    ] = None,
+    per_family: Annotated[
+        int | None,
+        typer.Option(help="tasks of every family per cell (default: enough for 5 per cell)"),
+    ] = None,
+    max_load: Annotated[
+        float, typer.Option(help="wait before each episode until the 1-minute load is below")
+    ] = 1.5,
+    load_timeout: Annotated[
+        float, typer.Option(help="seconds to wait for the load at most (then run, recorded)")
+    ] = 900.0,
+    scored: Annotated[
+        Path | None,
+        typer.Option(help="the study folder whose scored answers each timed answer must match"),
     ] = None,
 ) -> None:
     """The timing pass: wall time apart from the study, one episode at a time, every cell of an
-    environment on the same tasks in interleaved order, the load recorded per episode
-    (``out/<env>/timing.jsonl``; resumable)."""
+    environment on the same tasks (every family) in interleaved order, each episode after the
+    load fell below --max-load, the load and the wait recorded per episode and, with --scored,
+    whether its answer is the scored episode's (``out/<env>/timing.jsonl``; resumable)."""
     from collections import defaultdict
 
     from raleval.app.timing import timing_pass
     from raleval.config import load_matrix
 
+    if scored is not None and not scored.is_dir():
+        fail(f"no study folder {scored}")
     try:
         groups: dict[tuple[str, str], list] = defaultdict(list)
         for cfg in load_matrix(config, {}):
@@ -217,7 +236,8 @@ def study_timing(
         one_set_per_env = len(groups) == len({env for env, _ in groups})
         for (env, tasks), cells in groups.items():
             folder = out / (env if one_set_per_env else f"{env}-{Path(tasks).stem}")
-            typer.echo(f"wrote {timing_pass(cells, folder, per_cell)}")
+            log = timing_pass(cells, folder, per_cell, per_family, max_load, load_timeout, scored)
+            typer.echo(f"wrote {log}")
     except (OSError, ValueError, *user_errors()) as exc:
         fail(str(exc))
 
