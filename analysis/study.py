@@ -658,3 +658,44 @@ def budget_table(arms: dict[str, dict[System, Run]]) -> list[str]:
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     out.append("")
     return out
+
+
+def timed_seconds(folder: Path) -> dict[str, list[float]]:
+    """``workflow/model`` -> the wall seconds of its timing-pass episodes (every
+    ``timing.jsonl`` under ``folder``), those whose answer differs from the scored episode's
+    left out: they timed another episode than the one scored."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for log in sorted(folder.rglob(TIMING)):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("wall_time_s") is None or row.get("matches_scored") is False:
+                continue
+            out[f"{row['workflow']}/{row['model']}"].append(float(row["wall_time_s"]))
+    return dict(out)
+
+
+def timing_points(
+    folder: Path, systems: dict[System, Run]
+) -> tuple[dict[str, tuple[float, float, float, float]], list[str], dict]:
+    """The time-versus-F1 figure's points from a timing pass: per system of the arm the pass
+    timed, (mean timed seconds, its 95% t interval, the arm's F1), the Pareto front (faster
+    and better), and each point's F1 interval and n (the figure's ``extras``)."""
+    from raleval.analysis.stats import mean_interval
+
+    timed = timed_seconds(folder)
+    points, extras = {}, {}
+    for (workflow, model), run in systems.items():
+        name = f"{workflow}/{model}"
+        if name not in timed or not run.scored:
+            continue
+        t = mean_interval(timed[name])
+        low, high = (t.low, t.high) if t.low == t.low else (t.estimate, t.estimate)
+        f1 = unit_interval(run, run.scored, lambda x: x.scores.get("f1", 0.0), score=True)
+        points[name] = (t.estimate, max(0.0, low), high, f1.estimate)
+        extras[name] = (f1.low, f1.high, len(run.scored))
+    front, best = [], -1.0
+    for name, (_, _, _, f1) in sorted(points.items(), key=lambda kv: (kv[1][0], -kv[1][3])):
+        if f1 > best:
+            front.append(name)
+            best = f1
+    return points, front, extras

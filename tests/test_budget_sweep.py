@@ -92,3 +92,76 @@ def test_the_third_study_s_config_runs_what_its_design_declares():
         config = RunConfig(env=env, tasks=tasks, tasks_per_family=per_family)
         families = {t.family for t in run_tasks(config, build_env(env, {}))[0]}
         assert limit == design.sample.per_family * len(families), env
+
+
+def _sweep(tmp_path: Path) -> Path:
+    """A study of two budget arms made of the second study's real scholar cells: its matched
+    arm as stored (4,000 tokens) and the same cells relabelled as a 2,000-token arm."""
+    import json
+    import shutil
+
+    study = tmp_path / "study"
+    source = ROOT / "studies" / "local-models-2"
+    for workflow in ("react", "direct"):
+        name = f"matched-4000__scholar__{workflow}__local_qwen2.5-0.5b__scholar"
+        shutil.copytree(source / name, study / name)
+        other = study / name.replace("matched-4000", "budget-2000")
+        shutil.copytree(source / name, other)
+        header = json.loads((other / "header.json").read_text(encoding="utf-8"))
+        header["config"]["workflow_options"]["max_episode_tokens"] = 2000
+        (other / "header.json").write_text(json.dumps(header), encoding="utf-8")
+    return study
+
+
+def test_the_tables_and_figures_give_f1_against_the_budget(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.analysis.study import budget_series, load_study, study_tables
+    from raleval.app.cli import app
+
+    study = _sweep(tmp_path)
+    arms = load_study(study)
+    assert set(arms) == {"generated @ 2000 tokens", "generated @ 4000 tokens"}
+    series = budget_series(arms)
+    assert set(series) == {"react/local/qwen2.5-0.5b", "direct/local/qwen2.5-0.5b"}
+    react = series["react/local/qwen2.5-0.5b"]
+    assert sorted(react) == [2000, 4000] and react[2000] == react[4000]  # the same episodes
+    f1, low, high = react[4000]
+    assert 0 <= low <= f1 <= high <= 1
+    text = study_tables(study)
+    table = text.split("#### F1 against the token budget per episode (budget sweep)\n", 1)[1]
+    row = next(line for line in table.splitlines() if line.startswith("| react/"))
+    assert row.count(f"{f1:.3f} [{low:.3f}, {high:.3f}]") == 2
+    result = CliRunner().invoke(
+        app,
+        ["study", "figures", str(study), "--into", str(tmp_path / "fig"), "--figure", "budgets"],
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "fig" / "budgets.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_deployment_figure_can_take_its_seconds_from_the_timing_pass(tmp_path):
+    """Time versus F1 from a timing pass: its timed seconds (an episode whose answer differs
+    from the scored one left out), F1 from the arm's cells."""
+    import json
+
+    from raleval.analysis.study import load_study, timing_points
+
+    study = _sweep(tmp_path)
+    arm = load_study(study)["generated @ 4000 tokens"]
+    timing = tmp_path / "timing" / "scholar"
+    timing.mkdir(parents=True)
+    rows = [
+        ("react", 10.0, True), ("react", 20.0, True), ("react", 900.0, False),
+        ("direct", 1.0, None), ("direct", 3.0, True),
+    ]  # fmt: skip
+    with open(timing / "timing.jsonl", "w", encoding="utf-8") as fh:
+        for workflow, seconds, match in rows:
+            row = {"workflow": workflow, "model": "local/qwen2.5-0.5b", "wall_time_s": seconds,
+                   "matches_scored": match}  # fmt: skip
+            fh.write(json.dumps(row) + "\n")
+    points, front, extras = timing_points(tmp_path / "timing", arm)
+    assert points["react/local/qwen2.5-0.5b"][0] == 15.0  # the mismatched 900 s left out
+    assert points["direct/local/qwen2.5-0.5b"][0] == 2.0
+    assert front[0] == "direct/local/qwen2.5-0.5b"
+    assert extras["react/local/qwen2.5-0.5b"][2] == len(arm[("react", "local/qwen2.5-0.5b")].scored)

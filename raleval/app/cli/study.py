@@ -254,23 +254,54 @@ def study_figures(
         list[str] | None,
         typer.Option(
             help="only this figure (repeatable): radar-<workflow>, bars, progress, errors, "
-            "tokens, deployment (default: all)"
+            "tokens, deployment, budgets (default: all)"
+        ),
+    ] = None,
+    timing: Annotated[
+        Path | None,
+        typer.Option(
+            help="a timing pass's folder: the deployment figure (time versus F1) takes its "
+            "seconds from it instead of the cells' own"
         ),
     ] = None,
 ) -> None:
     """Write the report's figures for one arm of the study as PNG files (a radar per workflow,
     F1 by domain x level, the error-type mix, tokens and time versus F1), each system's cells
     merged as in the tables: what the README shows."""
+    from raleval.analysis import plots
     from raleval.analysis.report import save_figures
-    from raleval.analysis.study import load_study
+    from raleval.analysis.study import budget_series, load_study, timing_points
 
     if not folder.exists():
         fail(f"no study folder {folder}")
+    if timing is not None and not timing.is_dir():
+        fail(f"no timing folder {timing}")
+    wanted = set(figure or ())
     try:
         arms = load_study(folder)
-        if arm not in arms:
+        if arm not in arms and not (wanted and wanted <= {"budgets"}):
             fail(f"{folder} has no arm {arm!r}; it has: {', '.join(arms) or 'none'}")
-        written = save_figures(list(arms[arm].values()), into, figure or ())
+        # figures drawn here rather than by the report: time from a timing pass, and the
+        # budget sweep's curves (over every budget arm, not one arm)
+        own = {"budgets"} | ({"deployment"} if timing is not None else set())
+        rest = [f for f in figure or () if f not in own]
+        written = []
+        if arm in arms and (rest or not figure):
+            written = save_figures(list(arms[arm].values()), into, rest)
+            written = [p for p in written if p.stem not in own]
+        into.mkdir(parents=True, exist_ok=True)
+        with plots.rendered_as("png"):
+            if timing is not None and (not figure or "deployment" in wanted):
+                points, front, extras = timing_points(timing, arms[arm])
+                if points:
+                    path = into / "deployment.png"
+                    path.write_bytes(plots.deployment(points, front, extras))
+                    written.append(path)
+            series = budget_series(arms)
+            if (not figure or "budgets" in wanted) and series:
+                path = into / "budgets.png"
+                path.write_bytes(plots.budget_curves(series))
+                written.append(path)
     except (OSError, *user_errors()) as exc:
         fail(str(exc))
     if figure and len(written) < len(figure):
