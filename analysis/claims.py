@@ -118,7 +118,7 @@ def _without_copies(t: Tested, clean: Tested | None, dropped: int) -> str:
     """The claim's numbers on the tasks where neither system copied a demonstration."""
     if dropped == 0:
         return ""
-    tasks = "task" if dropped == 1 else f"{dropped} tasks"
+    tasks = f"{dropped} task" + ("" if dropped == 1 else "s")
     if clean is None:
         return f" Without the {tasks} either copied a demonstration's answer on: too few left."
     d = clean.diff

@@ -333,7 +333,8 @@ def holm_intervals(
     ``samples`` (per row, the differences, their clusters and weights, or None) marks the rows whose
     verdict took the sign-flip p too (fewer than :data:`FEW_CLUSTERS` clusters): their interval
     is the union of the t interval and the sign-flip one (:func:`sign_flip_interval`) at the
-    same level, so it holds 0 exactly when either test does not reject."""
+    same level, so it holds 0 exactly when either test does not reject; scores in [0, 1]
+    assumed, it is cut to [-1, 1]."""
     from scipy import stats as st
 
     if len(diffs) != len(p_holm):
@@ -357,7 +358,8 @@ def holm_intervals(
             if sample is not None and d.clusters < FEW_CLUSTERS:
                 values, groups, weights = sample
                 flip = sign_flip_interval(values, groups, 1 - level_alpha, weights=weights)
-                low, high = min(low, flip.low), max(high, flip.high)
+                # the union, within the range a difference of scores can take (-1 to 1)
+                low, high = max(-1.0, min(low, flip.low)), min(1.0, max(high, flip.high))
             return low, high
 
         low, high = at(alpha / tested)
