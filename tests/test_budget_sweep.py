@@ -165,3 +165,22 @@ def test_the_deployment_figure_can_take_its_seconds_from_the_timing_pass(tmp_pat
     assert points["direct/local/qwen2.5-0.5b"][0] == 2.0
     assert front[0] == "direct/local/qwen2.5-0.5b"
     assert extras["react/local/qwen2.5-0.5b"][2] == len(arm[("react", "local/qwen2.5-0.5b")].scored)
+
+
+def test_the_third_study_s_timing_pass_times_its_cells():
+    """studies/local-models-3.timing.yaml holds exactly the 8,000-token arm's cells
+    (environment, workflow, model, sample, options), so its seconds are theirs."""
+
+    def cells(path: Path, budget: int | None) -> set[tuple]:
+        out = set()
+        for c in load_matrix(path, {}):
+            if budget is not None and c.workflow_options.get("max_episode_tokens") != budget:
+                continue
+            sample = (c.with_defaults().tasks, c.tasks_per_family, c.sample_seed, c.limit)
+            options = repr(sorted(c.workflow_options.items()))
+            out.add((c.arm, c.env, c.workflow, c.model, sample, options))
+        return out
+
+    study = cells(ROOT / "studies" / "local-models-3.yaml", 8000)
+    timing = cells(ROOT / "studies" / "local-models-3.timing.yaml", None)
+    assert timing == study and len(timing) == 36
