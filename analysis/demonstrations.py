@@ -2,7 +2,7 @@
 family's demonstrations (the solved examples its prompt showed) and not the gold.
 
 A small model shown one solved example per family often answers every question of the family
-with the example's answer (SmolLM2 with ReAct did in 48 of 100 generated episodes). Such an
+with the example's answer (SmolLM2 with ReAct did in 59 of 100 generated episodes). Such an
 answer is neither retrieved nor known; the flag (``scores["copied_demonstration"]``) says so
 beside the label, and every table counts it. A yes/no or number answer equal to a
 demonstration's is flagged even when it is right (a guess and a copy look alike there); a
