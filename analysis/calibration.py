@@ -229,3 +229,88 @@ def differing_clusters(design: Design, sims: int, seed: int = 0) -> float:
         d = _task_means(pa, design.epochs, rng) - _task_means(pa, design.epochs, rng)
         counts.append(len(set(codes[d != 0].tolist())))
     return float(np.median(counts))
+
+
+@dataclass(frozen=True)
+class HeteroDesign:
+    """Few clusters that differ in size and in how much B - A varies within them: the regime
+    of a study's per-level claims (6 or 8 family clusters of 2-8 tasks). Cluster c has
+    ``sizes[c]`` tasks and B's logit differs from A's by ``shift + w_c + e_i``, ``w_c ~ N(0,
+    diff_sds[c])``; A's logit is ``base + u_c + v_i`` as in :class:`Design`."""
+
+    sizes: tuple[int, ...]
+    diff_sds: tuple[float, ...]
+    base: float = 0.0
+    template_sd: float = 1.0
+    task_sd: float = 0.7
+    diff_task_sd: float = 0.3
+
+    @property
+    def clusters(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.sizes)), self.sizes)
+
+    def draw(self, rng: np.random.Generator, shift: float, n: int = 1) -> tuple:
+        """``n`` fresh draws of A's and B's per-task chances, shape (n, tasks)."""
+        sizes = np.asarray(self.sizes)
+        tasks = int(sizes.sum())
+        u = np.repeat(rng.normal(0, self.template_sd, (n, len(sizes))), sizes, axis=1)
+        w = np.repeat(rng.normal(0, 1, (n, len(sizes))) * np.asarray(self.diff_sds), sizes, axis=1)
+        logit_a = self.base + u + rng.normal(0, self.task_sd, (n, tasks))
+        logit_b = logit_a + shift + w + rng.normal(0, self.diff_task_sd, (n, tasks))
+        return _sigmoid(logit_a), _sigmoid(logit_b)
+
+
+def hetero_truth(design: HeteroDesign, shift: float, draws: int = 200_000, seed: int = 1) -> float:
+    """The expected task-mean difference B - A of the design (Monte Carlo over ``draws``
+    studies; the estimand the claim's interval should cover)."""
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for start in range(0, draws, 20_000):
+        pa, pb = design.draw(rng, shift, min(20_000, draws - start))
+        total += float((pb - pa).mean(axis=1).sum())
+    return total / draws
+
+
+def claim_calibration(
+    design: HeteroDesign, sims: int, shift: float = 0.3, seed: int = 0, alpha: float = 0.05
+) -> dict[str, float]:
+    """A single claim's statistics on ``design``: the coverage of its 95% interval (the t
+    interval, the sign-flip interval and their union, what a claim on fewer than
+    ``FEW_CLUSTERS`` clusters prints) of the true difference at logit ``shift``, and the A/A
+    rejection rates at ``alpha`` of the t test, the sign-flip test and the verdict (the larger
+    p of the two on few clusters, the t alone otherwise)."""
+    from raleval.analysis.stats import FEW_CLUSTERS, sign_flip_interval, sign_flip_p
+
+    truth = hetero_truth(design, shift, seed=seed + 100)
+    clusters = design.clusters
+    few = len(design.sizes) < FEW_CLUSTERS
+    rng = np.random.default_rng(seed)
+    cover = {"t": 0, "flip": 0, "claim": 0}
+    reject = {"t": 0, "flip": 0, "verdict": 0}
+    for _ in range(sims):
+        pa, pb = design.draw(rng, shift)
+        a, b = _task_means(pa[0], 1, rng), _task_means(pb[0], 1, rng)
+        res = paired_difference(b, a, clusters, alpha)
+        t_ok = res.diff.low <= truth <= res.diff.high
+        # on 12 or more clusters a claim is the t test's alone (and 2^C flips grow costly)
+        flip_ok = False
+        if few:
+            flip = sign_flip_interval(b - a, clusters, 1 - alpha)
+            flip_ok = flip.low <= truth <= flip.high
+        cover["t"] += t_ok
+        cover["flip"] += flip_ok
+        cover["claim"] += (t_ok or flip_ok) if few else t_ok
+        # A/A: two samplings of A's episodes on the same tasks
+        pa2, _ = design.draw(rng, 0.0)
+        x, y = _task_means(pa2[0], 1, rng), _task_means(pa2[0], 1, rng)
+        aa = paired_difference(x, y, clusters, alpha)
+        p_flip = sign_flip_p(x - y, clusters) if few else float("nan")
+        reject["t"] += aa.p < alpha
+        reject["flip"] += p_flip < alpha
+        reject["verdict"] += (max(aa.p, p_flip) if few else aa.p) < alpha
+    out = {f"coverage_{k}": v / sims for k, v in cover.items()}
+    out.update({f"aa_{k}": v / sims for k, v in reject.items()})
+    if not few:  # not computed: the claim is the t test's
+        out["coverage_flip"] = out["aa_flip"] = float("nan")
+    out["truth"] = truth
+    return out

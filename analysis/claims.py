@@ -22,7 +22,8 @@ from raleval.analysis.study import (
     GENERATED,
     System,
     Tested,
-    compare_systems,
+    compare_study,
+    copied_tasks,
     load_study,
     p_text,
 )
@@ -66,10 +67,25 @@ def progress(systems: dict[System, Run]) -> dict[System, str]:
     return out
 
 
+def _p_detail(t: Tested) -> str:
+    """The raw p-values a verdict on few clusters took the larger of."""
+    if t.p_flip != t.p_flip:
+        return ""
+    return f"; before correction t p {p_text(t.p_t)}, sign-flip p {t.p_flip:.4f}"
+
+
+def _by_env(t: Tested) -> str:
+    if len(t.by_env) < 2:
+        return ""
+    return "; by environment " + ", ".join(f"{env} {x:+.3f}" for env, x in t.by_env)
+
+
 def claim(t: Tested, unfinished: dict[System, str] | None = None, note: str = "") -> str:
     """One declared comparison as a sentence; its numbers are the comparison table's row. A
     system in ``unfinished`` (:func:`progress`) says how far it is (the comparison then runs on
-    the tasks both answered); ``note`` follows the sentence (the sides' format failures,
+    the tasks both answered). On few clusters the raw t and sign-flip p follow Holm's; on
+    several environments, the difference on each environment's tasks (unweighted means).
+    ``note`` follows the sentence (the sides' format failures,
     :func:`raleval.analysis.format_failures.format_gap_note`)."""
     return _claim(t, unfinished) + (f" Caution: {note}." if note else "")
 
@@ -81,6 +97,7 @@ def _claim(t: Tested, unfinished: dict[System, str] | None) -> str:
     for system in (t.a, t.b):
         if unfinished and system in unfinished:
             size += f"; {_workflow(system[0])} on {_model(system[1])}: {unfinished[system]}"
+    size += _p_detail(t) + _by_env(t)
     p = p_text(t.p)
     if t.verdict == "differ":
         first, second = (t.a, t.b) if d.estimate > 0 else (t.b, t.a)
@@ -94,10 +111,28 @@ def _claim(t: Tested, unfinished: dict[System, str] | None) -> str:
     subject, obj, shared = _sides(t.a, t.b)
     obj = obj.removeprefix("on ")
     interval = "" if d.low != d.low else f" [{d.low:+.3f}, {d.high:+.3f}]"
-    mdd = "" if t.mdd != t.mdd else f"; a difference below {t.mdd:.3f} could go unseen"
+    if t.mdd == float("inf"):
+        mdd = f"; {d.clusters} clusters cannot reach Holm's level: no difference could be seen"
+    else:
+        mdd = "" if t.mdd != t.mdd else f"; a difference below {t.mdd:.3f} could go unseen"
     return (
         f"No difference detected between {subject} and {obj}{shared}: F1 {d.estimate:+.3f}"
         f"{interval}, Holm p {p} ({size}{mdd})."
+    )
+
+
+def _without_copies(t: Tested, clean: Tested | None, dropped: int) -> str:
+    """The claim's numbers on the tasks where neither system copied a demonstration."""
+    if dropped == 0:
+        return ""
+    tasks = f"{dropped} task" + ("" if dropped == 1 else "s")
+    if clean is None:
+        return f" Without the {tasks} either copied a demonstration's answer on: too few left."
+    d = clean.diff
+    interval = "" if d.low != d.low else f" [{d.low:+.3f}, {d.high:+.3f}]"
+    return (
+        f" Without the {tasks} either copied a demonstration's answer on: F1 "
+        f"{d.estimate:+.3f}{interval}, Holm p {p_text(clean.p)}, {clean.verdict}."
     )
 
 
@@ -108,19 +143,31 @@ def study_claims(
     format_gap: float = DEFAULT_FORMAT_GAP,
 ) -> str:
     """Markdown: the declared comparisons' verdicts, arm by arm, each a sentence of
-    :func:`claim`; on the default arm, the declared comparisons without data yet."""
+    :func:`claim` followed by the same comparison without the copied episodes' tasks; on the
+    default arm, the declared comparisons without data yet. Every verdict is Holm's over one
+    family, the declared comparisons of every arm that ran them (:func:`compare_study`); the
+    last line names it and its size."""
     declared = design.declared
+    arms = load_study(folder)
+    options = {"weights": design.estimand.weights, "family": design.family}
+    family = compare_study(arms, declared, design.cluster, **options)
+    clean = compare_study(arms, declared, design.cluster, drop_copied=True, **options)
+    size = sum(1 for tested in family.values() for t in tested if not t.exploratory)
     out = [
         f"The {len(declared)} comparisons {design_name} declares: F1, paired on the tasks both "
-        f"systems ran, clustered by {design.cluster}; each arm's verdicts are Holm's over its "
-        f"declared comparisons, each interval Holm's simultaneous 95%.",
+        f"systems ran, clustered by {design.cluster}; every verdict is Holm's over one family, "
+        "the declared comparisons of every arm, each interval Holm's simultaneous 95%. On fewer "
+        "than 12 clusters a verdict takes the larger of the t and the exact cluster sign-flip p "
+        "(its interval the union of both tests'). Each minimum detectable difference is at the "
+        "level Holm's verdicts used; each claim is repeated without the tasks where either "
+        "system copied a demonstration's answer (the same comparisons, their own Holm family).",
         "",
     ]
-    for arm, systems in load_study(folder).items():
-        if not arm.startswith(GENERATED) or arm.startswith(f"{GENERATED} ~"):
+    for arm, systems in arms.items():
+        if arm not in family:
             continue  # real-data arms are not in the design; a sampled arm compares nothing
-        tested = compare_systems(systems, declared, design.cluster)
-        tested = [t for t in tested if not t.exploratory]
+        tested = [t for t in family[arm] if not t.exploratory]
+        cleaned = {(t.a, t.b, t.level): t for t in clean.get(arm, [])}
         found = {(t.a, t.b, t.level) for t in tested}
         # a declared comparison the default arm cannot test yet: a system without episodes, or
         # fewer than two shared tasks
@@ -137,10 +184,13 @@ def study_claims(
         out.append("")
         unfinished = progress(systems)
         formats = {k: format_failures(run.scored, run.header) for k, run in systems.items()}
-        out += [
-            f"- {claim(t, unfinished, format_gap_note(formats[t.a], formats[t.b], format_gap))}"
-            for t in tested
-        ]
+        for t in tested:
+            key = (t.a, t.b, t.level)
+            dropped = len(_copied_shared(systems, t))
+            note = format_gap_note(formats[t.a], formats[t.b], format_gap)
+            out.append(
+                f"- {claim(t, unfinished, note)}{_without_copies(t, cleaned.get(key), dropped)}"
+            )
         for a, b, level in missing:
             subject, obj, shared = _sides(a, b)
             level_text = f" ({level} tasks)" if level else ""
@@ -148,4 +198,24 @@ def study_claims(
                 f"- Not yet run: {subject} against {obj.removeprefix('on ')}{shared}{level_text}."
             )
         out.append("")
+    clean_size = sum(len(v) for v in clean.values())
+    out.append(
+        f"One correction family: the {size} declared comparisons tested across "
+        f"{sum(1 for v in family.values() if any(not t.exploratory for t in v))} arm(s), Holm "
+        f"at 0.05 (without copied answers: {clean_size})."
+    )
     return "\n".join(out).rstrip() + "\n"
+
+
+def _copied_shared(systems: dict[System, Run], t: Tested) -> set[str]:
+    """The tasks of comparison ``t`` where either system copied a demonstration's answer."""
+    copied = copied_tasks(systems[t.a]) | copied_tasks(systems[t.b])
+    shared = {x.task_id for x in systems[t.a].scored} & {x.task_id for x in systems[t.b].scored}
+    if t.level is not None:
+        shared = {k for k in shared if _level(systems[t.a], k) == t.level}
+    return copied & shared
+
+
+def _level(run: Run, task_id: str) -> str | None:
+    task = run.tasks.get(task_id)
+    return task.level.value if task is not None else None

@@ -2,10 +2,11 @@
 family's demonstrations (the solved examples its prompt showed) and not the gold.
 
 A small model shown one solved example per family often answers every question of the family
-with the example's answer (SmolLM2 with ReAct did in 48 of 100 generated episodes). Such an
+with the example's answer (SmolLM2 with ReAct did in 59 of 100 generated episodes). Such an
 answer is neither retrieved nor known; the flag (``scores["copied_demonstration"]``) says so
-beside the label, and every table counts it. Yes/no answers are never flagged: with two
-possible answers, agreeing with an example is no sign of copying it.
+beside the label, and every table counts it. A yes/no or number answer equal to a
+demonstration's is flagged even when it is right (a guess and a copy look alike there); a
+study's claims are given with and without the flagged tasks.
 """
 
 from __future__ import annotations
@@ -69,23 +70,53 @@ def demonstration_answers(prompts: Mapping[str, Any] | None) -> dict[str, list[s
     return out
 
 
+def _number(text: str) -> float | None:
+    """``text`` as a number ("1,200", "3.0", "-2"), or None when it is not one."""
+    try:
+        value = float(text.replace(",", "").strip())
+    except ValueError:
+        return None
+    return value if value == value else None  # "nan" is no number
+
+
+def _same(said: str, other: str) -> bool:
+    """Equal once normalised, or the same number written two ways ("3" and "3.0"; the
+    numbers are read before normalising, which drops the decimal point)."""
+    if normalize_answer(said) == normalize_answer(other):
+        return True
+    a, b = _number(said.strip().rstrip(".")), _number(other.strip().rstrip("."))
+    return a is not None and a == b
+
+
+def closed_answer(answer: str | None) -> bool:
+    """A yes/no or a number: an answer a guess hits as often as a copy."""
+    said = (answer or "").strip().rstrip(".")
+    return normalize_answer(said) in ("yes", "no") or _number(said) is not None
+
+
 def copied_demonstration(answer: str | None, golds: Sequence[str], shown: Sequence[str]) -> bool:
-    """Whether ``answer`` is one of the ``shown`` demonstration answers and none of the golds
-    (compared normalised); never for yes/no."""
-    said = normalize_answer(answer or "")
-    if not said or said in ("yes", "no"):
+    """Whether ``answer`` is one of the ``shown`` demonstration answers (compared normalised,
+    numbers by value). An open answer (a name, a title) that is also a gold is not a copy: the
+    demonstrations come from another world, so it was found. A yes/no or number answer counts
+    even when it is the gold (issue 62: ReAct answered its demonstration's "yes" on all 8
+    tasks of wiki 2-1 and 2-2, right on 5): a copy and a guess look alike there, and leaving
+    only the wrong copies out of a comparison would raise the copier's F1."""
+    said = answer or ""
+    if not normalize_answer(said):
         return False
-    if any(normalize_answer(g) == said for g in golds):
+    if not closed_answer(said) and any(_same(said, g) for g in golds):
         return False
-    return any(normalize_answer(a) == said for a in shown)
+    return any(_same(said, a) for a in shown)
 
 
 def flag_copied(traj: Trajectory, task: Task, answers: Mapping[str, Sequence[str]]) -> None:
     """Set ``traj.scores["copied_demonstration"]`` (1.0 or 0.0) where the task's family was
-    shown demonstrations; leave it unset where it was shown none."""
+    shown demonstrations; leave it unset where it was shown none. An open answer graded
+    correct is never flagged (a grader's alias may match what normalising does not)."""
     shown = answers.get(task.family)
     if not shown:
         traj.scores.pop(COPIED, None)
         return
     copied = copied_demonstration(traj.answer, task.answers, shown)
-    traj.scores[COPIED] = float(copied and not traj.scores.get("correct"))
+    closed = closed_answer(traj.answer)
+    traj.scores[COPIED] = float(copied and (closed or not traj.scores.get("correct")))

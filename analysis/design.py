@@ -7,6 +7,9 @@ A design file (YAML, ``studies/<study>.design.yaml``)::
     cluster: family                    # the default for generated task sets
     epochs: 1
     parallel: 2                        # episodes at once, for the machine-time estimate
+    family: study                      # one Holm family over every arm (or: arm)
+    estimand: {weights: task}          # pooled over tasks (or: environment, each alike)
+    budgets: [2000, 4000]              # a budget sweep: one arm per tokens-per-episode value
     comparisons:                       # "workflow/model"; a level makes it a subgroup
       - [react/local/qwen2.5-0.5b, direct/local/qwen2.5-0.5b]
       - {a: react/local/qwen2.5-0.5b, b: pal/local/qwen2.5-0.5b, level: KU}
@@ -20,13 +23,13 @@ exactly the declared comparisons, Holm over them, and marks every other one expl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from raleval.analysis.compare import run_units
 from raleval.analysis.runs import Run
@@ -81,6 +84,16 @@ class Sample(BaseModel):
     per_family: int = Field(ge=1)
 
 
+class Estimand(BaseModel):
+    """What a pooled difference averages: ``task`` weighs every sampled task alike (so an
+    environment weighs by its number of families), ``environment`` each environment alike
+    (the mean of the environments' mean differences)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: Literal["task", "environment"] = "task"
+
+
 class StudyDesign(BaseModel):
     """What a study declares before it runs."""
 
@@ -93,6 +106,29 @@ class StudyDesign(BaseModel):
     alpha: float = Field(0.05, gt=0, lt=1)
     power: float = Field(0.8, gt=0, lt=1)
     comparisons: list[Comparison] = Field(min_length=1)
+    # which comparisons share one Holm correction: ``study``, the declared comparisons on every
+    # arm that ran them (issue 62: an arm repeating another's comparison gets no fresh alpha);
+    # ``arm``, one family per arm
+    family: Literal["study", "arm"] = "study"
+    estimand: Estimand = Field(default_factory=Estimand)
+    # a budget sweep: tokens per episode, one arm per budget (the run config's ``budgets``)
+    budgets: list[int] = Field(default_factory=list)
+    # whether the cells also run at each workflow's default budgets (an arm of its own); a
+    # sweep whose largest budget rarely binds can leave it out
+    default_arm: bool = True
+
+    @model_validator(mode="after")
+    def _some_arm(self) -> StudyDesign:
+        if not self.default_arm and not self.budgets:
+            raise ValueError("a design without the default arm needs budgets")
+        return self
+
+    @field_validator("budgets")
+    @classmethod
+    def _budgets(cls, v: list[int]) -> list[int]:
+        if any(b <= 0 for b in v) or len(set(v)) != len(v):
+            raise ValueError(f"budgets must be distinct positive token counts: {v}")
+        return sorted(v)
 
     @property
     def declared(self) -> list[tuple[tuple[str, str], tuple[str, str], str | None]]:
@@ -138,12 +174,23 @@ class DesignPlan:
     episodes: dict[tuple[str, str], int]  # system -> planned episodes
     seconds_per_episode: dict[tuple[str, str], float]  # from the pilot; absent: no pilot
     parallel: int
+    # a budget sweep: system -> the pilot's seconds per episode summed over the budget arms,
+    # each at most the default's and scaled by budget / the pilot's tokens per episode
+    budget_seconds: dict[tuple[str, str], float] = field(default_factory=dict)
+    # system without a pilot -> the piloted system its seconds were scaled from
+    borrowed: dict[tuple[str, str], str] = field(default_factory=dict)
+    default_arm: bool = True
+
+    def seconds_of(self, system: tuple[str, str]) -> float:
+        """Planned seconds per task of ``system`` over its arms (NaN without a pilot)."""
+        sec = self.seconds_per_episode.get(system, float("nan"))
+        return (sec if self.default_arm else 0.0) + self.budget_seconds.get(system, 0.0)
 
     @property
     def machine_hours(self) -> float:
         """Wall-clock hours of the cells with a pilot, ``parallel`` episodes at once."""
         total = sum(
-            n * self.seconds_per_episode[s]
+            n * self.seconds_of(s)
             for s, n in self.episodes.items()
             if s in self.seconds_per_episode
         )
@@ -166,15 +213,22 @@ def plan_design(design: StudyDesign, pilot: dict[tuple[str, str], Run]) -> Desig
     t_power) SE`` with C - 1 degrees of freedom (Miller 2024, section 5) at Bonferroni's
     ``alpha / m`` over the declared comparisons, a bound for Holm's. Machine time: each
     system's planned episodes x its pilot seconds per episode, ``parallel`` at once."""
-    m = len(design.comparisons)
+    m = len(design.comparisons) * (int(design.default_arm) + len(design.budgets))
     alpha = design.alpha / m
     planned: list[PlannedComparison] = []
     episodes: dict[tuple[str, str], int] = {}
     seconds: dict[tuple[str, str], float] = {}
+    budget_seconds: dict[tuple[str, str], float] = {}
     for key, run in pilot.items():
         scored = run.scored
         if scored:
             seconds[key] = sum(t.wall_time_s for t in scored) / len(scored)
+            tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored) / len(scored)
+            # a capped episode spends at most its budget: time taken as proportional to tokens
+            budget_seconds[key] = sum(
+                seconds[key] * min(1.0, b / tokens) if tokens > 0 else seconds[key]
+                for b in design.budgets
+            )
     for c in design.comparisons:
         (a, b) = c.systems
         missing = [s for s in (a, b) if s not in pilot]
@@ -223,15 +277,64 @@ def plan_design(design: StudyDesign, pilot: dict[tuple[str, str], Run]) -> Desig
             episodes[s] = max(episodes.get(s, 0), design.sample.per_family * len(fam))
     for s in episodes:
         episodes[s] *= design.epochs
-    return DesignPlan(planned, episodes, seconds, design.parallel)
+    # a system without a pilot: as many episodes as a piloted one of its model's families
+    for c in design.comparisons:
+        for s in c.systems:
+            if s not in pilot and s not in episodes:
+                same = [n for (w, m), n in episodes.items() if m == s[1] or w == s[0]]
+                if same:
+                    episodes[s] = max(same)
+    borrowed = _borrowed_seconds(design, seconds, budget_seconds, pilot)
+    budget_seconds = {k: v for k, v in budget_seconds.items() if design.budgets}
+    return DesignPlan(
+        planned, episodes, seconds, design.parallel, budget_seconds, borrowed, design.default_arm
+    )
+
+
+def _borrowed_seconds(
+    design: StudyDesign,
+    seconds: dict[tuple[str, str], float],
+    budget_seconds: dict[tuple[str, str], float],
+    pilot: dict[tuple[str, str], Run],
+) -> dict[tuple[str, str], str]:
+    """Seconds per episode for declared systems the pilot lacks (a model the pilot ran on
+    fewer workflows): the same workflow on another piloted model, times the ratio of the two
+    models' seconds on a workflow both ran (ReAct where it can). Fills ``seconds`` and
+    ``budget_seconds`` in place; returns system -> what it was scaled from."""
+    out = {}
+    wanted = {s for c in design.comparisons for s in c.systems}
+    for workflow, model in sorted(wanted - set(seconds)):
+        for (w2, m2), sec in sorted(seconds.items()):
+            if w2 != workflow or m2 == model:
+                continue
+            shared = [w for (w, m) in seconds if m == model and (w, m2) in seconds]
+            if not shared:
+                continue
+            base = "react" if "react" in shared else shared[0]
+            ratio = seconds[(base, model)] / seconds[(base, m2)]
+            seconds[(workflow, model)] = sec * ratio
+            if (w2, m2) in budget_seconds:
+                budget_seconds[(workflow, model)] = budget_seconds[(w2, m2)] * ratio
+            out[(workflow, model)] = f"{w2}/{m2} x {base} ratio {ratio:.2f}"
+            break
+    return out
 
 
 def render_plan(plan: DesignPlan, design: StudyDesign) -> str:
     """The plan as Markdown: a row per declared comparison, then the machine time."""
     m = len(design.comparisons)
+    arms = int(design.default_arm) + len(design.budgets)
+    budgets = ", ".join(str(b) for b in design.budgets)
+    where = "the default arm and each of " if design.default_arm else "each of "
+    family = (
+        f"{m}"
+        if not design.budgets
+        else f"{m * arms} ({m} on {where}{len(design.budgets)} budgets: {budgets} tokens)"
+    )
     out = [
-        f"declared comparisons: {m}; MDD at {100 * design.power:g}% power, alpha "
-        f"{design.alpha:g} / {m} (Bonferroni, a bound for Holm), clusters by {design.cluster}",
+        f"declared comparisons: {family}; MDD at {100 * design.power:g}% power, alpha "
+        f"{design.alpha:g} / {m * arms} (Bonferroni, a bound for Holm), clusters by "
+        f"{design.cluster}",
         "",
         "| comparison | pilot tasks | pilot clusters | planned tasks | planned clusters "
         "| sd of difference | design effect | MDD |",
@@ -247,14 +350,31 @@ def render_plan(plan: DesignPlan, design: StudyDesign) -> str:
             f"| {p.planned_clusters} | {num(p.sd)} | {num(p.deff, '.2f')} | "
             f"{num(p.mdd)}{' (' + p.note + ')' if p.note else ''} |"
         )
-    out += [
-        "",
-        "| system | planned episodes | pilot s/episode | episode-hours |",
-        "|---|---:|---:|---:|",
-    ]
+    if plan.budget_seconds:
+        out += [
+            "",
+            "| system | planned episodes per arm | pilot s/episode | s/episode over the "
+            f"{len(design.budgets)} budget arms | episode-hours"
+            f"{'' if design.default_arm else ' (budget arms only)'} |",
+            "|---|---:|---:|---:|---:|",
+        ]
+    else:
+        out += [
+            "",
+            "| system | planned episodes | pilot s/episode | episode-hours |",
+            "|---|---:|---:|---:|",
+        ]
     for s, n in sorted(plan.episodes.items()):
         sec = plan.seconds_per_episode.get(s, float("nan"))
-        out.append(f"| {'/'.join(s)} | {n} | {num(sec, '.1f')} | {num(n * sec / 3600, '.2f')} |")
+        name = "/".join(s) + (f" (no pilot: {plan.borrowed[s]})" if s in plan.borrowed else "")
+        if plan.budget_seconds:
+            extra = plan.budget_seconds.get(s, float("nan"))
+            hours = n * plan.seconds_of(s) / 3600
+            out.append(
+                f"| {name} | {n} | {num(sec, '.1f')} | {num(extra, '.1f')} | {num(hours, '.2f')} |"
+            )
+            continue
+        out.append(f"| {name} | {n} | {num(sec, '.1f')} | {num(n * sec / 3600, '.2f')} |")
     out += [
         "",
         f"machine time: {plan.machine_hours:.1f} h with {plan.parallel} episodes at once "

@@ -23,6 +23,7 @@ MEAN_INTERVAL = "95% clustered t interval"  # seconds, tokens, USD: unbounded me
 AVERAGE_INTERVAL = "95% interval of an unweighted mean of family means (combined)"
 DIFFERENCE_INTERVAL = "95% clustered paired t interval"
 HOLM_INTERVAL = "Holm-simultaneous 95% interval (agrees with the Holm verdict)"
+FEW_CLUSTERS = 12  # below this many clusters a claim also carries the exact sign-flip p
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,15 @@ def score_interval(
 @dataclass(frozen=True)
 class PairedDifference:
     diff: Interval  # mean(a - b) over the shared units, clustered t interval
-    p: float  # two-sided, for "no difference"
+    p: float  # two-sided, for "no difference": the clustered t test's
     mdd: float  # minimum detectable difference at the given power (two-sided alpha)
+    # the exact cluster sign-flip p (:func:`sign_flip_p`), on fewer than FEW_CLUSTERS clusters
+    p_flip: float = float("nan")
+
+    @property
+    def p_verdict(self) -> float:
+        """The p a claim's verdict takes: the more conservative of the t and sign-flip p."""
+        return self.p if self.p_flip != self.p_flip else max(self.p, self.p_flip)
 
 
 def paired_difference(
@@ -161,7 +169,8 @@ def paired_difference(
 ) -> PairedDifference:
     """Paired test of mean(a - b) on the same units (Miller, section 4.2: the SE of the
     differences, ``sqrt(SE_a^2 + SE_b^2 - 2 Cov(a, b))``, is the SE of the per-unit
-    differences), clustered as in :func:`clustered_se`, t with C - 1 degrees of freedom."""
+    differences), clustered as in :func:`clustered_se`, t with C - 1 degrees of freedom. On
+    fewer than :data:`FEW_CLUSTERS` clusters the exact sign-flip p comes beside it."""
     from scipy import stats as st
 
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
@@ -182,7 +191,94 @@ def paired_difference(
         if diff.se == 0
         else minimum_detectable_difference(diff.se, diff.df, alpha, power)
     )
-    return PairedDifference(diff, p, mdd)
+    p_flip = sign_flip_p(d, clusters) if 2 <= diff.clusters < FEW_CLUSTERS else float("nan")
+    return PairedDifference(diff, p, mdd, p_flip)
+
+
+def _cluster_sums(
+    d: Sequence[float], clusters: Sequence[object] | None, weights: Sequence[float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster: the sum of the values and of their weights (1 each without ``weights``)."""
+    x = np.asarray(d, dtype=float)
+    codes = _codes(clusters, len(x))
+    c = int(codes.max()) + 1 if len(x) else 0
+    w = np.ones(len(x)) if weights is None else np.asarray(weights, dtype=float)
+    return np.bincount(codes, weights=x, minlength=c), np.bincount(codes, weights=w, minlength=c)
+
+
+def _flip_signs(c: int) -> np.ndarray:
+    """Every one of the 2^c sign vectors (rows), +1 / -1."""
+    bits = (np.arange(2**c)[:, None] >> np.arange(c)[None, :]) & 1
+    return 1.0 - 2.0 * bits
+
+
+def sign_flip_p(
+    d: Sequence[float],
+    clusters: Sequence[object] | None = None,
+    delta: float = 0.0,
+    weights: Sequence[float] | None = None,
+) -> float:
+    """Exact two-sided cluster sign-flip randomisation p for "the mean difference is
+    ``delta``": every one of the 2^C ways of flipping the sign of each cluster's summed
+    deviation ``sum_{i in c} (d_i - delta)``, the share whose total is at least as far from 0
+    as the observed (Fisher 1935's randomisation test on clusters; Canay, Romano & Shaikh 2017,
+    Econometrica 85, for its validity with few, heterogeneous clusters under symmetry). With C
+    clusters no p is below 2 / 2^C. More than 20 clusters: NaN (the t test is the claim's).
+    ``weights``: ``d`` holds weighted values ``w_i x_i`` of a weighted mean, and a cluster's
+    deviation is ``sum w_i (x_i - delta)``."""
+    sums, sizes = _cluster_sums(d, clusters, weights)
+    c = len(sums)
+    if c < 1 or c > 20:
+        return float("nan")
+    dev = sums - delta * sizes
+    observed = abs(float(dev.sum()))
+    flipped = np.abs(_flip_signs(c) @ dev)
+    # a relative tolerance: flips that tie with the observed total count as reaching it
+    return float(np.mean(flipped >= observed - 1e-12 * max(1.0, observed)))
+
+
+def sign_flip_interval(
+    d: Sequence[float],
+    clusters: Sequence[object] | None = None,
+    level: float = 0.95,
+    bounds: tuple[float, float] = (-1.0, 1.0),
+    weights: Sequence[float] | None = None,
+) -> Interval:
+    """The differences ``delta`` the sign-flip test (:func:`sign_flip_p`) does not reject at
+    ``1 - level``, found by bisection on each side of the mean; ``bounds`` is the range a mean
+    difference can take (-1 to 1 for scores in [0, 1]). When the test cannot reject at that
+    level at all (2 / 2^C >= 1 - level) the interval is the whole range: so few clusters say
+    nothing about the size of a difference at that level."""
+    x = np.asarray(d, dtype=float)
+    sums, sizes = _cluster_sums(x, clusters, weights)
+    est = float(sums.sum() / sizes.sum())
+    c = len(sums)
+    alpha = 1 - level
+    lo_bound, hi_bound = min(bounds[0], est), max(bounds[1], est)
+    if c > 20 or 2.0 ** (1 - c) >= alpha - 1e-15:
+        return Interval(est, lo_bound, hi_bound, clusters=c)
+
+    def accepted(delta: float) -> bool:
+        return sign_flip_p(x, clusters, delta, weights) > alpha
+
+    def edge(inside: float, outside: float) -> float:
+        if accepted(outside):
+            return outside
+        for _ in range(50):  # 2^-50 of the range: far below the three places printed
+            mid = (inside + outside) / 2
+            inside, outside = (mid, outside) if accepted(mid) else (inside, mid)
+        return inside
+
+    return Interval(est, edge(est, lo_bound), edge(est, hi_bound), clusters=c)
+
+
+def holm_level(p_holm: Sequence[float], alpha: float = 0.05) -> float:
+    """The level Holm's step-down compared the first comparison it left open against,
+    ``alpha / (m - k)`` with k comparisons rejected: the level an open claim's verdict used,
+    so its minimum detectable difference is taken there (alpha when every one was rejected)."""
+    tested = [p for p in p_holm if p == p]
+    rejected = sum(p < alpha for p in tested)
+    return alpha / max(1, len(tested) - rejected)
 
 
 def minimum_detectable_difference(
@@ -213,7 +309,13 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 
 def holm_intervals(
-    diffs: Sequence[Interval], p_holm: Sequence[float], alpha: float = 0.05
+    diffs: Sequence[Interval],
+    p_holm: Sequence[float],
+    alpha: float = 0.05,
+    samples: Sequence[
+        tuple[Sequence[float], Sequence[object] | None, Sequence[float] | None] | None
+    ]
+    | None = None,
 ) -> list[Interval]:
     """Intervals of paired differences that agree with Holm's verdicts.
 
@@ -226,26 +328,44 @@ def holm_intervals(
     27), whose exact simultaneous bounds for Holm say no more than the sign there;
     ``benchmarks/stats_calibration.py`` measures the family-wise coverage. ``diffs`` are t
     intervals (:func:`paired_difference`); an SE of 0 (every cluster moved alike, p from the
-    sign-flip test) gives the point when rejected and no interval otherwise."""
+    sign-flip test) gives the point when rejected and no interval otherwise.
+
+    ``samples`` (per row, the differences, their clusters and weights, or None) marks the rows whose
+    verdict took the sign-flip p too (fewer than :data:`FEW_CLUSTERS` clusters): their interval
+    is the union of the t interval and the sign-flip one (:func:`sign_flip_interval`) at the
+    same level, so it holds 0 exactly when either test does not reject; scores in [0, 1]
+    assumed, it is cut to [-1, 1]."""
     from scipy import stats as st
 
     if len(diffs) != len(p_holm):
         raise ValueError(f"{len(diffs)} differences for {len(p_holm)} p-values")
+    samples = samples or [None] * len(diffs)
     tested = sum(1 for p in p_holm if p == p)
     open_ = sum(1 for p in p_holm if p == p and p >= alpha)
     out = []
-    for d, p in zip(diffs, p_holm, strict=True):
+    for d, p, sample in zip(diffs, p_holm, samples, strict=True):
         if d.se != d.se or p != p:
             out.append(Interval(d.estimate, float("nan"), float("nan"), d.se, d.df, d.clusters))
             continue
-        if d.se == 0:
+        if d.se == 0 and sample is None:
             point = d.estimate if p < alpha or d.estimate == 0 else float("nan")
             out.append(Interval(d.estimate, point, point, d.se, d.df, d.clusters))
             continue
-        h = float(st.t.ppf(1 - alpha / (2 * tested), d.df)) * d.se
-        if p < alpha and abs(d.estimate) <= h:  # rejected, yet Bonferroni's interval holds 0
-            h = float(st.t.ppf(1 - alpha / (2 * max(open_, 1)), d.df)) * d.se
-        out.append(Interval(d.estimate, d.estimate - h, d.estimate + h, d.se, d.df, d.clusters))
+
+        def at(level_alpha: float, d: Interval = d, sample=sample) -> tuple[float, float]:
+            h = float(st.t.ppf(1 - level_alpha / 2, d.df)) * d.se
+            low, high = d.estimate - h, d.estimate + h
+            if sample is not None and d.clusters < FEW_CLUSTERS:
+                values, groups, weights = sample
+                flip = sign_flip_interval(values, groups, 1 - level_alpha, weights=weights)
+                # the union, within the range a difference of scores can take (-1 to 1)
+                low, high = max(-1.0, min(low, flip.low)), min(1.0, max(high, flip.high))
+            return low, high
+
+        low, high = at(alpha / tested)
+        if p < alpha and low <= 0 <= high:  # rejected, yet Bonferroni's interval holds 0
+            low, high = at(alpha / max(open_, 1))
+        out.append(Interval(d.estimate, low, high, d.se, d.df, d.clusters))
     return out
 
 

@@ -23,19 +23,29 @@ import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from raleval.analysis.compare import run_units
+from raleval.analysis.compare import RunUnits, run_units
 from raleval.analysis.demonstrations import COPIED
 from raleval.analysis.diagnosis import cause_tables, read_diagnoses
 from raleval.analysis.format_failures import (
     DEFAULT_FORMAT_GAP,
+    FormatFailures,
     format_failures,
     format_gap_note,
 )
 from raleval.analysis.runs import Run, find_runs, load_run, pass_at_k, unit_interval
-from raleval.analysis.stats import Interval, holm, holm_intervals, paired_difference
+from raleval.analysis.stats import (
+    Interval,
+    PairedDifference,
+    holm,
+    holm_intervals,
+    holm_level,
+    minimum_detectable_difference,
+    paired_difference,
+    sign_flip_p,
+)
 from raleval.analysis.taxonomy import BUDGETS
 from raleval.records import ErrorType, StopReason, Trajectory
 from raleval.store import TIMING
@@ -185,8 +195,13 @@ System = tuple[str, str]
 class Tested:
     """One comparison of two systems on the tasks both ran (of ``level`` only, when given).
     ``diff`` is the paired difference in F1, A - B; a declared comparison carries its interval
-    at Holm's simultaneous level and Holm's p over the arm's declared (or default) pairs, an
-    exploratory one its unadjusted 95% interval and raw p."""
+    at Holm's simultaneous level and Holm's p over its family (the design's declared
+    comparisons on every arm, :func:`compare_study`), an exploratory one its unadjusted 95%
+    interval and raw p. ``p_t`` and ``p_flip`` are the raw clustered t and exact sign-flip p
+    (the latter on fewer than ``FEW_CLUSTERS`` clusters); the verdict took the larger. ``mdd``
+    is taken at the level the verdict used (:func:`raleval.analysis.stats.holm_level`); inf
+    where the sign-flip test cannot reach that level on so few clusters. ``by_env`` is the
+    difference on each environment's tasks, ``family`` the size of the Holm family."""
 
     a: System
     b: System
@@ -196,6 +211,10 @@ class Tested:
     p: float
     mdd: float
     exploratory: bool = False
+    p_t: float = float("nan")
+    p_flip: float = float("nan")
+    family: int = 0
+    by_env: tuple[tuple[str, float], ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -204,54 +223,209 @@ class Tested:
         return "differ" if self.p == self.p and self.p < 0.05 else "inside"
 
 
+@dataclass(frozen=True)
+class _Pair:
+    """A comparison's raw test, before its family's adjustment."""
+
+    a: System
+    b: System
+    level: str | None
+    res: PairedDifference
+    d: list[float]  # per-task differences, A - B
+    clusters: list[str]
+    envs: list[str]
+    weights: list[float] | None = None  # per task, mean 1, under an estimand that weighs
+
+
+def _level_of(run: Run, task_id: str) -> str | None:
+    task = run.tasks.get(task_id)
+    return task.level.value if task is not None else None
+
+
+def _env_of(run: Run, task_id: str) -> str:
+    task = run.tasks.get(task_id)
+    return task.domain.split("/", 1)[0] if task is not None else "?"
+
+
+def copied_tasks(run: Run) -> set[str]:
+    """Task ids where some scored episode of ``run`` answered a demonstration's answer."""
+    return {t.task_id for t in run.scored if t.scores.get(COPIED, 0.0) > 0}
+
+
+def _pair(
+    systems: dict[System, Run],
+    units: dict[System, RunUnits],
+    a: System,
+    b: System,
+    level: str | None,
+    drop_copied: bool = False,
+    weights: str = "task",
+) -> _Pair | None:
+    """The paired test of A - B on the tasks both ran (of ``level``); ``drop_copied`` leaves
+    out the tasks where either system copied a demonstration's answer. ``weights``
+    ``environment`` makes the estimand the unweighted mean of the environments' mean
+    differences: task i of environment e weighs ``n / (E n_e)``, and the test runs on the
+    weighted differences (a weighted mean is the plain mean of ``w_i d_i`` when the w_i average
+    1; its clustered SE is then the linearised one)."""
+    if a not in units or b not in units:
+        return None
+    ua, ub = units[a], units[b]
+    ids = sorted(set(ua.samples) & set(ub.samples))
+    if level is not None:
+        ids = [k for k in ids if _level_of(systems[a], k) == level]
+    if drop_copied:
+        dropped = copied_tasks(systems[a]) | copied_tasks(systems[b])
+        ids = [k for k in ids if k not in dropped]
+    if len(ids) < 2:
+        return None
+    ma, mb = ua.means, ub.means
+    d = [ma[k] - mb[k] for k in ids]
+    clusters = [str(ua.clusters[k]) for k in ids]
+    envs = [_env_of(systems[a], k) for k in ids]
+    if weights == "task":
+        res = paired_difference([ma[k] for k in ids], [mb[k] for k in ids], clusters)
+        return _Pair(a, b, level, res, d, clusters, envs)
+    if weights != "environment":
+        raise ValueError(f"unknown estimand weights {weights!r}: task or environment")
+    count = Counter(envs)
+    w = [len(ids) / (len(count) * count[e]) for e in envs]
+    res = paired_difference(
+        [wi * ma[k] for wi, k in zip(w, ids, strict=True)],
+        [wi * mb[k] for wi, k in zip(w, ids, strict=True)],
+        clusters,
+    )
+    if res.p_flip == res.p_flip:  # the sign-flip p of the weighted mean (equal at 0 anyway)
+        weighted = [wi * x for wi, x in zip(w, d, strict=True)]
+        res = replace(res, p_flip=sign_flip_p(weighted, clusters, 0.0, w))
+    return _Pair(a, b, level, res, d, clusters, envs, w)
+
+
+def _claim_mdd(res: PairedDifference, alpha: float, power: float = 0.8) -> float:
+    """The MDD at ``alpha`` (the level the verdict used); inf when the verdict took the
+    sign-flip p and C clusters cannot reach ``alpha`` (its smallest p is 2 / 2^C)."""
+    d = res.diff
+    if d.se != d.se or d.se == 0:
+        return float("nan")
+    if res.p_flip == res.p_flip and 2.0 ** (1 - d.clusters) >= alpha:
+        return float("inf")
+    return minimum_detectable_difference(d.se, d.df, alpha, power)
+
+
+def _weighted(r: _Pair) -> list[float]:
+    """The values the test ran on: the differences, times their weights under a weighting."""
+    if r.weights is None:
+        return r.d
+    return [w * x for w, x in zip(r.weights, r.d, strict=True)]
+
+
+def _adjusted(found: list[_Pair], alpha: float = 0.05) -> list[Tested]:
+    """One Holm family over ``found``: each verdict on the more conservative of the t and
+    sign-flip p, its interval at Holm's simultaneous level (the union with the sign-flip
+    interval where that p counted), its MDD at the level Holm's verdicts used."""
+    adjusted = holm([r.res.p_verdict for r in found])
+    samples = [
+        (_weighted(r), r.clusters, r.weights) if r.res.p_flip == r.res.p_flip else None
+        for r in found
+    ]
+    intervals = holm_intervals([r.res.diff for r in found], adjusted, alpha, samples)
+    level = holm_level(adjusted, alpha)
+    out = []
+    for r, p_holm, interval in zip(found, adjusted, intervals, strict=True):
+        by_env: dict[str, list[float]] = defaultdict(list)
+        for env, x in zip(r.envs, r.d, strict=True):
+            by_env[env].append(x)
+        envs = tuple((e, sum(v) / len(v)) for e, v in sorted(by_env.items()))
+        out.append(
+            Tested(
+                r.a, r.b, r.level, len(r.d), interval, p_holm, _claim_mdd(r.res, level),
+                p_t=r.res.p, p_flip=r.res.p_flip, family=len(found), by_env=envs,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _exploratory(
+    systems: dict[System, Run], units: dict[System, RunUnits], declared: Declared
+) -> list[Tested]:
+    """Every pair of :func:`_pairs` the design did not declare: unadjusted, no verdict."""
+    asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
+    out = []
+    for a, b in _pairs(systems):
+        r = None if (a, b, None) in asked else _pair(systems, units, a, b, None)
+        if r is not None:
+            res = r.res
+            out.append(
+                Tested(a, b, None, len(r.d), res.diff, res.p, res.mdd, exploratory=True,
+                       p_t=res.p, p_flip=res.p_flip)
+            )  # fmt: skip
+    return out
+
+
 def compare_systems(
     systems: dict[System, Run], declared: Declared | None = None, cluster: str = "auto"
 ) -> list[Tested]:
-    """Each tested pair on the tasks both ran: the clustered paired difference in F1, its
-    interval at Holm's simultaneous level (it holds 0 exactly when the verdict is "inside":
-    :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the tested pairs, and the
-    minimum difference the shared tasks could detect (80% power).
+    """Each tested pair of one arm on the tasks both ran: the clustered paired difference in
+    F1, its interval at Holm's simultaneous level (it holds 0 exactly when the verdict is
+    "inside": :func:`raleval.analysis.stats.holm_intervals`), Holm's p over the arm's tested
+    pairs, and the minimum difference the shared tasks could detect (80% power).
 
     Without ``declared`` the pairs of :func:`_pairs` are tested. With a design's declared
     comparisons (A, B, level or None), exactly those are tested, Holm over them (a declared
     pair a system of this arm lacks is left out); every other pair of
-    :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked exploratory."""
+    :func:`_pairs` follows, unadjusted (its 95% interval and raw p), marked exploratory. A
+    study's claims take one family over every arm instead: :func:`compare_study`."""
     units = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
-
-    def level_of(run: Run, task_id: str) -> str | None:
-        task = run.tasks.get(task_id)
-        return task.level.value if task is not None else None
-
-    def test(a: System, b: System, level: str | None) -> tuple | None:
-        if a not in units or b not in units:
-            return None
-        ua, ub = units[a], units[b]
-        ids = sorted(set(ua.samples) & set(ub.samples))
-        if level is not None:
-            ids = [k for k in ids if level_of(systems[a], k) == level]
-        if len(ids) < 2:
-            return None
-        ma, mb = ua.means, ub.means
-        res = paired_difference(
-            [ma[k] for k in ids], [mb[k] for k in ids], [ua.clusters[k] for k in ids]
-        )
-        return (a, b, level, len(ids), res)
-
     tested = [(a, b, None) for a, b in _pairs(systems)] if declared is None else list(declared)
-    found = [r for r in (test(*t) for t in tested) if r is not None]
-    adjusted = holm([r.p for *_, r in found])
-    intervals = holm_intervals([r.diff for *_, r in found], adjusted)
-    out = [
-        Tested(a, b, level, n, d, p_holm, res.mdd)
-        for (a, b, level, n, res), p_holm, d in zip(found, adjusted, intervals, strict=True)
-    ]
+    found = [r for r in (_pair(systems, units, *t) for t in tested) if r is not None]
+    out = _adjusted(found)
     if declared is not None:
-        asked = {(a, b, lv) for a, b, lv in declared} | {(b, a, lv) for a, b, lv in declared}
-        for a, b in _pairs(systems):
-            r = None if (a, b, None) in asked else test(a, b, None)
+        out += _exploratory(systems, units, declared)
+    return out
+
+
+def family_arms(arms: dict[str, dict[System, Run]]) -> list[str]:
+    """The arms whose declared comparisons are claims: the generated arm and every budget arm
+    (a sampled arm measures consistency; a real-data file is not in the design)."""
+    return [a for a in arms if a.startswith(GENERATED) and not a.startswith(f"{GENERATED} ~")]
+
+
+def compare_study(
+    arms: dict[str, dict[System, Run]],
+    declared: Declared,
+    cluster: str,
+    drop_copied: bool = False,
+    weights: str = "task",
+    family: str = "study",
+) -> dict[str, list[Tested]]:
+    """A study's declared comparisons on every arm of :func:`family_arms`, Holm over all of
+    them at once (one family over everything the study claims, issue 62: an arm that repeats
+    another's comparison does not get a fresh alpha), then each arm's exploratory pairs.
+    ``drop_copied``: the same family on the tasks where neither system copied a
+    demonstration's answer (a sensitivity analysis beside the claims). ``weights`` is the
+    design's estimand (:func:`_pair`); ``family`` ``arm`` gives each arm a Holm family of its
+    own instead (what studies before issue 62 did)."""
+    found: list[tuple[str, _Pair]] = []
+    units_of = {}
+    for arm in family_arms(arms):
+        systems = arms[arm]
+        units_of[arm] = {key: run_units(run, cluster=cluster) for key, run in systems.items()}
+        for t in declared:
+            r = _pair(systems, units_of[arm], *t, drop_copied=drop_copied, weights=weights)
             if r is not None:
-                res = r[4]
-                out.append(Tested(a, b, None, r[3], res.diff, res.p, res.mdd, exploratory=True))
+                found.append((arm, r))
+    if family == "study":
+        tested = _adjusted([r for _, r in found])
+    elif family == "arm":
+        by_arm = {arm: _adjusted([r for a, r in found if a == arm]) for arm in units_of}
+        tested = [by_arm[arm].pop(0) for arm, _ in found]
+    else:
+        raise ValueError(f"unknown correction family {family!r}: study or arm")
+    out: dict[str, list[Tested]] = {arm: [] for arm in units_of}
+    for (arm, _), t in zip(found, tested, strict=True):
+        out[arm].append(t)
+    if not drop_copied:
+        for arm, units in units_of.items():
+            out[arm] += _exploratory(arms[arm], units, declared)
     return out
 
 
@@ -261,28 +435,34 @@ def p_text(p: float) -> str:
 
 
 def comparison_table(
-    systems: dict[System, Run],
-    declared: Declared | None = None,
-    cluster: str = "auto",
+    tested: list[Tested],
+    formats: dict[System, FormatFailures] | None = None,
     format_gap: float = DEFAULT_FORMAT_GAP,
 ) -> list[str]:
-    """Markdown rows of :func:`compare_systems`: pair, shared tasks and clusters, the
-    difference, its interval, p (Holm's, or raw for an exploratory pair), MDD, verdict; a
-    verdict whose sides' format-failure rates differ by more than ``format_gap`` says so."""
+    """Markdown rows of tested pairs (:func:`compare_systems`, :func:`compare_study`): pair,
+    shared tasks and clusters, the difference, its interval, p (Holm's, or raw for an
+    exploratory pair), the raw t and sign-flip p, MDD, verdict; with ``formats`` (each
+    system's format failures), a verdict whose sides' rates differ by more than
+    ``format_gap`` says so."""
     rows = []
-    formats = {key: format_failures(run.scored, run.header) for key, run in systems.items()}
-    for t in compare_systems(systems, declared, cluster):
+    for t in tested:
         d = t.diff
         ci = "n/a" if d.low != d.low else f"[{d.low:+.3f}, {d.high:+.3f}]"
         p_shown = p_text(t.p) + (" (raw)" if t.exploratory else "")
-        mdd = "-" if t.mdd != t.mdd else f"{t.mdd:.3f}"
-        note = format_gap_note(formats[t.a], formats[t.b], format_gap)
+        raw = p_text(t.p_t) + ("" if t.p_flip != t.p_flip else f" / {p_text(t.p_flip)}")
+        note = format_gap_note(formats[t.a], formats[t.b], format_gap) if formats else ""
         note = f"; {note}" if note else ""
         rows.append(
             f"| {_name(t.a, t.level)} | {_name(t.b, t.level)} | {t.tasks} | {d.clusters} "
-            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {mdd} | {t.verdict}{note} |"
+            f"| {d.estimate:+.3f} | {ci} | {p_shown} | {raw} | {mdd_text(t.mdd)} "
+            f"| {t.verdict}{note} |"
         )
     return rows
+
+
+def mdd_text(mdd: float) -> str:
+    """An MDD as the tables print it: '-' for none, 'any' where no difference is detectable."""
+    return "-" if mdd != mdd else ("any" if mdd == float("inf") else f"{mdd:.3f}")
 
 
 def _name(system: System, level: str | None) -> str:
@@ -315,6 +495,8 @@ def study_tables(
     cluster: str = "auto",
     timing: Path | None = None,
     format_gap: float = DEFAULT_FORMAT_GAP,
+    weights: str = "task",
+    family_of: str = "study",
 ) -> str:
     """The study's tables as Markdown: one per arm, a row per workflow x model, each followed by
     its paired comparisons (:func:`comparison_table`, Holm over that arm's tested pairs; with
@@ -325,7 +507,13 @@ def study_tables(
     out; wall time comes from a timing pass (``timing``: a folder of ``timing.jsonl`` files,
     :func:`timing_table`)."""
     out = []
-    for arm, systems in load_study(folder).items():
+    arms = load_study(folder)
+    family = (
+        compare_study(arms, declared, cluster, weights=weights, family=family_of)
+        if declared is not None
+        else {}
+    )
+    for arm, systems in arms.items():
         generated = arm.startswith(GENERATED)
         columns = COLUMNS[GENERATED if generated else "real"]
         if declared is not None:  # tokens and calls are the cost; the budgets' share beside
@@ -348,25 +536,37 @@ def study_tables(
             row = _row(run)
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
-        rows = comparison_table(
-            systems,
-            declared if generated else None,
-            cluster if generated else "auto",
-            format_gap,
-        )
+        formats = {key: format_failures(run.scored, run.header) for key, run in systems.items()}
+        if arm in family:
+            tested = family[arm]
+        elif declared is not None and generated:  # a sampled arm: the declared pairs, alone
+            tested = compare_systems(systems, declared, cluster)
+        else:
+            tested = compare_systems(systems)
+        rows = comparison_table(tested, formats, format_gap)
         if rows:
             out.append(f"#### {title}: paired comparisons\n")
             out.append(
-                "| A | B | tasks | clusters | F1 A - B | Holm 95% CI | p (Holm) | MDD | verdict |"
+                "| A | B | tasks | clusters | F1 A - B | Holm 95% CI | p (Holm) "
+                "| p t / sign-flip (raw) | MDD | verdict |"
             )
-            out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+            out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
             out.extend(rows)
+            family_text = (
+                f" over the {family[arm][0].family} declared comparisons of every arm"
+                if family.get(arm)
+                else ""
+            )
             out.append(
-                "\n*verdict*: *differ* where Holm's p is below 0.05 (its Holm 95% CI then "
-                "leaves out 0), else *inside* (no difference detected: one smaller than the MDD "
-                "could go unseen); a verdict whose systems' format-failure rates (*fmt fail*: "
-                "model calls cut at max_tokens, unparseable or repeating a call) differ by more "
-                f"than {100 * format_gap:g} points says so beside it"
+                f"\n*verdict*: *differ* where Holm's p{family_text} is below 0.05 (its Holm 95% "
+                "CI then leaves out 0), else *inside* (no difference detected: one smaller than "
+                "the MDD, taken at the level Holm's verdicts used, could go unseen). On fewer "
+                "than 12 clusters the verdict takes the larger of the clustered t p and the "
+                "exact cluster sign-flip p, and the interval is the union of both tests' "
+                "intervals; an MDD of *any*: so few clusters cannot reach that level. A verdict "
+                "whose systems' format-failure rates (*fmt fail*: model calls cut at max_tokens, "
+                "unparseable or repeating a call) differ by more than "
+                f"{100 * format_gap:g} points says so beside it"
             )
             if declared is not None and generated:
                 out.append(
@@ -380,6 +580,7 @@ def study_tables(
             "`nice` on a shared machine): cost is tokens and model calls per episode; wall "
             "time comes from a timing pass (`raleval study timing`).\n"
         )
+    out.extend(budget_table(arms))
     if timing is not None:
         out.extend(timing_table(timing))
     out.extend(_cause_table(folder))
@@ -388,8 +589,11 @@ def study_tables(
 
 def timing_table(folder: Path) -> list[str]:
     """The timing pass's table (``raleval study timing``, every ``timing.jsonl`` under
-    ``folder``): per cell, its episodes (run one at a time, interleaved), the median and range
-    of their wall seconds, and the load average before them. Empty when there is none."""
+    ``folder``): per cell, its episodes (run one at a time, interleaved) and the families they
+    cover, the median and range of their wall seconds, the load average before them (median
+    and highest), the episodes whose wait for a low load timed out, and those whose answer
+    differs from the scored episode's (``-`` where the pass was not checked). Empty when
+    there is none."""
     rows: dict[tuple[str, str, str], list[dict]] = {}
     for log in sorted(folder.rglob(TIMING)):
         env = log.parent.name
@@ -401,16 +605,119 @@ def timing_table(folder: Path) -> list[str]:
         return []
     out = [
         "#### timing pass: one episode at a time, cells interleaved\n",
-        "| env | workflow | model | episodes | median s | range s | median load before |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| env | workflow | model | episodes | families | median s | range s "
+        "| median load before | max load before | load wait timed out | answer differs |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (env, workflow, model), got in sorted(rows.items()):
         wall = [r["wall_time_s"] for r in got]
         loads = [r["load_before"] for r in got if r.get("load_before") is not None]
         load = f"{statistics.median(loads):.1f}" if loads else "-"
+        top = f"{max(loads):.1f}" if loads else "-"
+        families = {r.get("family") for r in got} - {None}
+        checked = [r["matches_scored"] for r in got if r.get("matches_scored") is not None]
+        differs = str(sum(not m for m in checked)) if checked else "-"
+        timed_out = sum(bool(r.get("load_timed_out")) for r in got)
         out.append(
-            f"| {env} | {workflow} | {model} | {len(got)} | {statistics.median(wall):.1f} | "
-            f"{min(wall):.1f}-{max(wall):.1f} | {load} |"
+            f"| {env} | {workflow} | {model} | {len(got)} | {len(families) or '-'} "
+            f"| {statistics.median(wall):.1f} | {min(wall):.1f}-{max(wall):.1f} | {load} "
+            f"| {top} | {timed_out} | {differs} |"
         )
     out.append("")
     return out
+
+
+def budget_of(arm: str) -> int | None:
+    """The token budget of a budget arm (``generated @ 4000 tokens``), else None."""
+    if not arm.startswith(f"{GENERATED} @ "):
+        return None
+    try:
+        return int(arm.split("@", 1)[1].split()[0])
+    except ValueError:
+        return None
+
+
+def budget_series(
+    arms: dict[str, dict[System, Run]],
+) -> dict[str, dict[int, tuple[float, float, float]]]:
+    """``workflow/model`` -> budget -> (F1, low, high) over the budget arms: the F1-against-
+    budget curve of each system (its interval the tables' Wilson one on family clusters)."""
+    out: dict[str, dict[int, tuple[float, float, float]]] = defaultdict(dict)
+    for arm, systems in arms.items():
+        budget = budget_of(arm)
+        if budget is None:
+            continue
+        for (workflow, model), run in systems.items():
+            scored = run.scored
+            if not scored:
+                continue
+            ci = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0), score=True)
+            out[f"{workflow}/{model}"][budget] = (ci.estimate, ci.low, ci.high)
+    return dict(out)
+
+
+def budget_table(arms: dict[str, dict[System, Run]]) -> list[str]:
+    """Markdown: F1 with its 95% interval per system (row) and budget (column), for a study
+    with two or more budget arms; empty otherwise."""
+    series = budget_series(arms)
+    budgets = sorted({b for points in series.values() for b in points})
+    if len(budgets) < 2:
+        return []
+    out = [
+        "#### F1 against the token budget per episode (budget sweep)\n",
+        "| system | " + " | ".join(f"{b} tokens" for b in budgets) + " |",
+        "|---|" + "---:|" * len(budgets),
+    ]
+    for name, points in sorted(series.items()):
+        cells = []
+        for b in budgets:
+            if b not in points:
+                cells.append("-")
+                continue
+            f1, low, high = points[b]
+            ci = "" if low != low else f" [{low:.3f}, {high:.3f}]"
+            cells.append(f"{f1:.3f}{ci}")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def timed_seconds(folder: Path) -> dict[str, list[float]]:
+    """``workflow/model`` -> the wall seconds of its timing-pass episodes (every
+    ``timing.jsonl`` under ``folder``), those whose answer differs from the scored episode's
+    left out: they timed another episode than the one scored."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for log in sorted(folder.rglob(TIMING)):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("wall_time_s") is None or row.get("matches_scored") is False:
+                continue
+            out[f"{row['workflow']}/{row['model']}"].append(float(row["wall_time_s"]))
+    return dict(out)
+
+
+def timing_points(
+    folder: Path, systems: dict[System, Run]
+) -> tuple[dict[str, tuple[float, float, float, float]], list[str], dict]:
+    """The time-versus-F1 figure's points from a timing pass: per system of the arm the pass
+    timed, (mean timed seconds, its 95% t interval, the arm's F1), the Pareto front (faster
+    and better), and each point's F1 interval and n (the figure's ``extras``)."""
+    from raleval.analysis.stats import mean_interval
+
+    timed = timed_seconds(folder)
+    points, extras = {}, {}
+    for (workflow, model), run in systems.items():
+        name = f"{workflow}/{model}"
+        if name not in timed or not run.scored:
+            continue
+        t = mean_interval(timed[name])
+        low, high = (t.low, t.high) if t.low == t.low else (t.estimate, t.estimate)
+        f1 = unit_interval(run, run.scored, lambda x: x.scores.get("f1", 0.0), score=True)
+        points[name] = (t.estimate, max(0.0, low), high, f1.estimate)
+        extras[name] = (f1.low, f1.high, len(run.scored))
+    front, best = [], -1.0
+    for name, (_, _, _, f1) in sorted(points.items(), key=lambda kv: (kv[1][0], -kv[1][3])):
+        if f1 > best:
+            front.append(name)
+            best = f1
+    return points, front, extras

@@ -17,7 +17,14 @@ none can reach them there. Then families of six comparisons, Holm over each, wit
 intervals (``holm_intervals``): rows where a verdict and its interval disagree (floor: 0) and
 the family-wise coverage.
 
-    python benchmarks/stats_calibration.py [--sims 2000] [--seed 0] [--out FILE]
+Heterogeneous clusters (issue 62), where a study's per-level claims live: 6, 8 or 10 clusters
+of unequal size whose B - A varies by a different amount in each (``HeteroDesign``), and 20
+such clusters for the pooled claims. Per design the coverage of a claim's 95% interval (the
+clustered t, the sign-flip one, and their union, which a claim on fewer than 12 clusters
+prints) and the A/A rejection rates of the t test, the sign-flip test and the verdict (the
+larger p on few clusters). Floor: the claim's interval covers at least 93%.
+
+    python benchmarks/stats_calibration.py [--sims 2000] [--seed 0] [--out FILE] [--claims-only]
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ from _common import write_json
 
 from raleval.analysis.calibration import (
     Design,
+    HeteroDesign,
     aa_rate,
+    claim_calibration,
     comparison_rate,
     coverage,
     differing_clusters,
@@ -69,6 +78,56 @@ HOLM_DESIGNS = {
     "small 20 tasks / 10 clusters": Design(templates=10, per_template=2, diff_template_sd=0.8),
     "templates 30x4": Design(templates=30, per_template=4, diff_template_sd=0.8),
 }
+
+
+# cluster sizes and the sd (logit) of B - A within each cluster both differ between clusters
+HETERO_DESIGNS = {
+    "6 clusters, sizes 2-6, sd 0.2-1.2": HeteroDesign(
+        (2, 3, 4, 4, 5, 6), (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
+    ),
+    "6 clusters of 4, sd 0.1-2.0": HeteroDesign((4,) * 6, (0.1, 0.1, 0.5, 0.5, 2.0, 2.0)),
+    "6 clusters, one of 9, sd 1.2 on it": HeteroDesign(
+        (9, 3, 3, 3, 3, 3), (1.2, 0.3, 0.3, 0.3, 0.3, 0.3)
+    ),
+    "8 clusters, sizes 2-6, sd 0.2-1.2": HeteroDesign(
+        (2, 2, 3, 4, 4, 5, 6, 6), (0.2, 1.2, 0.4, 0.6, 1.0, 0.8, 0.3, 1.1)
+    ),
+    "8 clusters of 4, rate near 0.15": HeteroDesign(
+        (4,) * 8, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 0.5, 0.9), base=-2.0
+    ),
+    "10 clusters, sizes 1-8, sd 0.2-1.5": HeteroDesign(
+        (1, 2, 2, 3, 4, 4, 5, 6, 7, 8), (1.5, 0.2, 1.0, 0.4, 0.8, 0.6, 1.2, 0.3, 0.9, 0.5)
+    ),
+    "20 clusters, sizes 2-6, sd 0.2-1.2": HeteroDesign(
+        (2, 3, 4, 5, 6) * 4, (0.2, 0.5, 0.8, 1.0, 1.2) * 4
+    ),
+}
+CLAIM_SHIFT = 0.4  # logit shift of B: a true difference of about 0.07 in F1
+
+
+def check_claims(
+    sims: int, seed: int, only: list[str] | None = None
+) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """The heterogeneous designs (those whose name contains one of ``only``, when given): a
+    claim's coverage and A/A rates, and the floors missed."""
+    print(
+        f"\n{'heterogeneous design':38} {'truth':>6} {'cov t':>6} {'cov sf':>6} {'cov cl':>6} "
+        f"{'A/A t':>6} {'A/A sf':>6} {'A/A v':>6}"
+    )
+    rows, missed = {}, []
+    for name, design in HETERO_DESIGNS.items():
+        if only and not any(o in name for o in only):
+            continue
+        row = claim_calibration(design, sims, CLAIM_SHIFT, seed)
+        rows[name] = {"clusters": len(design.sizes), "tasks": sum(design.sizes), **row}
+        if row["coverage_claim"] < 0.93:
+            missed.append(f"{name}: claim coverage {row['coverage_claim']:.3f} below 0.93")
+        print(
+            f"{name:38} {row['truth']:6.3f} {row['coverage_t']:6.3f} {row['coverage_flip']:6.3f} "
+            f"{row['coverage_claim']:6.3f} {row['aa_t']:6.3f} {row['aa_flip']:6.3f} "
+            f"{row['aa_verdict']:6.3f}"
+        )
+    return rows, missed
 
 
 def check(design: Design, sims: int, seed: int) -> dict[str, float]:
@@ -164,8 +223,21 @@ def main() -> None:
     parser.add_argument("--sims", type=int, default=2000, help="simulated studies per figure")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--claims-only", action="store_true", help="only the heterogeneous-cluster designs"
+    )
+    parser.add_argument(
+        "--only", action="append", help="with --claims-only: designs whose name contains this"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
+    if args.claims_only:
+        hetero, missed = check_claims(args.sims, args.seed, args.only)
+        print(f"{args.sims} simulated studies per design; {time.perf_counter() - start:.1f} s")
+        print("floors: all met" if not missed else "floors missed:\n  " + "\n  ".join(missed))
+        payload = {"sims": args.sims, "seed": args.seed, "heterogeneous": hetero}
+        print(f"wrote {write_json('stats_calibration_claims', payload, args.out)}")
+        return
     rows, missed = {}, []
     print(
         f"{'design':32} {'A/A cl':>7} {'A/A un':>7} {'null cl':>7} {'null un':>7} "
@@ -211,6 +283,8 @@ def main() -> None:
         if bad:
             missed.append(f"Holm {name}: {bad} of {total} rows disagree with their interval")
         print(f"{name:32} rows {total}, disagreeing {bad}, family-wise coverage {fw:.3f}")
+    hetero, hetero_missed = check_claims(args.sims, args.seed)
+    missed += hetero_missed
     elapsed = time.perf_counter() - start
     print(f"{args.sims} simulated studies per figure, alpha 0.05, power 0.8; {elapsed:.1f} s")
     print("floors: all met" if not missed else "floors missed:\n  " + "\n  ".join(missed))
@@ -222,6 +296,7 @@ def main() -> None:
         "designs": rows,
         "small_designs": small,
         "holm": holm_rows,
+        "heterogeneous": hetero,
         "floors_missed": missed,
         "small_reasons": explained,
     }

@@ -230,7 +230,8 @@ def load_matrix(path: Path, overrides: dict[str, Any]) -> list[RunConfig]:
     one per environment name (``{wiki: {size: small}}``): each gets the shared keys and its
     own, since each validates only the options it has. Several YAML documents (separated by
     ``---``) are several such blocks, run one after another: a study's generated and
-    real-data arms in one file.
+    real-data arms in one file. ``budgets: [N, ...]`` makes a budget sweep: every cell of the
+    block once per budget, in an arm ``budget-N`` with ``max_episode_tokens: N``.
     """
     try:
         docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
@@ -254,6 +255,7 @@ def _expand(path: Path, raw: Any, overrides: dict[str, Any]) -> list[RunConfig]:
                 value = raw.pop(spelling)
                 axes[key] = value if isinstance(value, list) else [value]
                 break
+    budgets = _budgets(path, raw.pop("budgets", None))
     base = {**raw, **{k: v for k, v in overrides.items() if v is not None}}
     keys = list(axes)
     configs = []
@@ -264,8 +266,30 @@ def _expand(path: Path, raw: Any, overrides: dict[str, Any]) -> list[RunConfig]:
                 data[k] = overrides[k]
         data["workflow_options"] = _options_of(data.get("workflow_options"), data.get("workflow"))
         data["env_options"] = _options_of(data.get("env_options"), data.get("env"))
-        configs.append(build_config(data, source=str(path)))
+        if budgets is None:
+            configs.append(build_config(data, source=str(path)))
+            continue
+        for budget in budgets:  # one arm per budget: the cells of a budget sweep
+            options = {**(data["workflow_options"] or {}), "max_episode_tokens": budget}
+            arm = f"{data['arm']}-budget-{budget}" if data.get("arm") else f"budget-{budget}"
+            swept = {**data, "arm": arm, "workflow_options": options}
+            configs.append(build_config(swept, source=str(path)))
     return configs
+
+
+def _budgets(path: Path, value: Any) -> list[int] | None:
+    """A block's ``budgets`` (tokens per episode): each becomes an arm ``budget-N`` whose
+    cells run with ``workflow_options.max_episode_tokens: N``."""
+    if value is None:
+        return None
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values
+    ):
+        raise ConfigError(f"{path}: budgets must be positive whole numbers of tokens: {value!r}")
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{path}: a budget is listed twice: {value!r}")
+    return values
 
 
 def yaml_error(path: Path, exc: yaml.MarkedYAMLError) -> str:

@@ -66,7 +66,18 @@ def test_a_copied_demonstration_is_flagged_and_counted(oracle_run):
         ("Braikruhouv State University", ["Troulerk"], ["Braikruhouv State University"], True),
         ("braikruhouv state university.", ["Troulerk"], ["Braikruhouv State University"], True),
         ("Troulerk", ["Troulerk"], ["Troulerk"], False),  # the gold itself: not a copy
-        ("yes", ["no"], ["yes"], False),  # two possible answers: no sign of copying
+        # yes/no copies count (issue 62): the demonstration's "yes" where the gold is "no"
+        ("yes", ["no"], ["yes"], True),
+        ("Yes.", ["no"], ["yes"], True),
+        # a closed answer counts even when it is the gold: a copy and a guess look alike
+        ("yes", ["yes"], ["yes"], True),
+        ("7", ["7"], ["7.0"], True),
+        ("no", ["no"], ["yes"], False),
+        # numbers by value: "7.0" is the demonstration's "7"
+        ("7.0", ["12"], ["7"], True),
+        ("1,200", ["12"], ["1200"], True),
+        ("12.0", ["12"], ["7"], False),  # the gold written another way
+        ("8", ["12"], ["7"], False),
         ("MIT", ["Troulerk"], ["Braikruhouv State University"], False),
         (None, ["Troulerk"], ["Braikruhouv"], False),
     ],
@@ -150,3 +161,22 @@ def test_demonstrations_come_from_another_world_and_show_no_test_gold(tmp_path):
         here = solved_example(demo.model_copy(update={"metadata": {}}), env)
         differs += here.calls != there.calls
     assert differs == len(shown)  # the test world answers its calls otherwise
+
+
+def test_the_second_study_s_yes_copies_are_caught():
+    """The review of issue 62, on the stored cells: Qwen2.5-0.5B with ReAct answered its
+    demonstration's "yes" on every task of wiki 2-1 and 2-2 (4 each), right or wrong; the flag
+    catches all 8, where it used to ignore yes/no."""
+    from pathlib import Path
+
+    cell = (
+        Path(__file__).resolve().parents[1]
+        / "studies" / "local-models-2" / "wiki__react__local_qwen2.5-0.5b__wiki"
+    )  # fmt: skip
+    run = load_run(cell)
+    run.rescore()
+    mine = [t for t in run.scored if run.tasks[t.task_id].family in ("2-1", "2-2")]
+    assert len(mine) == 8 and {t.answer for t in mine} == {"yes"}
+    assert all(t.scores[COPIED] == 1.0 for t in mine)
+    # right and wrong alike: the gold is "no" on some of them
+    assert {run.tasks[t.task_id].answers[0] for t in mine} == {"yes", "no"}

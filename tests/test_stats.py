@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -22,8 +23,10 @@ from raleval.analysis.stats import (
     Interval,
     clustered_se,
     combine_means,
+    disagrees,
     epoch_spread,
     holm,
+    holm_intervals,
     mean_interval,
     minimum_detectable_difference,
     paired_difference,
@@ -338,3 +341,68 @@ def test_compare_shows_a_mean_interval_clipped_to_f1s_range():
     assert "-0." not in rows["A"] and "1.5" not in rows["B"]
     # the difference -0.5 with its interval inside [-1, +1]
     assert "[-1.000, " in rows["A-B"]
+
+
+def test_sign_flip_p_is_exact_over_the_clusters():
+    from raleval.analysis.stats import sign_flip_p
+
+    # three clusters summing to 1, 2, 3: of the 8 sign flips only +-(1+2+3) reach 6
+    d = [1.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.5, 0.5]
+    clusters = ["a", "b", "b", "c", "c", "c", "c", "c"]
+    assert sign_flip_p([1, 2, 3], ["a", "b", "c"]) == 0.25
+    # the same sums spread over several tasks per cluster
+    assert sign_flip_p([1.0, 1.0, 1.0, 1.0, 1.0, 1.0], list("abbccc")) == 0.25
+    assert sign_flip_p(d, clusters) == 0.25
+    # with 6 clusters the smallest p is 2 / 64, and 1 with nothing to flip
+    assert sign_flip_p([1.0] * 6, list("abcdef")) == 2 / 64
+    assert sign_flip_p([0.0] * 4, list("abcd")) == 1.0
+    # testing delta: the deviations flip; at the mean nothing is far from 0
+    assert sign_flip_p([1, 2, 3], list("abc"), delta=2.0) == 1.0
+    # weights: a cluster's deviation is sum w_i (x_i - delta) for values given as w_i x_i:
+    # here 0, 2 and 4, so half of the flips reach |6|
+    assert sign_flip_p([2.0, 4.0, 6.0], list("abc"), 1.0, weights=[2.0, 2.0, 2.0]) == 0.5
+
+
+def test_sign_flip_interval_is_the_differences_the_test_keeps():
+    from raleval.analysis.stats import sign_flip_interval, sign_flip_p
+
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.2, 0.3, 24)
+    clusters = np.repeat(np.arange(8), 3)
+    ci = sign_flip_interval(d, clusters, 0.95)
+    assert ci.low < d.mean() < ci.high
+    # just inside its ends the test keeps the difference, just outside it rejects it
+    for edge, step in ((ci.low, -1e-6), (ci.high, 1e-6)):
+        assert sign_flip_p(d, clusters, edge - step) > 0.05
+        assert sign_flip_p(d, clusters, edge + step) <= 0.05
+    # 6 clusters at a level below 2 / 2^6: no difference can be rejected, the whole range
+    six = sign_flip_interval(d[:18], np.repeat(np.arange(6), 3), 1 - 0.05 / 20)
+    assert (six.low, six.high) == (-1.0, 1.0)
+
+
+def test_a_claim_on_few_clusters_takes_the_larger_p_and_the_wider_interval():
+    from raleval.analysis.stats import holm_level
+
+    # every cluster moves up by about the same: the t test is sure, the sign-flip test with
+    # 6 clusters cannot go below 2 / 64
+    a = [0.6, 0.7, 0.8, 0.75, 0.65, 0.7] * 2
+    b = [0.0] * 12
+    clusters = list("abcdef") * 2
+    res = paired_difference(a, b, clusters)
+    assert res.p < 0.001 and res.p_flip == 2 / 64 and res.p_verdict == 2 / 64
+    many = paired_difference(a * 2, b * 2, [f"c{i}" for i in range(24)])
+    assert many.p_flip != many.p_flip and many.p_verdict == many.p
+    # in a family of 3, Holm's p of the claim is 3 x 2/64: open, and its interval holds 0
+    # though the t interval alone would not
+    others = [paired_difference([0.1, 0.2, 0.3], [0.2, 0.1, 0.3]) for _ in range(2)]
+    p_holm = holm([res.p_verdict, *(o.p for o in others)])
+    assert p_holm[0] == 3 * 2 / 64
+    samples = [(np.subtract(a, b), clusters, None), None, None]
+    intervals = holm_intervals([res.diff, *(o.diff for o in others)], p_holm, samples=samples)
+    assert intervals[0].low <= 0 <= intervals[0].high
+    t_only = holm_intervals([res.diff, *(o.diff for o in others)], p_holm)
+    assert t_only[0].low > 0  # what the t interval alone would have said
+    assert not any(disagrees(i, p) for i, p in zip(intervals, p_holm, strict=True))
+    # the level Holm's open verdicts used: 0.05 / (m - rejected)
+    assert holm_level([0.01, 0.2, 0.6]) == 0.05 / 2
+    assert holm_level([0.01, 0.02]) == 0.05

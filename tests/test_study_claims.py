@@ -146,3 +146,64 @@ def test_the_claims_command_rewrites_its_block_and_tables_take_a_block_name(tmp_
     assert "\nmid\n<!-- two:start -->\n#### generated task sets\n" in got
     result = runner.invoke(app, [*args[:-1], "three"])
     assert result.exit_code != 0 and "needs one <!-- three:start -->" in result.output
+
+
+def test_one_family_over_every_arm_with_the_sign_flip_p_where_clusters_are_few():
+    """Issue 62 on the second study's cells: the claims end naming one family over both arms
+    (12 + 8 = 20); every claim on fewer than 12 clusters quotes its exact sign-flip p, which a
+    brute-force enumeration of the cluster signs recomputes from the episodes, and Holm's p is
+    at least the larger raw p; a design weighing environments alike gets their mean."""
+    import itertools
+
+    from raleval.analysis.study import compare_study, load_study
+
+    design = load_design(ROOT / RERUN_DESIGN)
+    arms = load_study(ROOT / RERUN)
+    text = study_claims(ROOT / RERUN, design, "d")
+    assert (
+        text.rstrip()
+        .splitlines()[-1]
+        .startswith(
+            "One correction family: the 20 declared comparisons tested across 2 arm(s), Holm"
+        )
+    )
+    family = compare_study(arms, design.declared, design.cluster)
+    tested = [t for ts in family.values() for t in ts if not t.exploratory]
+    assert len(tested) == 20 and {t.family for t in tested} == {20}
+    claims = [line for line in text.splitlines() if line.startswith("- ")]
+    few = [(arm, t) for arm, ts in family.items() for t in ts if t.diff.clusters < 12]
+    assert len(few) == 6  # KS, KU, KA on each arm
+    for arm, t in few:
+        # the exact sign-flip p by brute force over the cluster sums of the stored cells
+        sums: dict[str, float] = {}
+        for d, cluster in level_differences(arms[arm], t).values():
+            sums[cluster] = sums.get(cluster, 0.0) + d
+        observed = abs(sum(sums.values()))
+        hits = sum(
+            abs(sum(s * v for s, v in zip(signs, sums.values(), strict=True))) >= observed - 1e-12
+            for signs in itertools.product((1, -1), repeat=len(sums))
+        )
+        assert abs(t.p_flip - hits / 2 ** len(sums)) < 1e-12
+        assert t.p >= min(1.0, max(t.p_t, t.p_flip))  # Holm only raises the verdict's p
+        assert any(f"sign-flip p {t.p_flip:.4f}" in c and f"{t.level} tasks only" in c
+                   for c in claims)  # fmt: skip
+    assert all(" Without the " in c or "copied" not in c for c in claims)
+    # the estimand that weighs each environment alike: the mean of the environment means
+    weighted = compare_study(arms, design.declared, design.cluster, weights="environment")
+    for t in (t for ts in weighted.values() for t in ts if not t.exploratory):
+        means = [x for _, x in t.by_env]
+        assert abs(t.diff.estimate - sum(means) / len(means)) < 1e-9
+
+
+def level_differences(systems, t) -> dict[str, tuple[float, str]]:
+    """task id -> (F1 of A - F1 of B, its family) on the tasks of ``t``'s level both ran, read
+    from the episodes directly (one epoch)."""
+    run_a, run_b = systems[t.a], systems[t.b]
+    f1_a = {x.task_id: x.scores.get("f1", 0.0) for x in run_a.scored}
+    f1_b = {x.task_id: x.scores.get("f1", 0.0) for x in run_b.scored}
+    out = {}
+    for k in sorted(set(f1_a) & set(f1_b)):
+        task = run_a.tasks[k]
+        if task.level.value == t.level:
+            out[k] = (f1_a[k] - f1_b[k], task.family)
+    return out

@@ -229,3 +229,15 @@ def test_the_re_run_s_time_account_quotes_its_cells_and_its_chunk_table():
     account = re.sub(r"about \d+(?:-\d+)?", " ", account)
     missing = _missing(account, _pool(_cell_times()) | _pool(doc_block(text, "study-plan")))
     assert not missing, f"numbers in the re-run's time account not in its cells: {missing}"
+
+
+def test_the_third_study_s_plan_block_is_what_study_plan_prints():
+    """docs/study.md's plan of the third study (issue 62) is `raleval study plan` on its design
+    with the second study as the pilot, and it fits the issue's ~10 hours."""
+    from raleval.analysis.design import load_design, plan_design, render_plan
+
+    design = load_design(ROOT / "studies" / "local-models-3.design.yaml")
+    plan = plan_design(design, load_study(ROOT / "studies" / "local-models-2")["generated"])
+    text = DOC.read_text(encoding="utf-8")
+    assert doc_block(text, "study-plan-3") == render_plan(plan, design)
+    assert plan.machine_hours <= 10.5

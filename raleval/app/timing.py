@@ -8,24 +8,38 @@ connection, no response cache), in interleaved order (task by task, the cells in
 rotated per task, so no cell always runs first or last while the load drifts), and each
 episode's line in ``timing.jsonl`` records the machine's load average before and after it.
 The pass resumes: episodes already in ``timing.jsonl`` are not run again.
+
+Issue 62: the tasks cover every family of the cells' sample (``per_family`` of each, at least
+:data:`MIN_PER_CELL` per cell); before each episode the pass waits until the 1-minute load
+average is below ``max_load`` (up to ``load_timeout_s``; the wait and whether it timed out are
+in the line); and with the study's stored cells (``scored``) each timed answer is checked
+against the scored episode of the same cell and task (``matches_scored``: a mismatch means the
+timed episode is not the one the study scored).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from raleval.config import RunConfig
-from raleval.store import RESULTS, TIMING, ResultsFile
+from raleval.records import Task
+from raleval.store import RESULTS, TIMING, ResultsFile, stored_file
+from raleval.text import normalize_answer
 
 
 def interleaved(cells: int, tasks: list[str]) -> list[tuple[int, str]]:
     """(cell index, task id) in the pass's order: task by task, the cells rotated by one for
     each task (cell 0 first for the first task, cell 1 first for the second, ...)."""
     return [((i + k) % cells, task) for i, task in enumerate(tasks) for k in range(cells)]
+
+
+MIN_PER_CELL = 5  # episodes per cell at the least: a median of fewer says little
 
 
 def _load() -> float | None:
@@ -35,10 +49,75 @@ def _load() -> float | None:
         return None
 
 
-def timing_pass(configs: list[RunConfig], out: Path, per_cell: int | None = None) -> Path:
+def wait_for_load(
+    max_load: float,
+    timeout_s: float,
+    load: Callable[[], float | None] = _load,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 15.0,
+) -> tuple[float | None, float, bool]:
+    """Wait until ``load()`` is below ``max_load`` or ``timeout_s`` has passed: (the load
+    when it stopped waiting, seconds waited, whether it timed out). No load average on this
+    platform: no wait."""
+    waited = 0.0
+    now = load()
+    while now is not None and now >= max_load:
+        if waited >= timeout_s:
+            return now, waited, True
+        step = min(poll_s, timeout_s - waited) if timeout_s > waited else poll_s
+        sleep(step)
+        waited += step
+        now = load()
+    return now, waited, False
+
+
+def covering_tasks(tasks: list[Task], per_family: int) -> list[str]:
+    """``per_family`` task ids of every family, round-robin over the families in the order
+    their tasks come (so a pass cut short still has every family)."""
+    by_family: dict[str, list[str]] = {}
+    for task in tasks:
+        by_family.setdefault(task.family, []).append(task.id)
+    out = []
+    for i in range(per_family):
+        out += [ids[i] for ids in by_family.values() if i < len(ids)]
+    return out
+
+
+def scored_answers(study: Path) -> dict[tuple[str, str, str, str], str | None]:
+    """(env, workflow, model, task id) -> the answer of the scored episode (its last attempt)
+    in a study folder's default-arm cells (no arm, one epoch)."""
+    from raleval.app.study import cells_under
+    from raleval.store import read_header
+
+    out: dict[tuple[str, str, str, str], str | None] = {}
+    for cell in cells_under(study):
+        header = read_header(cell)
+        config = header.config if header else {}
+        if config.get("arm") or int(config.get("epochs", 1) or 1) != 1:
+            continue
+        key = (str(config.get("env")), str(config.get("workflow")), str(config.get("model")))
+        for traj in ResultsFile(stored_file(cell, RESULTS)):
+            out[(*key, traj.task_id)] = traj.answer
+    return out
+
+
+def timing_pass(
+    configs: list[RunConfig],
+    out: Path,
+    per_cell: int | None = None,
+    per_family: int | None = None,
+    max_load: float = 1.5,
+    load_timeout_s: float = 900.0,
+    scored: Path | None = None,
+    load: Callable[[], float | None] = _load,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Path:
     """Run the timing pass of ``configs`` (cells of one environment and task set) into
-    ``out``: the tasks the first cell selects (the first ``per_cell`` of them), every cell on
-    each, one episode at a time in :func:`interleaved` order; returns ``out/timing.jsonl``."""
+    ``out``: of the tasks the first cell selects, ``per_family`` of every family (by default
+    enough for :data:`MIN_PER_CELL` episodes per cell; ``per_cell`` instead takes the first
+    ``per_cell``), every cell on each, one episode at a time in :func:`interleaved` order, each
+    after :func:`wait_for_load`; returns ``out/timing.jsonl``. ``scored``: a study folder
+    whose default-arm cells the timed answers are checked against."""
     from raleval.app.plan import build_env, run_tasks
     from raleval.app.runner import run_sync
 
@@ -55,7 +134,13 @@ def timing_pass(configs: list[RunConfig], out: Path, per_cell: int | None = None
             row = json.loads(line)
             done.add((row["cell"], row["task_id"]))
     tasks, _ = run_tasks(first, build_env(first.env, first.env_options))
-    ids = [t.id for t in tasks][:per_cell]
+    if per_cell is not None:
+        ids = [t.id for t in tasks][:per_cell]
+    else:
+        families = len({t.family for t in tasks}) or 1
+        need = per_family or max(1, math.ceil(MIN_PER_CELL / families))
+        ids = covering_tasks(tasks, need)
+    answers = scored_answers(scored) if scored is not None else {}
     cells = [
         c.model_copy(
             update={
@@ -74,21 +159,32 @@ def timing_pass(configs: list[RunConfig], out: Path, per_cell: int | None = None
         name = str(cell.run_name)
         if (name, task_id) in done:
             continue
-        before, started = _load(), time.time()
+        before, waited, timed_out = wait_for_load(max_load, load_timeout_s, load, sleep)
+        started = time.time()
         run_sync(cell.model_copy(update={"sample_ids": list(ran[index])}))
-        after = _load()
+        after = load()
         traj = _latest(cell.run_dir, task_id)
+        key = (cell.env, cell.workflow, cell.model, task_id)
+        match = None
+        if key in answers and traj is not None:
+            match = normalize_answer(answers[key] or "") == normalize_answer(traj.answer or "")
         row: dict[str, Any] = {
             "cell": name,
             "workflow": cell.workflow,
             "model": cell.model,
             "task_id": task_id,
+            "family": next((t.family for t in tasks if t.id == task_id), None),
             "started_at": started,
             "wall_time_s": traj.wall_time_s if traj else None,
             "tokens": traj.prompt_tokens + traj.completion_tokens if traj else None,
             "llm_calls": traj.n_llm_calls if traj else None,
             "load_before": before,
             "load_after": after,
+            "load_wait_s": waited,
+            "load_timed_out": timed_out,
+            "max_load": max_load,
+            "answer": traj.answer if traj else None,
+            "matches_scored": match,
             "cpus": os.cpu_count(),
         }
         with open(log, "a", encoding="utf-8") as fh:

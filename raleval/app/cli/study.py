@@ -147,7 +147,15 @@ def study_tables_command(
             from raleval.analysis.design import load_design
 
             plan = load_design(design)
-            text = study_tables(folder, plan.declared, plan.cluster, timing, format_gap)
+            text = study_tables(
+                folder,
+                plan.declared,
+                plan.cluster,
+                timing,
+                format_gap=format_gap,
+                weights=plan.estimand.weights,
+                family_of=plan.family,
+            )
     except user_errors() as exc:
         fail(str(exc))
     emit(text, into, block, "tables")
@@ -216,17 +224,34 @@ def study_timing(
     config: Annotated[Path, typer.Option(help="the study's run config (YAML, as raleval run)")],
     out: Annotated[Path, typer.Option(help="folder for the timing cells and timing.jsonl")],
     per_cell: Annotated[
-        int | None, typer.Option(help="tasks per cell (default: all the cell selects)")
+        int | None, typer.Option(help="the first N tasks per cell (default: --per-family)")
+    ] = None,
+    per_family: Annotated[
+        int | None,
+        typer.Option(help="tasks of every family per cell (default: enough for 5 per cell)"),
+    ] = None,
+    max_load: Annotated[
+        float, typer.Option(help="wait before each episode until the 1-minute load is below")
+    ] = 1.5,
+    load_timeout: Annotated[
+        float, typer.Option(help="seconds to wait for the load at most (then run, recorded)")
+    ] = 900.0,
+    scored: Annotated[
+        Path | None,
+        typer.Option(help="the study folder whose scored answers each timed answer must match"),
     ] = None,
 ) -> None:
     """The timing pass: wall time apart from the study, one episode at a time, every cell of an
-    environment on the same tasks in interleaved order, the load recorded per episode
-    (``out/<env>/timing.jsonl``; resumable)."""
+    environment on the same tasks (every family) in interleaved order, each episode after the
+    load fell below --max-load, the load and the wait recorded per episode and, with --scored,
+    whether its answer is the scored episode's (``out/<env>/timing.jsonl``; resumable)."""
     from collections import defaultdict
 
     from raleval.app.timing import timing_pass
     from raleval.config import load_matrix
 
+    if scored is not None and not scored.is_dir():
+        fail(f"no study folder {scored}")
     try:
         groups: dict[tuple[str, str], list] = defaultdict(list)
         for cfg in load_matrix(config, {}):
@@ -235,7 +260,8 @@ def study_timing(
         one_set_per_env = len(groups) == len({env for env, _ in groups})
         for (env, tasks), cells in groups.items():
             folder = out / (env if one_set_per_env else f"{env}-{Path(tasks).stem}")
-            typer.echo(f"wrote {timing_pass(cells, folder, per_cell)}")
+            log = timing_pass(cells, folder, per_cell, per_family, max_load, load_timeout, scored)
+            typer.echo(f"wrote {log}")
     except (OSError, ValueError, *user_errors()) as exc:
         fail(str(exc))
 
@@ -252,23 +278,54 @@ def study_figures(
         list[str] | None,
         typer.Option(
             help="only this figure (repeatable): radar-<workflow>, bars, progress, errors, "
-            "tokens, deployment (default: all)"
+            "tokens, deployment, budgets (default: all)"
+        ),
+    ] = None,
+    timing: Annotated[
+        Path | None,
+        typer.Option(
+            help="a timing pass's folder: the deployment figure (time versus F1) takes its "
+            "seconds from it instead of the cells' own"
         ),
     ] = None,
 ) -> None:
     """Write the report's figures for one arm of the study as PNG files (a radar per workflow,
     F1 by domain x level, the error-type mix, tokens and time versus F1), each system's cells
     merged as in the tables: what the README shows."""
+    from raleval.analysis import plots
     from raleval.analysis.report import save_figures
-    from raleval.analysis.study import load_study
+    from raleval.analysis.study import budget_series, load_study, timing_points
 
     if not folder.exists():
         fail(f"no study folder {folder}")
+    if timing is not None and not timing.is_dir():
+        fail(f"no timing folder {timing}")
+    wanted = set(figure or ())
     try:
         arms = load_study(folder)
-        if arm not in arms:
+        if arm not in arms and not (wanted and wanted <= {"budgets"}):
             fail(f"{folder} has no arm {arm!r}; it has: {', '.join(arms) or 'none'}")
-        written = save_figures(list(arms[arm].values()), into, figure or ())
+        # figures drawn here rather than by the report: time from a timing pass, and the
+        # budget sweep's curves (over every budget arm, not one arm)
+        own = {"budgets"} | ({"deployment"} if timing is not None else set())
+        rest = [f for f in figure or () if f not in own]
+        written = []
+        if arm in arms and (rest or not figure):
+            written = save_figures(list(arms[arm].values()), into, rest)
+            written = [p for p in written if p.stem not in own]
+        into.mkdir(parents=True, exist_ok=True)
+        with plots.rendered_as("png"):
+            if timing is not None and (not figure or "deployment" in wanted):
+                points, front, extras = timing_points(timing, arms[arm])
+                if points:
+                    path = into / "deployment.png"
+                    path.write_bytes(plots.deployment(points, front, extras))
+                    written.append(path)
+            series = budget_series(arms)
+            if (not figure or "budgets" in wanted) and series:
+                path = into / "budgets.png"
+                path.write_bytes(plots.budget_curves(series))
+                written.append(path)
     except (OSError, *user_errors()) as exc:
         fail(str(exc))
     if figure and len(written) < len(figure):

@@ -1,0 +1,186 @@
+"""A budget sweep (issue 62): a design declares its budgets, a run config's ``budgets`` expands
+each block into one arm per budget, the analysis reads each arm as ``generated @ N tokens``,
+and the tables give each system's F1 against the budget; the third study's design and config
+agree with each other."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from raleval.analysis.design import load_design
+from raleval.app.plan import build_env, run_tasks
+from raleval.config import ConfigError, RunConfig, load_matrix
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_budgets_expand_a_block_into_one_arm_per_budget(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "env: scholar\nworkflows: [react, pal]\nbudgets: [2000, 1000]\n"
+        "workflow_options: {time_limit_s: 60, react: {max_steps: 50}}\n",
+        encoding="utf-8",
+    )
+    cells = load_matrix(config, {})
+    got = sorted((c.arm, c.workflow, c.workflow_options["max_episode_tokens"]) for c in cells)
+    assert got == [
+        ("budget-1000", "pal", 1000), ("budget-1000", "react", 1000),
+        ("budget-2000", "pal", 2000), ("budget-2000", "react", 2000),
+    ]  # fmt: skip
+    react = next(c for c in cells if c.workflow == "react")
+    assert (
+        react.workflow_options["max_steps"] == 50 and react.workflow_options["time_limit_s"] == 60
+    )
+    assert len({c.run_dir for c in cells}) == 4  # each arm's cells apart
+    for bad in ("[0]", "[1000, 1000]", "[abc]", "[true]"):
+        config.write_text(f"env: scholar\nbudgets: {bad}\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match="budget"):
+            load_matrix(config, {})
+
+
+def test_a_design_declares_budgets_family_and_estimand(tmp_path):
+    design = tmp_path / "d.yaml"
+    design.write_text(
+        "sample: {seed: 1, per_family: 2}\nbudgets: [4000, 1000]\nfamily: arm\n"
+        "estimand: {weights: environment}\ncomparisons: [[react/m, direct/m]]\n",
+        encoding="utf-8",
+    )
+    got = load_design(design)
+    assert got.budgets == [1000, 4000] and got.family == "arm"
+    assert got.estimand.weights == "environment" and got.default_arm
+    for bad in (
+        "budgets: [0]", "family: everything", "estimand: {weights: popularity}",
+        "default_arm: false",
+    ):  # fmt: skip
+        design.write_text(
+            f"sample: {{seed: 1, per_family: 2}}\n{bad}\ncomparisons: [[react/m, direct/m]]\n",
+            encoding="utf-8",
+        )
+        with pytest.raises(ConfigError):
+            load_design(design)
+
+
+def test_the_third_study_s_config_runs_what_its_design_declares():
+    """studies/local-models-3.yaml: every budget of the design as an arm, both models on all
+    six workflows in each, every cell of an environment on the same seeded sample of
+    ``per_family`` tasks per family, and every declared comparison's systems in every arm."""
+    design = load_design(ROOT / "studies" / "local-models-3.design.yaml")
+    configs = load_matrix(ROOT / "studies" / "local-models-3.yaml", {})
+    assert len(design.budgets) >= 4 and not design.default_arm
+    arms: dict[str, set] = defaultdict(set)
+    samples: dict[str, set] = defaultdict(set)
+    for c in configs:
+        budget = c.workflow_options["max_episode_tokens"]
+        assert c.arm == f"budget-{budget}"
+        arms[budget].add((c.workflow, c.model))
+        samples[c.env].add((c.with_defaults().tasks, c.tasks_per_family, c.sample_seed, c.limit))
+    assert sorted(arms) == design.budgets
+    workflows = {"react", "pal", "dfsdt", "function_calling", "direct", "planned"}
+    for systems in arms.values():
+        for model in ("local/qwen2.5-0.5b", "local/qwen2.5-1.5b"):
+            assert {w for w, m in systems if m == model} == workflows
+        for comparison in design.comparisons:
+            assert set(comparison.systems) <= systems, comparison
+    assert set(samples) == {"scholar", "wiki", "crag"}
+    for env, drawn in samples.items():
+        assert len(drawn) == 1, f"{env}: cells draw {drawn}"
+        tasks, per_family, seed, limit = drawn.pop()
+        assert seed == design.sample.seed
+        config = RunConfig(env=env, tasks=tasks, tasks_per_family=per_family)
+        families = {t.family for t in run_tasks(config, build_env(env, {}))[0]}
+        assert limit == design.sample.per_family * len(families), env
+
+
+def _sweep(tmp_path: Path) -> Path:
+    """A study of two budget arms made of the second study's real scholar cells: its matched
+    arm as stored (4,000 tokens) and the same cells relabelled as a 2,000-token arm."""
+    import json
+    import shutil
+
+    study = tmp_path / "study"
+    source = ROOT / "studies" / "local-models-2"
+    for workflow in ("react", "direct"):
+        name = f"matched-4000__scholar__{workflow}__local_qwen2.5-0.5b__scholar"
+        shutil.copytree(source / name, study / name)
+        other = study / name.replace("matched-4000", "budget-2000")
+        shutil.copytree(source / name, other)
+        header = json.loads((other / "header.json").read_text(encoding="utf-8"))
+        header["config"]["workflow_options"]["max_episode_tokens"] = 2000
+        (other / "header.json").write_text(json.dumps(header), encoding="utf-8")
+    return study
+
+
+def test_the_tables_and_figures_give_f1_against_the_budget(tmp_path):
+    from typer.testing import CliRunner
+
+    from raleval.analysis.study import budget_series, load_study, study_tables
+    from raleval.app.cli import app
+
+    study = _sweep(tmp_path)
+    arms = load_study(study)
+    assert set(arms) == {"generated @ 2000 tokens", "generated @ 4000 tokens"}
+    series = budget_series(arms)
+    assert set(series) == {"react/local/qwen2.5-0.5b", "direct/local/qwen2.5-0.5b"}
+    react = series["react/local/qwen2.5-0.5b"]
+    assert sorted(react) == [2000, 4000] and react[2000] == react[4000]  # the same episodes
+    f1, low, high = react[4000]
+    assert 0 <= low <= f1 <= high <= 1
+    text = study_tables(study)
+    table = text.split("#### F1 against the token budget per episode (budget sweep)\n", 1)[1]
+    row = next(line for line in table.splitlines() if line.startswith("| react/"))
+    assert row.count(f"{f1:.3f} [{low:.3f}, {high:.3f}]") == 2
+    result = CliRunner().invoke(
+        app,
+        ["study", "figures", str(study), "--into", str(tmp_path / "fig"), "--figure", "budgets"],
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "fig" / "budgets.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_deployment_figure_can_take_its_seconds_from_the_timing_pass(tmp_path):
+    """Time versus F1 from a timing pass: its timed seconds (an episode whose answer differs
+    from the scored one left out), F1 from the arm's cells."""
+    import json
+
+    from raleval.analysis.study import load_study, timing_points
+
+    study = _sweep(tmp_path)
+    arm = load_study(study)["generated @ 4000 tokens"]
+    timing = tmp_path / "timing" / "scholar"
+    timing.mkdir(parents=True)
+    rows = [
+        ("react", 10.0, True), ("react", 20.0, True), ("react", 900.0, False),
+        ("direct", 1.0, None), ("direct", 3.0, True),
+    ]  # fmt: skip
+    with open(timing / "timing.jsonl", "w", encoding="utf-8") as fh:
+        for workflow, seconds, match in rows:
+            row = {"workflow": workflow, "model": "local/qwen2.5-0.5b", "wall_time_s": seconds,
+                   "matches_scored": match}  # fmt: skip
+            fh.write(json.dumps(row) + "\n")
+    points, front, extras = timing_points(tmp_path / "timing", arm)
+    assert points["react/local/qwen2.5-0.5b"][0] == 15.0  # the mismatched 900 s left out
+    assert points["direct/local/qwen2.5-0.5b"][0] == 2.0
+    assert front[0] == "direct/local/qwen2.5-0.5b"
+    assert extras["react/local/qwen2.5-0.5b"][2] == len(arm[("react", "local/qwen2.5-0.5b")].scored)
+
+
+def test_the_third_study_s_timing_pass_times_its_cells():
+    """studies/local-models-3.timing.yaml holds exactly the 8,000-token arm's cells
+    (environment, workflow, model, sample, options), so its seconds are theirs."""
+
+    def cells(path: Path, budget: int | None) -> set[tuple]:
+        out = set()
+        for c in load_matrix(path, {}):
+            if budget is not None and c.workflow_options.get("max_episode_tokens") != budget:
+                continue
+            sample = (c.with_defaults().tasks, c.tasks_per_family, c.sample_seed, c.limit)
+            options = repr(sorted(c.workflow_options.items()))
+            out.add((c.arm, c.env, c.workflow, c.model, sample, options))
+        return out
+
+    study = cells(ROOT / "studies" / "local-models-3.yaml", 8000)
+    timing = cells(ROOT / "studies" / "local-models-3.timing.yaml", None)
+    assert timing == study and len(timing) == 36
