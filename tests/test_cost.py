@@ -132,6 +132,7 @@ def test_cost_budget_without_a_price_is_refused_before_any_episode(tmp_path):
         "run", "--model", "openai-compatible/x@http://127.0.0.1:9/v1", "-W", "max_cost_usd=1",
         "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks", "--limit", "1",
         "--display", "none", "--log-dir", str(tmp_path), "--run-name", "r",
+        "--no-preflight",  # the endpoint is closed: the price check, not the preflight, refuses
     ]  # fmt: skip
     res = CliRunner().invoke(app, cmd)
     assert res.exit_code == 2 and "max_cost_usd needs the model's price" in res.output

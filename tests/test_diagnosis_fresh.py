@@ -65,9 +65,11 @@ SCENARIOS = [
     S("coin-t0/crag/function_calling", "crag", "function_calling", "coin-t0", "crag-simple",
       calls(1), "unstable", n=10, coin=0.5),
     S("parallel-made-up-id/scholar-2-4/function_calling", "scholar", "function_calling",
-      "parallel-made-up-id", "2-4", calls(2), "interface"),
+      "parallel-made-up-id", "2-4", calls(2), "interface",
+      workflow_options={"parallel_calls": True}),
     S("parallel-made-up-id/scholar-3-5/function_calling", "scholar", "function_calling",
-      "parallel-made-up-id", "3-5", calls(2), "interface"),
+      "parallel-made-up-id", "3-5", calls(2), "interface",
+      workflow_options={"parallel_calls": True}),
     *(S(f"skip-lookup/wiki/{wf}", "wiki", wf, "skip-lookup", "3-2",
         shape("Search", "Lookup", "Search", "Lookup"), "retrieval", per_family=40)
       for wf in ("react", "function_calling")),
