@@ -63,7 +63,7 @@ def test_a_reply_with_two_calls_replays_as_one_assistant_turn_with_its_ids() -> 
 
     env = build_env("crag", {"size": "tiny"})
     task = next(t for t in load_tasks("crag-comparison", env, "crag", 6, 0) if len(t.solution) == 2)
-    wf = registry.workflows.get("function_calling").configure({"shots": 0})
+    wf = registry.workflows.get("function_calling").configure({"shots": 0, "parallel_calls": True})
     agent = AgentSpec(workflow="function_calling", model="allatonce/fc", env="crag")
     AllAtOnce.seen.clear()
     original = asyncio.run(run_episode(task, AllAtOnce(), env, wf, agent))
