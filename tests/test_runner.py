@@ -221,10 +221,10 @@ def test_harness_bug_is_recorded_not_swallowed(tmp_path, monkeypatch):
     session = scholar.ScholarEnv.session
 
     def explode(self, task=None):
-        # loading a task opens one session (its progress subgoals run the gold calls); the
-        # episode's own is the second
+        # preparing a task opens two sessions (its progress subgoals and the check of its
+        # evidence against the world each run the gold calls); the episode's own is the third
         opened[task.id] = opened.get(task.id, 0) + 1
-        if opened[task.id] > 1:
+        if opened[task.id] > 2:
             raise RuntimeError("session setup broke")
         return session(self, task)
 
