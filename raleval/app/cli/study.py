@@ -104,6 +104,18 @@ INTO_HELP = (
 )
 
 
+# tables' and claims' --format-gap: one option, one help text
+FormatGap = Annotated[
+    float,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="a verdict whose systems' format-failure rates (model calls cut at "
+        "max_tokens, unparseable or repeating a call) differ by more than this share says so",
+    ),
+]
+
+
 @study_app.command("tables")
 def study_tables_command(
     folder: Annotated[Path, typer.Argument(help="a study folder (studies/<study>) or log dir")],
@@ -120,15 +132,7 @@ def study_tables_command(
         Path | None,
         typer.Option(help="a timing pass's folder (raleval study timing --out): its table too"),
     ] = None,
-    format_gap: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="a verdict whose systems' format-failure rates (model calls cut at "
-            "max_tokens, unparseable or repeating a call) differ by more than this share says so",
-        ),
-    ] = 0.10,
+    format_gap: FormatGap = 0.10,
 ) -> None:
     """Print the study's headline tables as Markdown: a row per workflow x model, one table per
     arm (generated task sets, each real-data file), F1 with clustered 95% intervals, F1 by
@@ -167,15 +171,7 @@ def study_claims_command(
     design: Annotated[Path, typer.Option(help="the study's design file, declared before it ran")],
     into: Annotated[Path | None, typer.Option(help=INTO_HELP)] = None,
     block: Annotated[str, typer.Option(help="the block's name, for --into")] = "study-claims",
-    format_gap: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="a verdict whose systems' format-failure rates (model calls cut at "
-            "max_tokens, unparseable or repeating a call) differ by more than this share says so",
-        ),
-    ] = 0.10,
+    format_gap: FormatGap = 0.10,
 ) -> None:
     """The study's claims as Markdown, from its declared comparisons only: per arm, a sentence
     per comparison (which system scores higher when Holm's verdict says they differ, else no
