@@ -12,6 +12,7 @@ Needs the ``inspect`` extra, imported on first use.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -273,13 +274,74 @@ def read_inspect_run(path: Path | str) -> tuple[RunHeader, dict[str, Task], list
     return inspect_header(path, spec, len({t.task_id for t in results})), tasks, results
 
 
+class Fields(dict):  # type: ignore[type-arg]
+    """A JSON object read without Inspect's models, its fields also as attributes (nested
+    objects too), as the viewer's list reads a validated summary's."""
+
+    def __getattr__(self, name: str) -> Any:
+        return _fields(self.get(name))
+
+
+def _fields(value: Any) -> Any:
+    if isinstance(value, dict) and not isinstance(value, Fields):
+        return Fields(value)
+    if isinstance(value, list):
+        return [_fields(v) for v in value]
+    return value
+
+
+def _journal_number(name: str) -> int:
+    stem = name.rsplit("/", 1)[-1].split(".", 1)[0]
+    return int(stem) if stem.isdigit() else 0
+
+
+def _raw_summaries(path: Path) -> tuple[Any, list[Any]] | None:
+    """An ``.eval`` file's header and sample summaries as plain JSON from its zip, or None
+    where the file is not laid out as expected (Inspect's reader then reads it). A finished log
+    holds ``header.json`` and ``summaries.json``; one still being written, its journal."""
+    if path.suffix != ".eval":
+        return None
+    import zipfile
+
+    import orjson
+
+    with contextlib.suppress(ImportError):  # Inspect's zstd members, before Python 3.14
+        import zipfile_zstd  # noqa: F401
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            head_name = "header.json" if "header.json" in names else "_journal/start.json"
+            head = orjson.loads(z.read(head_name))
+            if "summaries.json" in names:
+                summaries = orjson.loads(z.read("summaries.json"))
+            else:
+                chunks = sorted(
+                    (n for n in names if n.startswith("_journal/summaries/")),
+                    key=_journal_number,
+                )
+                summaries = [s for n in chunks for s in orjson.loads(z.read(n))]
+    except (KeyError, OSError, ValueError, RuntimeError, NotImplementedError, zipfile.BadZipFile):
+        return None
+    if not isinstance(head, dict) or not isinstance(head.get("eval"), dict):
+        return None
+    if not isinstance(summaries, list) or not all(isinstance(s, dict) for s in summaries):
+        return None
+    return Fields(head), [Fields(s) for s in summaries]
+
+
 def inspect_summaries(path: Path | str) -> tuple[Any, list[Any]]:
     """The log's header and its sample summaries (no messages or events): what a list of the
-    samples needs, read without the samples themselves from an ``.eval`` file."""
+    samples needs, read without the samples themselves. An ``.eval`` file's are read from its
+    zip as plain JSON, fields as attributes: Inspect's reader validates every summary (16 s for
+    10,000 on this project's machine, and 4 s to import), which the list need not wait for."""
+    path = Path(path)
+    raw = _raw_summaries(path)
+    if raw is not None:
+        return raw
     require_inspect()
     from inspect_ai.log import read_eval_log_sample_summaries
 
-    head = _read_header(Path(path))
+    head = _read_header(path)
     return head, list(read_eval_log_sample_summaries(str(path)))
 
 

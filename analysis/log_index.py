@@ -11,6 +11,7 @@ decompressed once into memory: it cannot be read from an offset.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,9 +198,7 @@ class LogIndex:
             f1 = _inspect_score(s.scores, "f1")
             right = _inspect_score(s.scores, "correct")
             question = (
-                s.input
-                if isinstance(s.input, str)
-                else " ".join(str(getattr(m, "text", "")) for m in s.input)
+                s.input if isinstance(s.input, str) else " ".join(_message_text(m) for m in s.input)
             )
             label = meta.get("label") if isinstance(meta.get("label"), str) else "-"
             batch.append((
@@ -213,6 +212,8 @@ class LogIndex:
                 self._add(run, batch)
                 batch = []
         self._add(run, batch)
+        # opening a sample reads it with Inspect's own reader: import it now, after the list
+        threading.Thread(target=_import_inspect, name="inspect-import", daemon=True).start()
 
     def _add(self, run: IndexedRun, rows: list[tuple[Any, ...]]) -> None:
         """Add rows; a later attempt at a (task, epoch) takes its earlier one's place."""
@@ -349,15 +350,35 @@ class LogIndex:
         ]  # fmt: skip
 
 
+def _import_inspect() -> None:
+    with contextlib.suppress(ImportError):
+        import inspect_ai.log  # noqa: F401
+
+
+def _message_text(message: Any) -> str:
+    """A chat message's text: a validated message's ``text``, or a raw one's content (a
+    string, or parts whose text is joined)."""
+    if not isinstance(message, dict):
+        return str(getattr(message, "text", ""))
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+
+
 def _inspect_score(scores: dict[str, Any] | None, name: str) -> float | None:
     """An Inspect sample's score ``name`` as a number (C/I as 1/0), else its first score that
     is a number (a raleval export has ``f1`` and ``correct``; another task its own), or None."""
-    from inspect_ai.scorer import value_to_float
-
     scores = scores or {}
     for score in [scores[name]] if name in scores else scores.values():
+        value = score.get("value") if isinstance(score, dict) else score.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)  # the common case, without importing Inspect
+        from inspect_ai.scorer import value_to_float
+
         try:
-            return float(value_to_float()(score.value))
+            return float(value_to_float()(value))
         except (TypeError, ValueError):
             continue
     return None

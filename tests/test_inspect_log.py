@@ -349,3 +349,52 @@ def test_a_file_that_is_no_inspect_log_is_a_clear_error(runs, tmp_path):
     other.write_text('{"eval": 1}')  # JSON, but no Inspect log header
     res = runner.invoke(app, ["table", str(other)])
     assert res.exit_code == 2 and "no run directory in" in res.output
+
+
+def _rows(head, summaries):
+    """What the viewer's list takes from a log's header and summaries."""
+    from raleval.analysis.inspect_log import inspect_header
+    from raleval.analysis.log_index import _inspect_score, _message_text
+
+    header = inspect_header(Path("log.eval"), head.eval, len(summaries))
+    rows = [
+        (
+            str(s.id), int(s.epoch), s.metadata, bool(s.error), bool(s.limit), s.total_time,
+            s.input if isinstance(s.input, str) else [_message_text(m) for m in s.input],
+            _inspect_score(s.scores, "f1"), _inspect_score(s.scores, "correct"),
+        )
+        for s in summaries
+    ]  # fmt: skip
+    return header.config, str(header.created_at), rows
+
+
+def _journal_only(path: Path, out: Path) -> Path:
+    """The log as Inspect leaves it while it is still being written: no header.json and no
+    summaries.json, only its journal (the summaries in numbered chunks)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            if name not in ("header.json", "summaries.json"):
+                dst.writestr(name, src.read(name))
+    return out
+
+
+def test_the_list_reads_the_zip_as_inspects_reader_does(exported, inspect_eval_log, tmp_path):
+    """Issue 60: the lazy list reads an .eval file's summaries as plain JSON; every field the
+    list shows is what Inspect's own (validating) reader gives, for raleval's exports and a log
+    of `inspect eval`, finished or still being written."""
+    from raleval.analysis import inspect_log
+
+    logs = [*exported.values(), inspect_eval_log]
+    logs.append(_journal_only(inspect_eval_log, tmp_path / "journal.eval"))
+    for path in logs:
+        raw = inspect_log._raw_summaries(path)
+        assert raw is not None, path
+        head = log.read_eval_log(str(path), header_only=True)
+        validated = list(log.read_eval_log_sample_summaries(str(path)))
+        assert validated and _rows(*raw) == _rows(head, validated), path
+    # a file that is no zip is left to Inspect's reader, which names it
+    bad = tmp_path / "bad.eval"
+    bad.write_bytes(b"not a zip")
+    assert inspect_log._raw_summaries(bad) is None
