@@ -67,3 +67,17 @@ def tool_calls_from_content(text: str) -> list[ToolCall]:
         if isinstance(name, str) and name and isinstance(args, dict):
             calls.append(ToolCall(tool=name, arguments=args))
     return calls
+
+
+def is_calls_only(text: str) -> bool:
+    """Whether ``text`` is nothing but JSON holding calls (one value, as decoding constrained
+    to the tools' schemas writes it): a reply whose text is its calls, which a server's native
+    tool calls would return as the calls alone, with no text."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(stripped)
+    except (ValueError, RecursionError):
+        return False
+    return bool(tool_calls_from_content(stripped))

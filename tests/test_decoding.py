@@ -77,6 +77,21 @@ def test_schema_decoding_reads_the_calls_a_server_writes_as_text(
     assert all(c.tool_calls for t in trajs for c in t.llm_calls)
 
 
+def test_schema_decoding_sends_a_call_back_once(tmp_path: Path) -> None:
+    """A call written as the reply's JSON text goes back to the model as the assistant turn's
+    call alone, as a native server's reply would: beside its own text the chat template showed
+    the 0.5B model every call twice, and it repeated the call to the step limit (issue 58)."""
+    server, trajs, _ = _run(tmp_path, "function_calling", "text", {"tool_calls": "schema"})
+    later = [b for b in _with_tools(server) if any(m["role"] == "tool" for m in b["messages"])]
+    assert later
+    for body in later:
+        for m in body["messages"]:
+            if m["role"] == "assistant":
+                assert m["tool_calls"] and not (m["content"] or "").strip(), m
+    # the record keeps what the model wrote
+    assert all(c.output.lstrip().startswith("{") for t in trajs for c in t.llm_calls)
+
+
 def test_native_decoding_asks_for_one_required_call_a_turn(tmp_path: Path) -> None:
     server, trajs, _ = _run(tmp_path, "function_calling", "native", {"tool_calls": "native"})
     assert server.refused == []

@@ -26,6 +26,7 @@ from raleval.environment import Environment
 from raleval.model import Capabilities, GenerateRequest, Generation, Model
 from raleval.records import OutcomeKind, Step, Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.toolcalls import is_calls_only
 from raleval.workflow import GoldPlan, Workflow, tool_call_decoding
 from raleval.workflows.call_ids import reply_call_ids
 from raleval.workflows.common import (
@@ -204,6 +205,12 @@ def build_function_calling_graph(
             # keeps every call it wrote)
             reply = reply.model_copy(update={"tool_calls": reply.tool_calls[:1]})
         thought = reply.content if isinstance(reply.content, str) else str(reply.content)
+        if reply.tool_calls and is_calls_only(thought):
+            # schema decoding writes the calls as the reply's text (the model call's record
+            # keeps it): sent back beside the calls, the chat template would show the model
+            # each call twice, where a native server's reply holds the calls alone
+            reply = reply.model_copy(update={"content": ""})
+            thought = ""
         # calls run in the order written (the tools node); Finish ends the episode where it
         # stands, so here only a reply that opens with it (or has no call) ends it
         first = reply.tool_calls[0] if reply.tool_calls else None
