@@ -77,17 +77,16 @@ def test_schema_decoding_reads_the_calls_a_server_writes_as_text(
     assert all(c.tool_calls for t in trajs for c in t.llm_calls)
 
 
-def test_schema_decoding_sends_a_call_back_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workflow", ["function_calling", "dfsdt"])
+def test_schema_decoding_sends_a_call_back_once(tmp_path: Path, workflow: str) -> None:
     """A call written as the reply's JSON text goes back to the model as the assistant turn's
     call alone, as a native server's reply would: beside its own text the chat template showed
     the 0.5B model every call twice, and it repeated the call to the step limit (issue 58)."""
-    server, trajs, _ = _run(tmp_path, "function_calling", "text", {"tool_calls": "schema"})
+    server, trajs, _ = _run(tmp_path, workflow, "text", {"tool_calls": "schema"})
     later = [b for b in _with_tools(server) if any(m["role"] == "tool" for m in b["messages"])]
-    assert later
-    for body in later:
-        for m in body["messages"]:
-            if m["role"] == "assistant":
-                assert m["tool_calls"] and not (m["content"] or "").strip(), m
+    turns = [m for b in later for m in b["messages"] if m["role"] == "assistant"]
+    assert turns and all(m.get("tool_calls") for m in turns)
+    assert all(not (m["content"] or "").strip() for m in turns), turns
     # the record keeps what the model wrote
     assert all(c.output.lstrip().startswith("{") for t in trajs for c in t.llm_calls)
 

@@ -28,6 +28,7 @@ from raleval.environment import Environment
 from raleval.model import Capabilities, GenerateRequest, Message, Model
 from raleval.records import OutcomeKind, Termination, ToolCall
 from raleval.registry import register_workflow
+from raleval.toolcalls import is_calls_only
 from raleval.workflow import GoldPlan, Workflow, tool_call_decoding
 from raleval.workflows.call_ids import reply_call_ids
 from raleval.workflows.common import (
@@ -165,8 +166,12 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         queries += 1
         if gen is None:
             return {"rec": rec, "tree": tree, "stack": stack, "queries": queries}
-        thought = gen.text.strip() or None
         call = gen.tool_calls[0] if gen.tool_calls else None
+        # schema decoding writes the call as the reply's text (the model call's record keeps
+        # it): it is no thought, and goes back to the model as the turn's call alone, as a
+        # native reply would, not shown twice by the chat template
+        text = "" if call is not None and is_calls_only(gen.text) else gen.text
+        thought = text.strip() or None
         depth = node.depth + (1 if thought else 0) + (2 if call else 0)
         child = TreeNode(
             len(tree),
@@ -184,7 +189,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         given = gen.tool_call_ids[:1] or [""]
         call_id = reply_call_ids(given, child.id, taken)[0]
         assistant = Message(
-            "assistant", gen.text, (call,) if call else (), tool_call_ids=(call_id,) if call else ()
+            "assistant", text, (call,) if call else (), tool_call_ids=(call_id,) if call else ()
         )
         if call is None:
             child.status = "invalid"
