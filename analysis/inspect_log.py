@@ -295,7 +295,7 @@ def _journal_number(name: str) -> int:
     return int(stem) if stem.isdigit() else 0
 
 
-def _raw_summaries(path: Path) -> tuple[Any, list[Any]] | None:
+def raw_summaries(path: Path) -> tuple[Any, list[Any]] | None:
     """An ``.eval`` file's header and sample summaries as plain JSON from its zip, or None
     where the file is not laid out as expected (Inspect's reader then reads it). A finished log
     holds ``header.json`` and ``summaries.json``; one still being written, its journal."""
@@ -335,7 +335,7 @@ def inspect_summaries(path: Path | str) -> tuple[Any, list[Any]]:
     zip as plain JSON, fields as attributes: Inspect's reader validates every summary (16 s for
     10,000 on this project's machine, and 4 s to import), which the list need not wait for."""
     path = Path(path)
-    raw = _raw_summaries(path)
+    raw = raw_summaries(path)
     if raw is not None:
         return raw
     require_inspect()

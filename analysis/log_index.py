@@ -195,10 +195,10 @@ class LogIndex:
         batch: list[tuple[Any, ...]] = []
         for s in summaries:
             meta = s.metadata or {}
-            f1 = _inspect_score(s.scores, "f1")
-            right = _inspect_score(s.scores, "correct")
+            f1 = summary_score(s.scores, "f1")
+            right = summary_score(s.scores, "correct")
             question = (
-                s.input if isinstance(s.input, str) else " ".join(_message_text(m) for m in s.input)
+                s.input if isinstance(s.input, str) else " ".join(message_text(m) for m in s.input)
             )
             label = meta.get("label") if isinstance(meta.get("label"), str) else "-"
             batch.append((
@@ -355,7 +355,7 @@ def _import_inspect() -> None:
         import inspect_ai.log  # noqa: F401
 
 
-def _message_text(message: Any) -> str:
+def message_text(message: Any) -> str:
     """A chat message's text: a validated message's ``text``, or a raw one's content (a
     string, or parts whose text is joined)."""
     if not isinstance(message, dict):
@@ -367,7 +367,7 @@ def _message_text(message: Any) -> str:
     return " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
 
 
-def _inspect_score(scores: dict[str, Any] | None, name: str) -> float | None:
+def summary_score(scores: dict[str, Any] | None, name: str) -> float | None:
     """An Inspect sample's score ``name`` as a number (C/I as 1/0), else its first score that
     is a number (a raleval export has ``f1`` and ``correct``; another task its own), or None."""
     scores = scores or {}

@@ -354,14 +354,14 @@ def test_a_file_that_is_no_inspect_log_is_a_clear_error(runs, tmp_path):
 def _rows(head, summaries):
     """What the viewer's list takes from a log's header and summaries."""
     from raleval.analysis.inspect_log import inspect_header
-    from raleval.analysis.log_index import _inspect_score, _message_text
+    from raleval.analysis.log_index import message_text, summary_score
 
     header = inspect_header(Path("log.eval"), head.eval, len(summaries))
     rows = [
         (
             str(s.id), int(s.epoch), s.metadata, bool(s.error), bool(s.limit), s.total_time,
-            s.input if isinstance(s.input, str) else [_message_text(m) for m in s.input],
-            _inspect_score(s.scores, "f1"), _inspect_score(s.scores, "correct"),
+            s.input if isinstance(s.input, str) else [message_text(m) for m in s.input],
+            summary_score(s.scores, "f1"), summary_score(s.scores, "correct"),
         )
         for s in summaries
     ]  # fmt: skip
@@ -385,11 +385,12 @@ def test_the_list_reads_the_zip_as_inspects_reader_does(exported, inspect_eval_l
     list shows is what Inspect's own (validating) reader gives, for raleval's exports and a log
     of `inspect eval`, finished or still being written."""
     from raleval.analysis import inspect_log
+    from raleval.store import RecordFileError
 
     logs = [*exported.values(), inspect_eval_log]
     logs.append(_journal_only(inspect_eval_log, tmp_path / "journal.eval"))
     for path in logs:
-        raw = inspect_log._raw_summaries(path)
+        raw = inspect_log.raw_summaries(path)
         assert raw is not None, path
         head = log.read_eval_log(str(path), header_only=True)
         validated = list(log.read_eval_log_sample_summaries(str(path)))
@@ -397,4 +398,6 @@ def test_the_list_reads_the_zip_as_inspects_reader_does(exported, inspect_eval_l
     # a file that is no zip is left to Inspect's reader, which names it
     bad = tmp_path / "bad.eval"
     bad.write_bytes(b"not a zip")
-    assert inspect_log._raw_summaries(bad) is None
+    assert inspect_log.raw_summaries(bad) is None
+    with pytest.raises(RecordFileError, match=r"bad\.eval: not a readable Inspect log"):
+        inspect_log.inspect_summaries(bad)
