@@ -180,6 +180,9 @@ class LLMCall(Record):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    # the prompt tokens a token budget counted for this call before sending it (all of them,
+    # or with episode_tokens_count "new" those a prefix cache could not serve); None: no budget
+    budget_prompt_tokens: int | None = None
     latency_s: float = 0.0
     server_time_s: float | None = None
     cache_hit: bool = False
@@ -230,6 +233,8 @@ class Trajectory(Record):
     # prompt tokens the server computed (its prompt tokens less those it served from its
     # prefix cache); None in files written before it was recorded
     uncached_prompt_tokens: int | None = None
+    # what ``max_episode_tokens`` counted (its ``episode_tokens_count``); None without a budget
+    budget_tokens: int | None = None
     # US dollars the episode's tokens cost at the model's price (raleval.agents.pricing);
     # None: the price is unknown (and in files written before costs were recorded).
     cost_usd: float | None = None

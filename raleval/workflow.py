@@ -10,7 +10,7 @@ an error that names this one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,6 +45,15 @@ class WorkflowConfig(BaseModel):
     # whose prompt and max_tokens could pass it is not sent: the episode stops as a budget
     # stop (cost_limit, cause "episode_tokens"); docs/running.md, "Token budgets".
     max_episode_tokens: int | None = Field(None, ge=1)
+    # What the budget counts. "all": every prompt token, cached or not, + completion (a cap
+    # that holds on any server). "new": the prompt tokens a prefix cache could not serve + the
+    # completion: the part of a request not shared with the episode's previous one (its first
+    # request: the part not in the workflow's fixed first request, ``fixed_prompt_tokens``);
+    # the tokens a server with a prefix cache computes, counted the same on every server.
+    episode_tokens_count: Literal["all", "new"] = "all"
+    # family -> tokens of the workflow's first request with an empty question (instructions,
+    # tool schemas, demonstrations, template): set by the run's budget check, read by "new"
+    fixed_prompt_tokens: dict[str, int] = Field(default_factory=dict)
     # An observation longer than this (tokens) is cut with a visible marker; whatever the
     # setting, one is cut to fit what is left of the context (so no prompt overflows it).
     max_obs_tokens: int | None = Field(None, ge=16)

@@ -11,6 +11,7 @@ import pytest
 from raleval.analysis.taxonomy import stop_reason
 from raleval.config import ConfigError
 from raleval.records import StopReason, Termination
+from raleval.store import read_header
 from raleval.workflow import WorkflowConfig
 
 from .conftest import run_config
@@ -153,3 +154,89 @@ def test_a_sampled_arm_has_its_own_table_with_pass_at_k(tmp_path):
     cells = dict(zip(header.split("|"), row.split("|"), strict=True))
     assert cells[" n "].strip() == str(2 * len(first))
     assert float(cells[" pass^k "]) == 0.0 and float(cells[" pass@k "]) > 0.0
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_a_budget_of_new_tokens_counts_what_a_prefix_cache_leaves(tmp_path, workflow):
+    """``episode_tokens_count=new`` (issue 62's budget sweep): the workflow's fixed first
+    request and what a request shares with the episode's previous one are not counted, so a
+    budget far below the prompt tokens sent still lets every episode run as without one; a
+    budget a little above what an episode's first call counts stops the episodes that need
+    more, as budget stops, and no episode counts past its budget."""
+    _, free = run_config(tmp_path, workflow=workflow, limit=3, run_name="free")
+    max_tokens = WorkflowConfig().max_tokens
+    sent = min(t.prompt_tokens + t.completion_tokens for t in free)
+    summary, measured = run_config(
+        tmp_path,
+        workflow=workflow,
+        limit=3,
+        workflow_options={"max_episode_tokens": 10**6, "episode_tokens_count": "new"},
+        run_name="measured",
+    )
+    header = read_header(summary.run_dir)
+    assert "new prompt tokens" in header.decoding["budget_counts"]
+    fixed = header.decoding["fixed_prompt_tokens"]
+    assert fixed and all(n > 0 for n in fixed.values())
+    new = {t.task_id: t.budget_tokens for t in measured}
+    for t in measured:
+        assert 0 < t.budget_tokens < t.prompt_tokens + t.completion_tokens
+    # the roomiest episode's new tokens, plus a reply: below every episode's prompt tokens
+    # wherever the fixed prompt is larger than what an episode adds to it
+    roomy = max(new.values()) + max_tokens
+    if workflow not in ("pal", "direct"):
+        assert roomy < sent, (roomy, sent, fixed)
+    _, capped = run_config(
+        tmp_path,
+        workflow=workflow,
+        limit=3,
+        workflow_options={"max_episode_tokens": roomy, "episode_tokens_count": "new"},
+        run_name="roomy",
+    )
+    unbounded = {t.task_id: t for t in free}
+    for t in capped:
+        assert t.budget_tokens <= roomy
+        assert t.termination is unbounded[t.task_id].termination
+        assert t.answer == unbounded[t.task_id].answer
+        assert t.n_llm_calls == unbounded[t.task_id].n_llm_calls
+    if workflow in ("pal", "direct"):
+        return
+    first = max(t.llm_calls[0].completion_tokens or 0 for t in measured)
+    tight = min(new.values()) - 1  # no episode's whole count fits
+    tight = max(tight, first + max_tokens + 40)
+    _, stopped = run_config(
+        tmp_path,
+        workflow=workflow,
+        limit=3,
+        workflow_options={"max_episode_tokens": tight, "episode_tokens_count": "new"},
+        run_name="tight",
+    )
+    assert any(t.termination_cause == "episode_tokens" for t in stopped)
+    for t in stopped:
+        assert t.budget_tokens <= tight
+        if t.termination_cause == "episode_tokens":
+            assert stop_reason(t) is StopReason.cost_budget
+            assert t.n_llm_calls < unbounded[t.task_id].n_llm_calls
+
+
+def test_new_tokens_are_those_past_the_previous_request():
+    """A request that extends the previous one counts only what it adds; one that shares
+    nothing counts whole; an episode's first counts what its fixed first request does not."""
+    from raleval.model import Message
+    from raleval.workflows.common import new_prompt_tokens, request_text, request_tokens
+
+    class Chars:
+        def count_tokens(self, text: str) -> int:
+            return len(text)
+
+    model = Chars()
+    first = (Message(role="system", content="x" * 500), Message(role="user", content="Q?"))
+    second = (*first, Message(role="assistant", content="a" * 40))
+    full_1 = request_tokens(model, first)
+    full_2 = request_tokens(model, second)
+    text_1, text_2 = request_text(first), request_text(second)
+    assert new_prompt_tokens(model, full_1, text_1, None, full_1 - 2) == 2
+    added = new_prompt_tokens(model, full_2, text_2, text_1, 0)
+    assert 40 <= added <= full_2 - 500
+    other = (Message(role="user", content="y" * 100),)
+    unrelated = request_text(other)
+    assert new_prompt_tokens(model, 300, unrelated, text_1, 0) >= 300 - len("<")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -240,6 +241,28 @@ def request_tokens(
     return count_tokens(model, text) + CHAT_TEMPLATE_TOKENS + MESSAGE_TOKENS * len(messages)
 
 
+def request_text(messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...] = ()) -> str:
+    """A request in the order a chat template lays it out (tool schemas first, then each
+    message with the calls it holds): two requests' common prefix is what a server's prefix
+    cache can serve the second from."""
+    parts = [json.dumps(tools, separators=(",", ":"))] if tools else []
+    for m in messages:
+        parts.append(f"<{m.role}>{m.content}")
+        parts += [c.tool + json.dumps(c.arguments) for c in m.tool_calls]
+    return "\n".join(parts)
+
+
+def new_prompt_tokens(model: Model, full: int, text: str, previous: str | None, fixed: int) -> int:
+    """The tokens of a request (``full`` of them, laid out as ``text``) that a prefix cache
+    could not serve: those past its common prefix with the episode's previous request, or,
+    for an episode's first request, past the workflow's fixed first request (``fixed``
+    tokens: instructions, tool schemas, demonstrations, the question's template)."""
+    if previous is None:
+        return max(0, full - fixed)
+    shared = os.path.commonprefix([text, previous])  # noqa: RUF071 (characters, not paths)
+    return max(0, full - (count_tokens(model, shared) if shared else 0))
+
+
 def _tokens_left(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> int:
     """What ``context_limit`` leaves after ``prompt``, the model's reply (``max_tokens``) and
     the chat template's own tokens around the messages."""
@@ -377,6 +400,15 @@ class EpisodeRecord:
     # ran above the harness's own before sending (added to the next requests' counts)
     _budget_spent: int = 0
     _undercount: int = 0
+    # episode_tokens_count "new": the fixed first request's tokens (its family's) and the
+    # previous request's layout (request_text), against which a request's new tokens count
+    fixed_prompt_tokens: int = 0
+    _previous_request: str | None = None
+
+    @property
+    def budget_tokens(self) -> int:
+        """What ``max_episode_tokens`` has counted so far (its ``episode_tokens_count``)."""
+        return self._budget_spent
 
     def finish(self, termination: Termination, cause: str | None = None) -> None:
         if self.termination is None:
@@ -462,7 +494,15 @@ class EpisodeRecord:
         budget = config.max_episode_tokens
         if budget is None:
             return 0
-        prompt = request_tokens(model, request.messages, request.tools) + self._undercount
+        prompt = request_tokens(model, request.messages, request.tools)
+        if config.episode_tokens_count == "new":
+            text = request_text(request.messages, request.tools)
+            prompt = new_prompt_tokens(
+                model, prompt, text, self._previous_request, self.fixed_prompt_tokens
+            )
+            self._previous_request = text
+        else:
+            prompt += self._undercount
         if self._budget_spent + prompt + request.max_tokens <= budget:
             return prompt
         self.finish(Termination.cost_limit, "episode_tokens")
@@ -543,11 +583,14 @@ class EpisodeRecord:
             cut=False,
             unparseable=False,
             repeated=False,
+            budget_prompt_tokens=counted if config.max_episode_tokens is not None else None,
         )
         self.llm_calls.append(call)
         if config.max_episode_tokens is not None:
             # a failed call's tokens are unknown: count what it could have spent
             reported = (gen.prompt_tokens, gen.completion_tokens) if gen else (None, None)
+            if config.episode_tokens_count == "new":  # the server counts every prompt token
+                reported = (None, reported[1])
             if reported[0] is not None:
                 self._undercount = max(self._undercount, reported[0] - counted)
             self._budget_spent += reported[0] if reported[0] is not None else counted

@@ -26,6 +26,19 @@ BUDGET_COUNTS = (
     "uncached_prompt_tokens); a call is sent only if the tokens spent, its prompt counted "
     "before sending and max_tokens fit the budget"
 )
+# The same with episode_tokens_count "new" (docs/running.md, "Token budgets").
+BUDGET_COUNTS_NEW = (
+    "new prompt tokens + completion tokens: a request's prompt tokens past its common prefix "
+    "with the episode's previous request (the first request's: past the workflow's fixed "
+    "first request, with an empty question), counted by the harness before sending, which is "
+    "what a server's prefix cache leaves to compute, and the server's completion tokens; a "
+    "call is sent only if the tokens spent, its new tokens and max_tokens fit the budget"
+)
+
+
+def budget_counts(workflow: Workflow) -> str:
+    """What ``workflow``'s token budget counts, as the run header says it."""
+    return BUDGET_COUNTS_NEW if workflow.config.episode_tokens_count == "new" else BUDGET_COUNTS
 
 
 class _FirstRequest(ModelBase):
@@ -90,16 +103,26 @@ def first_request_tokens(
 
 def check_episode_budget(
     config: RunConfig, workflow: Workflow, env: Any, tasks: list[Task]
-) -> None:
+) -> Workflow:
     """Refuse a ``max_episode_tokens`` below what a first call of the workflow needs on some
-    of the run's task families: one line naming both sizes."""
+    of the run's task families: one line naming both sizes. Counting new tokens, a first call
+    needs its question's tokens and ``max_tokens``; the workflow is returned with each
+    family's fixed first request counted (``fixed_prompt_tokens``), which it does not count."""
     budget = workflow.config.max_episode_tokens
     if budget is None:
-        return
+        return workflow
     counter = budget_counter(config)
     needs = first_request_tokens(workflow, env, tasks, counter)
     if not needs:
-        return
+        return workflow
+    if workflow.config.episode_tokens_count == "new":
+        reply = max(r for _, r in needs.values())
+        if budget <= reply:
+            raise ConfigError(
+                f"-W max_episode_tokens={budget} leaves no room for a question: counting new "
+                f"tokens, a first call needs its question's tokens plus max_tokens {reply:,}"
+            )
+        return workflow.with_config(fixed_prompt_tokens={f: p for f, (p, _) in needs.items()})
     family, (prompt, reply) = max(needs.items(), key=lambda kv: sum(kv[1]))
     if budget < prompt + reply:
         how = f"{counter.name}'s tokens" if counter.name != "model" else "~4 characters a token"
@@ -109,3 +132,4 @@ def check_episode_budget(
             f"schemas, demonstrations, question template; {how}) plus "
             f"max_tokens {reply:,} = {prompt + reply:,} tokens"
         )
+    return workflow

@@ -130,7 +130,7 @@ async def run_episode(
     from raleval.workflows.common import EpisodeRecord
 
     started_at = datetime.now(timezone.utc)
-    rec = EpisodeRecord()
+    rec = EpisodeRecord(fixed_prompt_tokens=workflow.config.fixed_prompt_tokens.get(task.family, 0))
     session: Any = None
     try:
         key = epoch if cache_epoch is None else cache_epoch
@@ -186,6 +186,7 @@ async def run_episode(
         prompt_tokens=rec.prompt_tokens,
         completion_tokens=rec.completion_tokens,
         uncached_prompt_tokens=rec.uncached_prompt_tokens,
+        budget_tokens=rec.budget_tokens if workflow.config.max_episode_tokens else None,
         cost_usd=rec.cost_usd,
         compute_s=rec.compute_seconds,
         extra=rec.extra,

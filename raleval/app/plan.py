@@ -117,10 +117,10 @@ def make_plan(
         },
     )
     if workflow.config.max_episode_tokens is not None:
-        from raleval.app.budgets import BUDGET_COUNTS, check_episode_budget
+        from raleval.app.budgets import budget_counts, check_episode_budget
 
         with phase("checking the token budget against the first prompt"):
-            check_episode_budget(config, workflow, env, tasks)
+            workflow = check_episode_budget(config, workflow, env, tasks)
     prompts = run_prompts(env, workflow)
     decoding: dict[str, Any] = {
         "temperature": workflow.config.temperature,
@@ -128,7 +128,9 @@ def make_plan(
         "actions": workflow_decoding(config, workflow),
     }
     if workflow.config.max_episode_tokens is not None:
-        decoding["budget_counts"] = BUDGET_COUNTS
+        decoding["budget_counts"] = budget_counts(workflow)
+        if workflow.config.fixed_prompt_tokens:  # what a first request's count leaves out
+            decoding["fixed_prompt_tokens"] = dict(workflow.config.fixed_prompt_tokens)
     phase_note(phase, f"decoding ({config.workflow} with {config.model}): {decoding['actions']}")
     header = new_header(config, tasks, decoding, prompts, fingerprint)
     selection = prepared.selection
