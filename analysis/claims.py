@@ -19,6 +19,7 @@ from raleval.analysis.design import StudyDesign
 from raleval.analysis.format_failures import DEFAULT_FORMAT_GAP, format_failures, format_gap_note
 from raleval.analysis.runs import Run
 from raleval.analysis.study import (
+    DEMONSTRATION_SEED,
     GENERATED,
     System,
     Tested,
@@ -174,12 +175,7 @@ def study_claims(
         missing = [c for c in declared if c not in found] if arm == GENERATED else []
         if not tested and not missing:
             continue
-        title = (
-            "At each workflow's default budgets"
-            if arm == GENERATED
-            else f"At matched compute, {arm.split('@', 1)[1].strip()} per episode for every "
-            "workflow"
-        )
+        title = "At each workflow's default budgets" if arm == GENERATED else budget_title(arm)
         out.append(f"{title}:")
         out.append("")
         unfinished = progress(systems)
@@ -205,6 +201,14 @@ def study_claims(
         f"at 0.05 (without copied answers: {clean_size})."
     )
     return "\n".join(out).rstrip() + "\n"
+
+
+def budget_title(arm: str) -> str:
+    """``At matched compute, 4000 tokens per episode ...`` for a budget arm, with the
+    demonstrations' seed where the arm drew them again."""
+    tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+    again = f", the demonstrations drawn again with seed {seed}" if seed else ""
+    return f"At matched compute, {tokens} per episode for every workflow{again}"
 
 
 def _copied_shared(systems: dict[System, Run], t: Tested) -> set[str]:

@@ -51,6 +51,7 @@ from raleval.records import ErrorType, StopReason, Trajectory
 from raleval.store import TIMING
 
 GENERATED = "generated"
+DEMONSTRATION_SEED = "with demonstration seed"  # an arm's name: demonstrations drawn again
 LEVELS = ("KS", "KU", "KA")
 LABELS = [e.value for e in ErrorType]
 
@@ -62,10 +63,15 @@ def arm_of(run: Run) -> str:
     config = run.header.config if run.header else {}
     tasks = config.get("tasks")
     budget = (config.get("workflow_options") or {}).get("max_episode_tokens")
+    demo = config.get("demonstration_seed")
+    # another draw of the demonstrations: an arm of its own, never merged with the first's
+    redrawn = "" if demo is None else f" {DEMONSTRATION_SEED} {demo}"
     if not tasks or not str(tasks).endswith((".jsonl", ".json", ".jsonl.gz")):
         if budget is not None:
-            return f"{GENERATED} @ {budget} tokens"
+            return f"{GENERATED} @ {budget} tokens{redrawn}"
         sampled = sampling_of(config)
+        if redrawn:
+            return f"{GENERATED} ~ {sampled or 'greedy'},{redrawn}"
         return GENERATED if sampled is None else f"{GENERATED} ~ {sampled}"
     name = Path(str(tasks)).name
     return name.split(".", 1)[0]
@@ -629,8 +635,8 @@ def timing_table(folder: Path) -> list[str]:
 
 def budget_of(arm: str) -> int | None:
     """The token budget of a budget arm (``generated @ 4000 tokens``), else None."""
-    if not arm.startswith(f"{GENERATED} @ "):
-        return None
+    if not arm.startswith(f"{GENERATED} @ ") or DEMONSTRATION_SEED in arm:
+        return None  # a redrawn-demonstrations arm is no point of the sweep
     try:
         return int(arm.split("@", 1)[1].split()[0])
     except ValueError:

@@ -45,6 +45,9 @@ class RunConfig(BaseModel):
     # study's declared sample, shared by every cell; raleval.tasks.sampling)
     sample_seed: int | None = None
     seed: int = 0
+    # the seed the demonstrations are drawn with (None: ``seed``): a second draw of the same
+    # families' demonstrations, the tasks under test unchanged (issue 62)
+    demonstration_seed: int | None = None
     # episodes in flight at once; "auto": found by AIMD from the endpoint's answers
     # (raleval.concurrency), within one process
     max_connections: Annotated[int, Field(ge=1)] | Literal["auto"] = 8
@@ -189,6 +192,8 @@ class RunConfig(BaseModel):
                 "allow_foreign_tasks",
             },
         )
+        if keep.get("demonstration_seed") is None:  # unset: as before the option existed
+            keep.pop("demonstration_seed", None)
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -184,3 +184,23 @@ def test_the_third_study_s_timing_pass_times_its_cells():
     study = cells(ROOT / "studies" / "local-models-3.yaml", 8000)
     timing = cells(ROOT / "studies" / "local-models-3.timing.yaml", None)
     assert timing == study and len(timing) == 36
+
+
+def test_a_redrawn_demonstrations_cell_is_an_arm_of_its_own():
+    """A cell whose demonstrations were drawn with another seed (issue 62) is never merged
+    with the same system's cell at the same budget, and is no point of the budget sweep."""
+    from types import SimpleNamespace
+
+    from raleval.analysis.claims import budget_title
+    from raleval.analysis.study import arm_of, budget_of
+
+    def cell(**config):
+        return SimpleNamespace(header=SimpleNamespace(config=config))
+
+    first = arm_of(cell(workflow_options={"max_episode_tokens": 4000}))
+    again = arm_of(cell(workflow_options={"max_episode_tokens": 4000}, demonstration_seed=5))
+    assert first != again
+    assert budget_of(first) == 4000 and budget_of(again) is None
+    assert budget_title(first) == "At matched compute, 4000 tokens per episode for every workflow"
+    assert budget_title(again).endswith("the demonstrations drawn again with seed 5")
+    assert arm_of(cell(demonstration_seed=5)) != arm_of(cell())

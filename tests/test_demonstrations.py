@@ -4,6 +4,8 @@ and the run header and report keep the exact prompt."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from raleval import registry
@@ -12,6 +14,8 @@ from raleval.analysis.runs import load_run
 from raleval.store import TASKS, read_header, read_tasks
 
 from .conftest import run_config
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ENVS = {"scholar": "scholar", "wiki": "wiki", "crag": "crag-kg"}
 WORKFLOWS = ["react", "function_calling", "pal", "dfsdt", "planned", "direct"]
@@ -75,3 +79,38 @@ def test_report_shows_the_prompt_and_demonstrations(tmp_path):
     assert "<h2>Prompts and demonstrations</h2>" in page
     assert ids[0] in page
     assert "Answer the question as briefly as possible, with the answer only." in page
+
+
+def test_a_second_demonstration_seed_draws_other_demonstrations_for_the_same_tasks(tmp_path):
+    """``demonstration_seed`` (issue 62): the same tasks under test, shown other demonstrations
+    of their families, still disjoint from them; the header records the seed, and a run that
+    leaves it unset fingerprints as runs did before the option existed."""
+    import json
+
+    from raleval.config import RunConfig
+
+    runs = {}
+    for seed in (None, 5):
+        summary, results = run_config(
+            tmp_path / str(seed),
+            tasks="scholar",
+            tasks_per_family=3,
+            demonstration_seed=seed,
+            workflow_options={"shots": 1},
+        )
+        runs[seed] = (read_header(summary.run_dir), results)
+    (first, results_a), (second, results_b) = runs[None], runs[5]
+    assert first.seeds == {"tasks": 0}
+    assert second.seeds == {"tasks": 0, "demonstrations": 5}
+    assert sorted(t.task_id for t in results_a) == sorted(t.task_id for t in results_b)
+    a, b = first.prompts["demonstrations"], second.prompts["demonstrations"]
+    assert set(a) == set(b)
+    assert all(set(a[f]).isdisjoint(b[f]) for f in a), (a, b)
+    tested = {t.task_id for t in results_b}
+    assert not tested & {i for ids in b.values() for i in ids}
+    # an unset seed hashes as before: a second-study cell's stored header fingerprint
+    # is its own config's
+    cell = next((ROOT / "studies" / "local-models-2").glob("*__react__*/header.json"))
+    stored = json.loads(cell.read_text())
+    assert RunConfig(**stored["config"]).fingerprint() == stored["fingerprint"]
+    assert second.fingerprint != first.fingerprint

@@ -48,8 +48,9 @@ def demonstration_tasks(
     config: RunConfig, env: Any, tasks: list[Task], shots: int, world: Any = None
 ) -> dict[str, list[Task]]:
     """:func:`draw_demonstrations` for the run ``config``."""
+    seed = config.seed if config.demonstration_seed is None else config.demonstration_seed
     return draw_demonstrations(
-        config.env, config.seed, config.tasks or "", source_seed(config), env, tasks, shots, world
+        config.env, seed, config.tasks or "", source_seed(config), env, tasks, shots, world
     )
 
 

@@ -220,6 +220,7 @@ def task_set_request(
         limit=config.limit,
         sample_ids=tuple(config.sample_ids or ()),
         sample_seed=config.sample_seed,
+        demonstration_seed=config.demonstration_seed,
         allow_foreign=config.allow_foreign_tasks,
         workflow=config.workflow,
         context_tokens=context_tokens,

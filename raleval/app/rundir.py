@@ -235,7 +235,12 @@ def new_header(config: RunConfig, tasks: list[Task], decoding: dict[str, Any],
         created_at=datetime.now(timezone.utc),
         config=redact(config.model_dump(mode="json")),
         fingerprint=fingerprint or config.fingerprint(),
-        seeds={"tasks": config.seed},
+        seeds={"tasks": config.seed}
+        | (
+            {}
+            if config.demonstration_seed is None
+            else {"demonstrations": config.demonstration_seed}
+        ),
         decoding=decoding,
         dataset_hash=dataset_hash(tasks),
         n_tasks=len(tasks),

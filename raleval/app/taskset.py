@@ -40,6 +40,7 @@ class TaskSetRequest(TaskRequest):
     env_options: dict[str, Any] = field(default_factory=dict)
     recorded: tuple[Task, ...] = ()
     env_factory: Any = None  # the environment's registry entry (looked up when None)
+    demonstration_seed: int | None = None  # None: ``seed``
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,12 @@ def prepare_task_set(
                     factory = registry.envs.get(request.env_name)
                 world = world_for(factory, request.env_options, env)
         world_seed = int(request.env_options.get("seed", 0)) + WORLD_SEED_OFFSET
+        demo_seed = request.seed
+        if request.demonstration_seed is not None:
+            demo_seed = request.demonstration_seed
         demos = draw_demonstrations(
             request.env_name,
-            request.seed,
+            demo_seed,
             request.spec,
             world_seed,
             env,
