@@ -72,12 +72,23 @@ def test_the_third_study_s_config_runs_what_its_design_declares():
     assert len(design.budgets) >= 4 and not design.default_arm
     arms: dict[str, set] = defaultdict(set)
     samples: dict[str, set] = defaultdict(set)
+    redrawn: set = set()
     for c in configs:
         budget = c.workflow_options["max_episode_tokens"]
+        assert c.workflow_options["episode_tokens_count"] == "new"
+        samples[c.env].add((c.with_defaults().tasks, c.tasks_per_family, c.sample_seed, c.limit))
+        if c.demonstration_seed is not None:  # the demonstrations drawn again
+            assert c.arm == f"budget-{budget}-demonstrations-{c.demonstration_seed}"
+            assert budget in design.budgets
+            redrawn.add((c.env, c.workflow, c.model))
+            continue
         assert c.arm == f"budget-{budget}"
         arms[budget].add((c.workflow, c.model))
-        samples[c.env].add((c.with_defaults().tasks, c.tasks_per_family, c.sample_seed, c.limit))
     assert sorted(arms) == design.budgets
+    models = ("local/qwen2.5-0.5b", "local/qwen2.5-1.5b")
+    assert redrawn == {
+        (e, w, m) for e in ("scholar", "wiki", "crag") for w in ("react", "direct") for m in models
+    }
     workflows = {"react", "pal", "dfsdt", "function_calling", "direct", "planned"}
     for systems in arms.values():
         for model in ("local/qwen2.5-0.5b", "local/qwen2.5-1.5b"):
