@@ -241,3 +241,26 @@ def test_the_third_study_s_plan_block_is_what_study_plan_prints():
     text = DOC.read_text(encoding="utf-8")
     assert doc_block(text, "study-plan-3") == render_plan(plan, design)
     assert plan.machine_hours <= 10.5
+
+
+@needs_shared(REVAL)
+def test_the_r_eval_tools_block_quotes_the_paper():
+    """R-Eval's function calling and DFSDT rows (issue 62's fair comparison), every number
+    against the file, every model that ran either."""
+    with open(REVAL, newline="", encoding="utf-8") as fh:
+        rows = {(r["workflow"], r["llm"]): r for r in csv.DictReader(fh)}
+    block = doc_block(DOC.read_text(encoding="utf-8"), "reval-tools")
+    quoted = [r.strip("|").split(" | ") for r in block.splitlines() if r.startswith("| ")][1:]
+    assert sorted((q[1].strip(), q[0].strip()) for q in quoted) == sorted(
+        k for k in rows if k[0] in ("FC", "DFSDT")
+    )
+    for model, workflow, wiki, aminer, pooled, react in quoted:
+        row = rows[(workflow.strip(), model.strip())]
+        assert (float(wiki), float(aminer), float(pooled)) == (
+            float(row["avg_wiki"]),
+            float(row["avg_aminer"]),
+            float(row["avg_all"]),
+        )
+        assert float(react) == float(rows[("ReAct", model.strip())]["avg_aminer"])
+    gpt4 = [q for q in quoted if q[0].strip() == "gpt-4-1106"]
+    assert all(float(q[3]) > 10 for q in gpt4) and len(gpt4) == 2
