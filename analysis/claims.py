@@ -164,15 +164,19 @@ def study_claims(
         "system copied a demonstration's answer (the same comparisons, their own Holm family).",
         "",
     ]
-    for arm, systems in arms.items():
-        if arm not in family:
+    # the arms the design declares: the default budgets' and one per budget of its sweep
+    planned = [GENERATED] if design.default_arm else []
+    planned += [f"{GENERATED} @ {b} tokens" for b in design.budgets]
+    for arm in [*arms, *(a for a in planned if a not in arms)]:
+        systems = arms.get(arm, {})
+        if arm not in family and arm not in planned:
             continue  # real-data arms are not in the design; a sampled arm compares nothing
-        tested = [t for t in family[arm] if not t.exploratory]
+        tested = [t for t in family.get(arm, []) if not t.exploratory]
         cleaned = {(t.a, t.b, t.level): t for t in clean.get(arm, [])}
         found = {(t.a, t.b, t.level) for t in tested}
-        # a declared comparison the default arm cannot test yet: a system without episodes, or
+        # a declared comparison a declared arm cannot test yet: a system without episodes, or
         # fewer than two shared tasks
-        missing = [c for c in declared if c not in found] if arm == GENERATED else []
+        missing = [c for c in declared if c not in found] if arm in planned else []
         if not tested and not missing:
             continue
         title = "At each workflow's default budgets" if arm == GENERATED else budget_title(arm)

@@ -352,21 +352,32 @@ def robustness(series: Mapping[str, Mapping[float, float]]) -> str:
 def budget_curves(series: Mapping[str, Mapping[int, tuple[float, float, float]]]) -> Any:
     """F1 against the token budget per episode, one line per system with its 95% interval
     bars (a budget sweep's figure). ``series``: system -> budget -> (F1, low, high)."""
+    from matplotlib.ticker import NullFormatter
+
     fig, ax = _figure(6, 4)
     styles = system_styles(list(series))
-    for name, points in sorted(series.items()):
+    names = sorted(series)
+    budgets = sorted({x for points in series.values() for x in points})
+    for i, name in enumerate(names):
+        points = series[name]
         color, marker = styles[name]
         xs = sorted(points)
         ys = [points[x][0] for x in xs]
+        # each system a little to the side of the budget, so the intervals do not hide each other
+        shift = 2 ** (0.25 * ((i + 0.5) / len(names) - 0.5))
         err = [
             [max(0.0, points[x][0] - points[x][1]) if points[x][1] == points[x][1] else 0.0
              for x in xs],
             [max(0.0, points[x][2] - points[x][0]) if points[x][2] == points[x][2] else 0.0
              for x in xs],
         ]  # fmt: skip
-        ax.errorbar(xs, ys, yerr=err, marker=marker, color=color, capsize=3, label=name)
+        ax.errorbar(
+            [x * shift for x in xs], ys, yerr=err, marker=marker, color=color, capsize=3, label=name
+        )
     ax.set_xscale("log")
+    ax.set_xticks(budgets)
     ax.xaxis.set_major_formatter(_plain_ticks())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("token budget per episode")
     ax.set_ylabel("F1")
     ax.set_ylim(-0.02, 1.02)

@@ -161,6 +161,8 @@ def _row(run: Run) -> dict[str, str]:
     ci = "n/a" if tokens.low != tokens.low else f"[{tokens.low:.0f}, {tokens.high:.0f}]"
     row["tokens CI"] = ci
     row["calls/ep"] = f"{sum(t.n_llm_calls for t in scored) / max(1, n):.1f}"
+    counted = [t.budget_tokens for t in scored if t.budget_tokens is not None]
+    row["budget tok/ep"] = f"{sum(counted) / len(counted):.0f}" if counted else "-"
     row["failed"] = str(len(run.results) - n)
     # the share of tasks some epoch / every epoch answered correctly (k = epochs per task)
     passes = pass_at_k(run)
@@ -525,6 +527,9 @@ def study_tables(
         if declared is not None:  # tokens and calls are the cost; the budgets' share beside
             columns = [c for c in columns if c != "s/ep"]
             columns.insert(columns.index("prog. error") + 1, "at budget")
+        if any(t.budget_tokens is not None for r in systems.values() for t in r.scored):
+            # what the budget counted (new tokens, where it counts them) beside every token
+            columns.insert(columns.index("tokens CI") + 1, "budget tok/ep")
         if arm == GENERATED:
             title = "generated task sets"
         elif arm.startswith(f"{GENERATED} ~"):  # sampled, several epochs: consistency

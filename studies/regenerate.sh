@@ -21,3 +21,15 @@ raleval study figures "$STUDY" --into docs/study2 --figure radar-react --figure 
     --figure tokens
 raleval study figures "$STUDY" --arm "generated @ 4000 tokens" --into docs/study2/matched \
     --figure tokens --figure errors
+
+# The third study (issue 62), as far as its stored cells go: its tables and claims in
+# docs/study.md (the README keeps the re-run's claims until the third study is complete), and
+# its budget sweep's figure.
+STUDY3=studies/local-models-3
+DESIGN3=studies/local-models-3.design.yaml
+TIMING3=()
+[ -d studies/local-models-3-timing ] && TIMING3=(--timing studies/local-models-3-timing)
+raleval study tables "$STUDY3" --design "$DESIGN3" "${TIMING3[@]}" --into docs/study.md \
+    --block study3-tables
+raleval study claims "$STUDY3" --design "$DESIGN3" --into docs/study.md --block study3-claims
+raleval study figures "$STUDY3" --into docs/study3 --figure budgets

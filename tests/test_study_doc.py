@@ -147,3 +147,34 @@ def test_figures_name_the_arms_there_are(tmp_path):
         app, ["study", "figures", str(STUDY), "--into", str(tmp_path), "--figure", "radar-nope"]
     )
     assert result.exit_code != 0 and "no figure named radar-nope" in result.output
+
+
+THIRD = ROOT / "studies" / "local-models-3"
+
+
+def test_the_third_study_s_blocks_and_figure_are_its_stored_cells(tmp_path):
+    """docs/study.md's third-study blocks are `raleval study tables` and `study claims` under
+    its design, and its budget figure what the stored cells draw, as far as the cells go;
+    `bash studies/regenerate.sh` rewrites them after each chunk."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    design = "studies/local-models-3.design.yaml"
+    page = tmp_path / "page.md"
+    for command, block in (("tables", "study3-tables"), ("claims", "study3-claims")):
+        page.write_text(f"<!-- {block}:start -->\n<!-- {block}:end -->\n", encoding="utf-8")
+        args = ["study", command, str(THIRD), "--design", design, "--into", str(page)]
+        timing = ROOT / "studies" / "local-models-3-timing"
+        if command == "tables" and timing.is_dir():
+            args += ["--timing", str(timing)]
+        result = CliRunner().invoke(app, [*args, "--block", block])
+        assert result.exit_code == 0, result.output
+        fresh = doc_block(page.read_text(encoding="utf-8"), block)
+        shown = doc_block(DOC.read_text(encoding="utf-8"), block)
+        assert shown == fresh, f"{block}: regenerate with `bash studies/regenerate.sh`"
+    assert "(study3/budgets.png)" in DOC.read_text(encoding="utf-8")
+    shutil.rmtree(tmp_path / "generated", ignore_errors=True)
+    _same_figures(["docs/study3/budgets.png"], THIRD, "generated", tmp_path)
