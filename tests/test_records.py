@@ -53,3 +53,23 @@ def test_trajectory_forbids_unknown_fields_and_keeps_schema_version():
         Trajectory(**data, bogus=True)
     with pytest.raises(ValidationError):
         Step(index=0, kind="exploded")
+
+
+def test_a_run_records_the_commit_its_process_started_on(monkeypatch):
+    """A chunk of a study runs for hours; a commit made meanwhile must not be recorded for the
+    cells it starts later (they run the code the process loaded)."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from raleval.app import rundir
+
+    heads = iter(["a" * 40, "b" * 40])
+    monkeypatch.setattr(
+        subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0, stdout=next(heads))
+    )
+    rundir.git_revision.cache_clear()
+    try:
+        assert rundir.git_revision() == "a" * 40
+        assert rundir.git_revision() == "a" * 40  # HEAD moved; the process's code did not
+    finally:
+        rundir.git_revision.cache_clear()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import platform
@@ -114,7 +115,11 @@ class RunDirLock:
         os.close(fd)  # closing the descriptor releases the lock
 
 
+@functools.cache
 def git_revision() -> str | None:
+    """The commit checked out when this process first asked: the code it runs. A long run (a
+    study's chunk) keeps it for every cell it starts; asked again per cell, a commit made while
+    the chunk ran was recorded for cells that never ran its code."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
