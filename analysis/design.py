@@ -180,6 +180,8 @@ class DesignPlan:
     # system without a pilot -> the piloted system its seconds were scaled from
     borrowed: dict[tuple[str, str], str] = field(default_factory=dict)
     default_arm: bool = True
+    # system -> the budgets its seconds were measured at (the study's own cells so far)
+    measured: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     def seconds_of(self, system: tuple[str, str]) -> float:
         """Planned seconds per task of ``system`` over its arms (NaN without a pilot)."""
@@ -202,7 +204,11 @@ def _level_of(run: Run, task_id: str) -> str | None:
     return task.level.value if task is not None else None
 
 
-def plan_design(design: StudyDesign, pilot: dict[tuple[str, str], Run]) -> DesignPlan:
+def plan_design(
+    design: StudyDesign,
+    pilot: dict[tuple[str, str], Run],
+    measured: dict[int, dict[tuple[str, str], Run]] | None = None,
+) -> DesignPlan:
     """Each declared comparison's MDD at the planned size, from the pilot's paired differences.
 
     The planned size is ``per_family`` tasks of every family the pilot's tasks come from. Per
@@ -212,7 +218,11 @@ def plan_design(design: StudyDesign, pilot: dict[tuple[str, str], Run]) -> Desig
     m, ``DEFF = 1 + (m - 1) rho``; then ``SE = s_d sqrt(DEFF / n)`` and ``MDD = (t_{1-a/2} +
     t_power) SE`` with C - 1 degrees of freedom (Miller 2024, section 5) at Bonferroni's
     ``alpha / m`` over the declared comparisons, a bound for Holm's. Machine time: each
-    system's planned episodes x its pilot seconds per episode, ``parallel`` at once."""
+    system's planned episodes x its pilot seconds per episode, ``parallel`` at once.
+
+    ``measured``: a budget sweep's own finished cells, budget -> system -> run (re-planning a
+    study under way): a system's seconds per episode at a budget it ran are taken as measured
+    there instead of scaled from the pilot's."""
     m = len(design.comparisons) * (int(design.default_arm) + len(design.budgets))
     alpha = design.alpha / m
     planned: list[PlannedComparison] = []
@@ -285,10 +295,48 @@ def plan_design(design: StudyDesign, pilot: dict[tuple[str, str], Run]) -> Desig
                 if same:
                     episodes[s] = max(same)
     borrowed = _borrowed_seconds(design, seconds, budget_seconds, pilot)
+    ran = _measured_seconds(design, seconds, budget_seconds, measured or {})
     budget_seconds = {k: v for k, v in budget_seconds.items() if design.budgets}
     return DesignPlan(
-        planned, episodes, seconds, design.parallel, budget_seconds, borrowed, design.default_arm
+        planned,
+        episodes,
+        seconds,
+        design.parallel,
+        budget_seconds,
+        borrowed,
+        design.default_arm,
+        ran,
     )
+
+
+def _measured_seconds(
+    design: StudyDesign,
+    seconds: dict[tuple[str, str], float],
+    budget_seconds: dict[tuple[str, str], float],
+    measured: dict[int, dict[tuple[str, str], Run]],
+) -> dict[tuple[str, str], list[int]]:
+    """A system's seconds per episode at each budget it has run at (``measured``) in place of
+    the pilot's estimate; at a budget it has not run at yet, the estimate's average over the
+    budgets, or without one the mean of its measured budgets. Fills ``budget_seconds`` (and
+    ``seconds``, for a system the pilot lacks) in place."""
+    took: dict[tuple[str, str], dict[int, float]] = {}
+    for budget, systems in measured.items():
+        if budget not in design.budgets:
+            continue
+        for key, run in systems.items():
+            if run.scored:
+                mean = sum(t.wall_time_s for t in run.scored) / len(run.scored)
+                took.setdefault(key, {})[budget] = mean
+    for key, by_budget in took.items():
+        known = budget_seconds.get(key)
+        fallback = (
+            known / len(design.budgets)
+            if known is not None
+            else sum(by_budget.values()) / len(by_budget)
+        )
+        budget_seconds[key] = sum(by_budget.get(b, fallback) for b in design.budgets)
+        seconds.setdefault(key, sum(by_budget.values()) / len(by_budget))
+    return {key: sorted(by_budget) for key, by_budget in took.items()}
 
 
 def _borrowed_seconds(
@@ -367,6 +415,9 @@ def render_plan(plan: DesignPlan, design: StudyDesign) -> str:
     for s, n in sorted(plan.episodes.items()):
         sec = plan.seconds_per_episode.get(s, float("nan"))
         name = "/".join(s) + (f" (no pilot: {plan.borrowed[s]})" if s in plan.borrowed else "")
+        if s in plan.measured:
+            ran = plan.measured[s]
+            name += f" (measured at {len(ran)} of {len(design.budgets)} budgets)"
         if plan.budget_seconds:
             extra = plan.budget_seconds.get(s, float("nan"))
             hours = n * plan.seconds_of(s) / 3600
@@ -378,6 +429,12 @@ def render_plan(plan: DesignPlan, design: StudyDesign) -> str:
     out += [
         "",
         f"machine time: {plan.machine_hours:.1f} h with {plan.parallel} episodes at once "
-        "(pilot seconds per episode; they vary with the machine's load)",
+        "(pilot seconds per episode; they vary with the machine's load)"
+        + (
+            "; measured: seconds per episode of the study's own stored cells, over the "
+            "environments they have run so far"
+            if plan.measured
+            else ""
+        ),
     ]
     return "\n".join(out) + "\n"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from raleval.analysis.design import load_design
+from raleval.analysis.runs import load_run
 from raleval.app.plan import build_env, run_tasks
 from raleval.config import ConfigError, RunConfig, load_matrix
 
@@ -215,3 +216,39 @@ def test_a_redrawn_demonstrations_cell_is_an_arm_of_its_own():
     assert budget_title(first) == "At matched compute, 4000 tokens per episode for every workflow"
     assert budget_title(again).endswith("the demonstrations drawn again with seed 5")
     assert arm_of(cell(demonstration_seed=5)) != arm_of(cell())
+
+
+def test_a_plan_under_way_takes_the_seconds_its_cells_took(tmp_path):
+    """`study plan --measured`: re-planning a sweep under way, a system's seconds per episode at
+    the budgets it has run at are the stored cells' own; the others stay the pilot's."""
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
+    study = _sweep(tmp_path)  # ReAct and direct of Qwen2.5-0.5B at 2,000 and 4,000 tokens
+    design = tmp_path / "design.yaml"
+    design.write_text(
+        "sample: {seed: 7, per_family: 4}\n"
+        "budgets: [2000, 4000]\ndefault_arm: false\n"
+        "comparisons:\n  - [react/local/qwen2.5-0.5b, direct/local/qwen2.5-0.5b]\n"
+        "  - [react/local/qwen2.5-0.5b, pal/local/qwen2.5-0.5b]\n",
+        encoding="utf-8",
+    )
+    pilot = ROOT / "studies" / "local-models-2"
+    args = ["study", "plan", str(design), "--pilot", str(pilot)]
+    before = CliRunner().invoke(app, args)
+    after = CliRunner().invoke(app, [*args, "--measured", str(study)])
+    assert before.exit_code == 0 and after.exit_code == 0, after.output
+    rows = {
+        r.split(" | ")[0].strip("| "): r.split(" | ")
+        for r in after.output.splitlines()
+        if r.startswith("| ") and "/local/" in r and " vs " not in r
+    }
+    react = next(v for k, v in rows.items() if k.startswith("react/"))
+    assert "(measured at 2 of 2 budgets)" in react[0]
+    took = [t.wall_time_s for t in load_run(next(study.glob("budget-2000__*react*"))).scored]
+    assert float(react[3]) == pytest.approx(2 * sum(took) / len(took), abs=0.06)
+    pal = next(v for k, v in rows.items() if k.startswith("pal/"))
+    assert "measured" not in pal[0]  # never run in the sweep: the pilot's estimate
+    assert pal[3] in before.output
+    assert "measured: seconds per episode of the study's own stored cells" in after.output

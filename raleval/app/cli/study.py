@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -197,11 +197,19 @@ def study_plan(
     arm: Annotated[
         str, typer.Option(help="the pilot's arm: 'generated' or a real-data file's stem")
     ] = "generated",
+    measured: Annotated[
+        Path | None,
+        typer.Option(
+            help="the study's own stored cells so far (a budget sweep under way): their "
+            "seconds per episode replace the pilot's estimate where they ran"
+        ),
+    ] = None,
 ) -> None:
     """Before a study runs: each declared comparison's minimum detectable difference at the
-    planned size (from the pilot's paired differences) and the machine time of its cells."""
+    planned size (from the pilot's paired differences) and the machine time of its cells;
+    while it runs, with --measured, the same with the time its finished cells took."""
     from raleval.analysis.design import load_design, plan_design, render_plan
-    from raleval.analysis.study import load_study
+    from raleval.analysis.study import budget_of, load_study
 
     if not pilot.exists():
         fail(f"no pilot folder {pilot}")
@@ -210,7 +218,14 @@ def study_plan(
         arms = load_study(pilot)
         if arm not in arms:
             fail(f"{pilot} has no arm {arm!r}; it has: {', '.join(arms) or 'none'}")
-        typer.echo(render_plan(plan_design(declared, arms[arm]), declared), nl=False)
+        done: dict[int, Any] = {}
+        if measured is not None:
+            for name, systems in load_study(measured).items():
+                budget = budget_of(name)
+                if budget is not None:
+                    done[budget] = systems
+        plan = plan_design(declared, arms[arm], done)
+        typer.echo(render_plan(plan, declared), nl=False)
     except (OSError, *user_errors()) as exc:
         fail(str(exc))
 
