@@ -219,10 +219,16 @@ def test_a_budget_of_new_tokens_counts_what_a_prefix_cache_leaves(tmp_path, work
 
 
 def test_new_tokens_are_those_past_the_previous_request():
-    """A request that extends the previous one counts only what it adds; one that shares
-    nothing counts whole; an episode's first counts what its fixed first request does not."""
+    """A request that extends the previous one and its reply counts only what it adds, with
+    the template's tokens of each message it begins; one that shares nothing counts whole; an
+    episode's first counts what its fixed first request does not."""
     from raleval.model import Message
-    from raleval.workflows.common import new_prompt_tokens, request_text, request_tokens
+    from raleval.workflows.common import (
+        MESSAGE_TOKENS,
+        new_prompt_tokens,
+        request_layout,
+        request_tokens,
+    )
 
     class Chars:
         def count_tokens(self, text: str) -> int:
@@ -230,13 +236,19 @@ def test_new_tokens_are_those_past_the_previous_request():
 
     model = Chars()
     first = (Message(role="system", content="x" * 500), Message(role="user", content="Q?"))
-    second = (*first, Message(role="assistant", content="a" * 40))
-    full_1 = request_tokens(model, first)
-    full_2 = request_tokens(model, second)
-    text_1, text_2 = request_text(first), request_text(second)
-    assert new_prompt_tokens(model, full_1, text_1, None, full_1 - 2) == 2
-    added = new_prompt_tokens(model, full_2, text_2, text_1, 0)
-    assert 40 <= added <= full_2 - 500
-    other = (Message(role="user", content="y" * 100),)
-    unrelated = request_text(other)
-    assert new_prompt_tokens(model, 300, unrelated, text_1, 0) >= 300 - len("<")
+    full = request_tokens(model, first)
+    layout = request_layout(first)
+    assert new_prompt_tokens(model, full, layout, None, full - 2) == 2
+    # ReAct's scratchpad: the reply continues the turn, and the cache holds it
+    pad = (*first, Message(role="assistant", content="Thought: a"))
+    longer = (*first, Message(role="assistant", content="Thought: a" + "b" * 30 + "\nObs: c"))
+    held = new_prompt_tokens(
+        model, 0, request_layout(longer), request_layout(pad)[0], 0, reply="b" * 30
+    )
+    assert held == len("\nObs: c")
+    # a reply sent back as a message is laid out anew: it counts, with its message's tokens
+    sent = (*first, Message(role="assistant", content="b" * 30), Message(role="tool", content="o"))
+    again = new_prompt_tokens(model, 0, request_layout(sent), layout[0], 0, reply="b" * 30)
+    assert again == len("\n<assistant>" + "b" * 30 + "\n<tool>o") + 2 * MESSAGE_TOKENS
+    unrelated = request_layout((Message(role="user", content="y" * 100),))
+    assert new_prompt_tokens(model, 0, unrelated, layout[0], 0) >= len(unrelated[0]) - 1

@@ -245,22 +245,49 @@ def request_text(messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...
     """A request in the order a chat template lays it out (tool schemas first, then each
     message with the calls it holds): two requests' common prefix is what a server's prefix
     cache can serve the second from."""
-    parts = [json.dumps(tools, separators=(",", ":"))] if tools else []
+    return request_layout(messages, tools)[0]
+
+
+def request_layout(
+    messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...] = ()
+) -> tuple[str, tuple[int, ...]]:
+    """:func:`request_text` and where in it each message starts."""
+    text = json.dumps(tools, separators=(",", ":")) if tools else ""
+    starts = []
     for m in messages:
-        parts.append(f"<{m.role}>{m.content}")
-        parts += [c.tool + json.dumps(c.arguments) for c in m.tool_calls]
-    return "\n".join(parts)
+        text += "\n" if text else ""
+        starts.append(len(text))
+        text += f"<{m.role}>{m.content}"
+        text += "".join(f"\n{c.tool}{json.dumps(c.arguments)}" for c in m.tool_calls)
+    return text, tuple(starts)
 
 
-def new_prompt_tokens(model: Model, full: int, text: str, previous: str | None, fixed: int) -> int:
-    """The tokens of a request (``full`` of them, laid out as ``text``) that a prefix cache
-    could not serve: those past its common prefix with the episode's previous request, or,
-    for an episode's first request, past the workflow's fixed first request (``fixed``
-    tokens: instructions, tool schemas, demonstrations, the question's template)."""
+def new_prompt_tokens(
+    model: Model,
+    full: int,
+    layout: tuple[str, tuple[int, ...]],
+    previous: str | None,
+    fixed: int,
+    reply: str = "",
+) -> int:
+    """The tokens of a request (``full`` of them, laid out as ``layout``: its text and where
+    each message starts, :func:`request_layout`) that a prefix cache could not serve: those
+    past its common prefix with the episode's previous request followed by that request's
+    ``reply`` text (which a server's cache holds too where the request continues it, as
+    ReAct's scratchpad does; a reply sent back as an assistant message's calls is laid out
+    anew by the chat template, and counts again), and the template's tokens around each
+    message starting there; for an episode's first request, those past the workflow's fixed
+    first request (``fixed`` tokens: instructions, tool schemas, demonstrations, the
+    question's template)."""
     if previous is None:
         return max(0, full - fixed)
-    shared = os.path.commonprefix([text, previous])  # noqa: RUF071 (characters, not paths)
-    return max(0, full - (count_tokens(model, shared) if shared else 0))
+    text, starts = layout
+    # the prefix in characters, not a path's components
+    shared = len(os.path.commonprefix([text, previous + reply]))  # noqa: RUF071
+    if shared == len(text):
+        return 0
+    begun = sum(1 for start in starts if start >= shared)
+    return count_tokens(model, text[shared:]) + MESSAGE_TOKENS * begun
 
 
 def _tokens_left(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> int:
@@ -496,11 +523,12 @@ class EpisodeRecord:
             return 0
         prompt = request_tokens(model, request.messages, request.tools)
         if config.episode_tokens_count == "new":
-            text = request_text(request.messages, request.tools)
+            layout = request_layout(request.messages, request.tools)
+            reply = self.llm_calls[-1].output if self.llm_calls else ""
             prompt = new_prompt_tokens(
-                model, prompt, text, self._previous_request, self.fixed_prompt_tokens
+                model, prompt, layout, self._previous_request, self.fixed_prompt_tokens, reply
             )
-            self._previous_request = text
+            self._previous_request = layout[0]
         else:
             prompt += self._undercount
         if self._budget_spent + prompt + request.max_tokens <= budget:
