@@ -232,7 +232,7 @@ def plan_design(
     for key, run in pilot.items():
         scored = run.scored
         if scored:
-            seconds[key] = sum(t.wall_time_s for t in scored) / len(scored)
+            seconds[key] = _seconds_per_episode(run)
             tokens = sum(t.prompt_tokens + t.completion_tokens for t in scored) / len(scored)
             # a capped episode spends at most its budget: time taken as proportional to tokens
             budget_seconds[key] = sum(
@@ -309,6 +309,11 @@ def plan_design(
     )
 
 
+def _seconds_per_episode(run: Run) -> float:
+    """The mean wall time of ``run``'s scored episodes."""
+    return sum(t.wall_time_s for t in run.scored) / len(run.scored)
+
+
 def _measured_seconds(
     design: StudyDesign,
     seconds: dict[tuple[str, str], float],
@@ -325,8 +330,7 @@ def _measured_seconds(
             continue
         for key, run in systems.items():
             if run.scored:
-                mean = sum(t.wall_time_s for t in run.scored) / len(run.scored)
-                took.setdefault(key, {})[budget] = mean
+                took.setdefault(key, {})[budget] = _seconds_per_episode(run)
     for key, by_budget in took.items():
         known = budget_seconds.get(key)
         fallback = (

@@ -163,16 +163,17 @@ def test_a_budget_of_new_tokens_counts_what_a_prefix_cache_leaves(tmp_path, work
     budget far below the prompt tokens sent still lets every episode run as without one; a
     budget a little above what an episode's first call counts stops the episodes that need
     more, as budget stops, and no episode counts past its budget."""
+
+    def counting_new(budget: int, name: str):
+        options = {"max_episode_tokens": budget, "episode_tokens_count": "new"}
+        return run_config(
+            tmp_path, workflow=workflow, limit=3, workflow_options=options, run_name=name
+        )
+
     _, free = run_config(tmp_path, workflow=workflow, limit=3, run_name="free")
     max_tokens = WorkflowConfig().max_tokens
     sent = min(t.prompt_tokens + t.completion_tokens for t in free)
-    summary, measured = run_config(
-        tmp_path,
-        workflow=workflow,
-        limit=3,
-        workflow_options={"max_episode_tokens": 10**6, "episode_tokens_count": "new"},
-        run_name="measured",
-    )
+    summary, measured = counting_new(10**6, "measured")
     header = read_header(summary.run_dir)
     assert "new prompt tokens" in header.decoding["budget_counts"]
     fixed = header.decoding["fixed_prompt_tokens"]
@@ -185,13 +186,7 @@ def test_a_budget_of_new_tokens_counts_what_a_prefix_cache_leaves(tmp_path, work
     roomy = max(new.values()) + max_tokens
     if workflow not in ("pal", "direct"):
         assert roomy < sent, (roomy, sent, fixed)
-    _, capped = run_config(
-        tmp_path,
-        workflow=workflow,
-        limit=3,
-        workflow_options={"max_episode_tokens": roomy, "episode_tokens_count": "new"},
-        run_name="roomy",
-    )
+    _, capped = counting_new(roomy, "roomy")
     unbounded = {t.task_id: t for t in free}
     for t in capped:
         assert t.budget_tokens <= roomy
@@ -203,13 +198,7 @@ def test_a_budget_of_new_tokens_counts_what_a_prefix_cache_leaves(tmp_path, work
     first = max(t.llm_calls[0].completion_tokens or 0 for t in measured)
     tight = min(new.values()) - 1  # no episode's whole count fits
     tight = max(tight, first + max_tokens + 40)
-    _, stopped = run_config(
-        tmp_path,
-        workflow=workflow,
-        limit=3,
-        workflow_options={"max_episode_tokens": tight, "episode_tokens_count": "new"},
-        run_name="tight",
-    )
+    _, stopped = counting_new(tight, "tight")
     assert any(t.termination_cause == "episode_tokens" for t in stopped)
     for t in stopped:
         assert t.budget_tokens <= tight

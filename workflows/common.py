@@ -241,17 +241,12 @@ def request_tokens(
     return count_tokens(model, text) + CHAT_TEMPLATE_TOKENS + MESSAGE_TOKENS * len(messages)
 
 
-def request_text(messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...] = ()) -> str:
-    """A request in the order a chat template lays it out (tool schemas first, then each
-    message with the calls it holds): two requests' common prefix is what a server's prefix
-    cache can serve the second from."""
-    return request_layout(messages, tools)[0]
-
-
 def request_layout(
     messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...] = ()
 ) -> tuple[str, tuple[int, ...]]:
-    """:func:`request_text` and where in it each message starts."""
+    """A request in the order a chat template lays it out (tool schemas first, then each
+    message with the calls it holds), and where in it each message starts: two requests'
+    common prefix is what a server's prefix cache can serve the second from."""
     text = json.dumps(tools, separators=(",", ":")) if tools else ""
     starts = []
     for m in messages:
@@ -270,8 +265,9 @@ def new_prompt_tokens(
     fixed: int,
     reply: str = "",
 ) -> int:
-    """The tokens of a request (``full`` of them, laid out as ``layout``: its text and where
-    each message starts, :func:`request_layout`) that a prefix cache could not serve: those
+    """The tokens of a request (laid out as ``layout``: its text and where each message
+    starts, :func:`request_layout`; ``full`` of them, read only for a first request, where
+    ``previous`` is None) that a prefix cache could not serve: those
     past its common prefix with the episode's previous request followed by that request's
     ``reply`` text (which a server's cache holds too where the request continues it, as
     ReAct's scratchpad does; a reply sent back as an assistant message's calls is laid out
@@ -428,7 +424,7 @@ class EpisodeRecord:
     _budget_spent: int = 0
     _undercount: int = 0
     # episode_tokens_count "new": the fixed first request's tokens (its family's) and the
-    # previous request's layout (request_text), against which a request's new tokens count
+    # previous request's layout (request_layout), against which a request's new tokens count
     fixed_prompt_tokens: int = 0
     _previous_request: str | None = None
 
@@ -521,16 +517,19 @@ class EpisodeRecord:
         budget = config.max_episode_tokens
         if budget is None:
             return 0
-        prompt = request_tokens(model, request.messages, request.tools)
         if config.episode_tokens_count == "new":
             layout = request_layout(request.messages, request.tools)
             reply = self.llm_calls[-1].output if self.llm_calls else ""
+            # the whole prompt's count only for a first request: later ones count their new part
+            full = 0
+            if self._previous_request is None:
+                full = request_tokens(model, request.messages, request.tools)
             prompt = new_prompt_tokens(
-                model, prompt, layout, self._previous_request, self.fixed_prompt_tokens, reply
+                model, full, layout, self._previous_request, self.fixed_prompt_tokens, reply
             )
             self._previous_request = layout[0]
         else:
-            prompt += self._undercount
+            prompt = request_tokens(model, request.messages, request.tools) + self._undercount
         if self._budget_spent + prompt + request.max_tokens <= budget:
             return prompt
         self.finish(Termination.cost_limit, "episode_tokens")
