@@ -12,11 +12,17 @@ arguments an earlier step of the episode already had), which do not say which ca
 so the failed calls lie between the largest of the three and their sum (at most the calls):
 ``failed`` is that upper bound and ``failed_low`` the lower, and a gap between two cells is
 said only where the bounds leave no doubt.
+
+A cut call whose output ends repeating itself (:func:`ends_in_loop`) is counted again as
+``looped``: the model was in a loop when the cap stopped it. That is a description, not a
+promise that a larger cap would never have seen the reply end (docs/study.md measures how
+often one did).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,6 +32,49 @@ from raleval.records import RunHeader, Trajectory
 # A verdict whose two sides' format-failure rates differ by more than this says so beside it
 # (``--format-gap``): the difference may be the harness's handling of each side's output.
 DEFAULT_FORMAT_GAP = 0.10
+
+# ends_in_loop reads this many characters of a reply's end; a loop must span at least
+# LOOP_MIN_CHARS of them (so two short words alike are no loop)
+LOOP_WINDOW = 2048
+LOOP_MIN_CHARS = 32
+# a number (at most 12 digits: a longer run of digits is read digit by digit) or one character
+_TOKEN = re.compile(r"\d{1,12}|.", re.S)
+
+
+def _alike(later: str, earlier: str, counting: bool) -> bool:
+    return later == earlier or (
+        counting and later.isdigit() and earlier.isdigit() and int(later) > int(earlier)
+    )
+
+
+def _repeats(tokens: list[str], counting: bool) -> bool:
+    """Whether ``tokens`` end in two whole copies of one unit (a cut copy may follow), the
+    copies spanning at least :data:`LOOP_MIN_CHARS` characters; with ``counting`` a number may
+    be larger in the later copy."""
+    n = len(tokens)
+    for period in range(1, n // 2 + 1):
+        run = 0
+        while run < period and _alike(tokens[n - 1 - run], tokens[n - 1 - run - period], counting):
+            run += 1
+        if run < period:
+            continue
+        while run < n - period and _alike(
+            tokens[n - 1 - run], tokens[n - 1 - run - period], counting
+        ):
+            run += 1
+        if sum(map(len, tokens[n - run - period :])) >= LOOP_MIN_CHARS:
+            return True
+    return False
+
+
+def ends_in_loop(text: str) -> bool:
+    """Whether a reply ends repeating itself: in at least two whole back-to-back copies of
+    one unit, the last possibly cut short, where the copies are the same text or differ only
+    in numbers that count up (``r8 = Lookup(...)``, ``r9 = Lookup(...)``). The reply is read
+    as starting a fresh paragraph, so a first copy at its very start counts whole. Checked
+    against hand labels of real cut replies (``tests/data/cut_replies_labelled.json``)."""
+    s = "\n\n" + text.rstrip()[-LOOP_WINDOW:]
+    return _repeats(list(s), False) or _repeats(_TOKEN.findall(s), True)
 
 
 @dataclass(frozen=True)
@@ -39,6 +88,7 @@ class FormatFailures:
     failed: int = 0
     derived: bool = False  # some episode's counts were derived (``failed`` an upper bound)
     failed_low: int = 0  # the fewest calls that failed (``failed`` where none was derived)
+    looped: int = 0  # of the cut calls, those whose output ends in a loop (ends_in_loop)
 
     def __add__(self, other: FormatFailures) -> FormatFailures:
         return FormatFailures(
@@ -49,6 +99,7 @@ class FormatFailures:
             self.failed + other.failed,
             self.derived or other.derived,
             self.failed_low + other.failed_low,
+            self.looped + other.looped,
         )
 
     @property
@@ -69,6 +120,13 @@ class FormatFailures:
             return "-"
         low, high = 100 * self.failed_low / self.calls, 100 * self.failed / self.calls
         return f"{low:.1f}-{high:.1f}%" if f"{low:.1f}" != f"{high:.1f}" else f"{high:.1f}%"
+
+    def cut_text(self) -> str:
+        """The cut calls as tables print them: ``1/18 (1 loop)``; ``-`` without calls."""
+        if not self.calls:
+            return "-"
+        loops = f" ({self.looped} loop{'s' if self.looped != 1 else ''})" if self.looped else ""
+        return f"{self.cut}/{self.calls}{loops}"
 
 
 def header_max_tokens(header: RunHeader | None) -> int | None:
@@ -93,12 +151,15 @@ def episode_format_failures(traj: Trajectory, max_tokens: int | None = None) -> 
             repeated=sum(bool(c.repeated) for c in calls),
             failed=failed,
             failed_low=failed,
+            looped=sum(bool(c.cut) and ends_in_loop(c.output) for c in calls),
         )
-    cut = sum(
+    was_cut = [
         (c.error or "").startswith("reply_truncated")
         or (max_tokens is not None and (c.completion_tokens or 0) >= max_tokens)
         for c in calls
-    )
+    ]
+    cut = sum(was_cut)
+    looped = sum(w and ends_in_loop(c.output) for w, c in zip(was_cut, calls, strict=True))
     unparseable = sum(is_unparseable(s.kind, s.cause) for s in traj.steps)
     made: set[tuple[str, str]] = set()
     repeated = 0
@@ -110,7 +171,7 @@ def episode_format_failures(traj: Trajectory, max_tokens: int | None = None) -> 
         made.add(key)
     failed = min(len(calls), cut + unparseable + repeated)
     low = min(len(calls), max(cut, unparseable, repeated))
-    return FormatFailures(len(calls), cut, unparseable, repeated, failed, True, low)
+    return FormatFailures(len(calls), cut, unparseable, repeated, failed, True, low, looped)
 
 
 def format_failures(trajs: Iterable[Trajectory], header: RunHeader | None = None) -> FormatFailures:

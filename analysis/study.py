@@ -153,7 +153,10 @@ def _row(run: Run) -> dict[str, str]:
     # answers that were a demonstration's answer and not the gold (analysis/demonstrations.py)
     row["copied"] = str(sum(t.scores.get(COPIED, 0.0) > 0 for t in scored))
     # the harness's share: model calls cut at max_tokens, unparseable or repeating a call
-    row["fmt fail"] = format_failures(scored, run.header).text()
+    formats = format_failures(scored, run.header)
+    row["fmt fail"] = formats.text()
+    # of them, the calls cut at max_tokens, and how many of those were looping when cut
+    row["cut"] = formats.cut_text()
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
     tokens = unit_interval(run, scored, lambda t: t.prompt_tokens + t.completion_tokens)
     row["tokens/ep"] = f"{tokens.estimate:.0f}" if n else "0"
@@ -527,6 +530,7 @@ def study_tables(
         if declared is not None:  # tokens and calls are the cost; the budgets' share beside
             columns = [c for c in columns if c != "s/ep"]
             columns.insert(columns.index("prog. error") + 1, "at budget")
+            columns.insert(columns.index("fmt fail") + 1, "cut")
         if any(t.budget_tokens is not None for r in systems.values() for t in r.scored):
             # what the budget counted (new tokens, where it counts them) beside every token
             columns.insert(columns.index("tokens CI") + 1, "budget tok/ep")
@@ -589,8 +593,13 @@ def study_tables(
         out.append(
             "Seconds per episode are not compared from these cells (two episodes at once under "
             "`nice` on a shared machine): cost is tokens and model calls per episode; wall "
-            "time comes from a timing pass (`raleval study timing`).\n"
+            "time comes from a timing pass (`raleval study timing`). *cut*: the model calls "
+            "cut at max_tokens, of the cell's calls; in brackets those whose reply was looping "
+            "when cut (it ended in two or more copies of one unit, numbers that count up "
+            "aside). A loop is the model's, though what let it start may still be the "
+            "harness's (a reply nothing stopped after its one call).\n"
         )
+        out.extend(cut_cells(folder))
     out.extend(budget_table(arms))
     if timing is not None:
         out.extend(timing_table(timing))
@@ -665,6 +674,26 @@ def budget_series(
             ci = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0), score=True)
             out[f"{workflow}/{model}"][budget] = (ci.estimate, ci.low, ci.high)
     return dict(out)
+
+
+# the share of a cell's model calls cut at max_tokens above which ``cut_cells`` names it
+CUT_SHARE = 0.05
+
+
+def cut_cells(folder: Path, share: float = CUT_SHARE) -> list[str]:
+    """Markdown: every cell (run directory) of the study with more than ``share`` of its model
+    calls cut at max_tokens, with how many of them were looping when cut."""
+    over, n = [], 0
+    for path in find_runs([folder]):
+        run = load_run(path)
+        n += 1
+        counts = format_failures(run.results, run.header)
+        if counts.calls and counts.cut > share * counts.calls:
+            over.append(f"- `{path.name}` ({counts.cut_text()})")
+    title = f"#### Cells with more than {100 * share:g}% of their model calls cut at max_tokens\n"
+    if not over:
+        return [title, f"None of the {n} cells.\n"]
+    return [title, *over, ""]
 
 
 def budget_table(arms: dict[str, dict[System, Run]]) -> list[str]:

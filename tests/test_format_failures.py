@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from raleval import registry
 from raleval.analysis.format_failures import (
     FormatFailures,
+    ends_in_loop,
     episode_format_failures,
     format_failures,
     format_gap_note,
@@ -95,17 +98,22 @@ def _flags(t: Trajectory) -> list[tuple[bool | None, bool | None, bool | None]]:
         (
             "function_calling",
             # calls: two in one reply, of which only the first runs (one call a turn); a
-            # repeat; two again, the first (never run before) runs; runaway text, cut (the end)
+            # repeat; two again, the first (never run before) runs; runaway text, cut (the end) in
+            # a loop
             [(False, False, False), (False, False, True), (False, False, False),
              (True, False, False)],
-            FormatFailures(calls=4, cut=1, unparseable=0, repeated=1, failed=2, failed_low=2),
+            FormatFailures(
+                calls=4, cut=1, unparseable=0, repeated=1, failed=2, failed_low=2, looped=1
+            ),
         ),
         (
             "react",
-            # a call; its repeat; runaway text cut mid-action that does not parse; Finish
+            # a call; its repeat; runaway text (a loop) cut mid-action that does not parse; Finish
             [(False, False, False), (False, False, True), (True, True, False),
              (False, False, False)],
-            FormatFailures(calls=4, cut=1, unparseable=1, repeated=1, failed=2, failed_low=2),
+            FormatFailures(
+                calls=4, cut=1, unparseable=1, repeated=1, failed=2, failed_low=2, looped=1
+            ),
         ),
     ],
 )  # fmt: skip
@@ -228,3 +236,72 @@ def test_study_tables_have_the_column_and_the_second_study_reads():
     text = study_tables(stored)
     header = next(line for line in text.splitlines() if line.startswith("| workflow"))
     assert "| fmt fail |" in header
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_the_loop_reading_agrees_with_hand_labels_of_real_cut_replies():
+    """85 real replies cut at max_tokens (SmolLM2 and Qwen2.5, every workflow of the stored
+    studies), labelled by hand before ``ends_in_loop`` was written: it agrees on every one,
+    both ways."""
+    labelled = json.loads((DATA / "cut_replies_labelled.json").read_text(encoding="utf-8"))
+    replies = labelled["replies"]
+    loops = [r for r in replies if r["loop"]]
+    assert len(loops) >= 25 and len(replies) - len(loops) >= 25
+    wrong = [(i, r["loop"]) for i, r in enumerate(replies) if ends_in_loop(r["reply"]) != r["loop"]]
+    assert not wrong
+
+
+@pytest.mark.parametrize(
+    ("reply", "loop"),
+    [
+        ("r8 = Lookup('x')\nr9 = Lookup('x')\nr10 = Lookup('x')\nr11 = Look", True),
+        ("r11 = Lookup('x')\nr10 = Lookup('x')\nr9 = Lookup('x')\nr8 = Look", False),  # down
+        ('{"a": 1}\n{"a": 1}', False),  # two copies, but under 32 characters
+        ('{"name": "Search", "arguments": {"q": 1}}\n{"name": "Search", "arguments": {"q": 1}}',
+         True),  # two whole copies, the first at the reply's start
+        ('{"name": "Search", "arguments": {"q": 1}}\n{"name": "Search", "argu', False),  # 1.5
+        ('"2022-02-28": 1.17, "2022-05-26": 1.23, "2022-08-23": 1.23, "2022-11-', False),
+        ("x = 1\n" + "0" * 60, True),  # a number run away (read digit by digit)
+        ("The answer is Ada.\n\n" * 3 + "  \n", True),  # trailing blanks do not hide it
+        ("Ada Lovelace wrote the first program; Charles Babbage designed the engine.", False),
+    ],
+)  # fmt: skip
+def test_a_loop_is_two_copies_of_one_unit_at_the_reply_s_end(reply, loop):
+    assert ends_in_loop(reply) is loop
+
+
+def test_the_loop_reading_takes_milliseconds_on_the_longest_replies():
+    """It runs over every cut call of a table: on a window of unrelated text it must not go
+    quadratic in Python (a bound of a second, far above the few milliseconds it takes)."""
+    import random
+    import time
+
+    rng = random.Random(0)
+    text = "".join(rng.choice("abcdefghij ") for _ in range(5000))
+    start = time.perf_counter()
+    assert not ends_in_loop(text)
+    assert ends_in_loop(text + "the same again; " * 200)
+    assert time.perf_counter() - start < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prefix=st.text(max_size=200),
+    unit=st.text(min_size=16, max_size=120).filter(lambda u: u.strip() == u and u),
+    copies=st.integers(min_value=2, max_value=6),
+    cut=st.integers(min_value=0, max_value=119),
+)
+def test_any_unit_repeated_twice_at_the_end_is_a_loop(prefix, unit, copies, cut):
+    assert ends_in_loop(prefix + unit * copies + unit[: min(cut, len(unit) - 1)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(st.integers(min_value=0, max_value=10**6), min_size=1, max_size=80, unique=True)
+)
+def test_text_whose_words_never_repeat_is_no_loop(words):
+    # distinct numbers spelled as words of letters: no unit of two or more words comes twice
+    text = " ".join("".join(chr(97 + int(d)) for d in str(w)) + "q" for w in words)
+    assert not ends_in_loop(text)
