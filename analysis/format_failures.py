@@ -53,16 +53,13 @@ def _repeats(tokens: list[str], counting: bool) -> bool:
     be larger in the later copy."""
     n = len(tokens)
     for period in range(1, n // 2 + 1):
+        # how far back the end repeats itself at this period
         run = 0
-        while run < period and _alike(tokens[n - 1 - run], tokens[n - 1 - run - period], counting):
-            run += 1
-        if run < period:
-            continue
         while run < n - period and _alike(
             tokens[n - 1 - run], tokens[n - 1 - run - period], counting
         ):
             run += 1
-        if sum(map(len, tokens[n - run - period :])) >= LOOP_MIN_CHARS:
+        if run >= period and sum(map(len, tokens[n - run - period :])) >= LOOP_MIN_CHARS:
             return True
     return False
 

@@ -298,7 +298,8 @@ def test_the_budget_s_new_tokens_are_what_llama_cpp_computed():
 def test_no_third_study_cell_cuts_over_5_percent_of_its_calls_but_in_loops():
     """The acceptance line: no cell of the newest study has more than 5% of its model calls cut
     at max_tokens, counting every cut call but those whose reply was looping when cut
-    (``ends_in_loop``: a larger cap buys more of the loop). Each cell's raw share is in its
+    (``ends_in_loop``; whether a larger cap would have ended them is measured apart, in the
+    next test). Each cell's raw share is in its
     table's *cut* column; the cells over 5% by it are named in docs/study.md."""
     from raleval.analysis.format_failures import format_failures
 

@@ -272,18 +272,15 @@ def test_a_loop_is_two_copies_of_one_unit_at_the_reply_s_end(reply, loop):
     assert ends_in_loop(reply) is loop
 
 
-def test_the_loop_reading_takes_milliseconds_on_the_longest_replies():
-    """It runs over every cut call of a table: on a window of unrelated text it must not go
-    quadratic in Python (a bound of a second, far above the few milliseconds it takes)."""
+def test_the_loop_reading_looks_past_its_window_for_nothing():
+    """Only the reply's last LOOP_WINDOW characters count: unrelated text longer than the window
+    is no loop, and a loop after it is found (its time: benchmarks/loop_reading.py)."""
     import random
-    import time
 
     rng = random.Random(0)
     text = "".join(rng.choice("abcdefghij ") for _ in range(5000))
-    start = time.perf_counter()
     assert not ends_in_loop(text)
     assert ends_in_loop(text + "the same again; " * 200)
-    assert time.perf_counter() - start < 1.0
 
 
 @settings(max_examples=200, deadline=None)
