@@ -79,22 +79,33 @@ def test_the_crud_profile_gives_every_loaded_episode_rouge_l_and_bleu(
 
 
 def test_overlap_is_measured_not_assumed_on_a_changed_answer(crud_run):
-    """The same scoring path on an answer that is not the reference: less than 1."""
+    """The same scoring path on answers that are not the reference: less than 1. Every
+    episode is checked (the results file's order is the order episodes finished in)."""
     from raleval.analysis.scoring import score_trajectory
     from raleval.store import RESULTS, ResultsFile
+    from raleval.text import segment
 
     run_dir, tasks = crud_run
-    traj = next(iter(ResultsFile(run_dir / RESULTS)))
-    task = tasks[traj.task_id]
-    reference = task.answers[0]
-    half = len(reference) // 2
-    traj.answer = reference[:half]
-    score_trajectory(traj, task, profile="crud")
-    # CRUD-RAG's BLEU has no brevity penalty: a prefix keeps every n-gram's precision
-    assert 0.0 < traj.scores["rouge_l"] < 1.0 and traj.scores["bleu"] == pytest.approx(1.0)
-    traj.answer = reference[half:] + reference[:half]
-    score_trajectory(traj, task, profile="crud")
-    assert 0.0 < traj.scores["bleu"] < 1.0
+    checked = 0
+    for traj in ResultsFile(run_dir / RESULTS):
+        task = tasks[traj.task_id]
+        pieces = segment(task.answers[0])
+        half = len(pieces) // 2
+        # cut at one of jieba's pieces: a prefix of the reference's own pieces
+        traj.answer = "".join(pieces[:half])
+        score_trajectory(traj, task, profile="crud")
+        assert 0.0 < traj.scores["rouge_l"] < 1.0, task.id
+        if half >= 4:
+            # CRUD-RAG's BLEU has no brevity penalty: a prefix keeps every n-gram's precision
+            assert traj.scores["bleu"] == pytest.approx(1.0), task.id
+        else:
+            # unsmoothed 4-gram BLEU: a prefix of under four pieces has no 4-gram, so 0
+            assert traj.scores["bleu"] == 0.0, task.id
+        traj.answer = "".join(pieces[half:] + pieces[:half])
+        score_trajectory(traj, task, profile="crud")
+        assert 0.0 <= traj.scores["bleu"] < 1.0, task.id
+        checked += half >= 4
+    assert checked >= 5
 
 
 class ReplayedVerdicts(ModelBase):
