@@ -74,14 +74,30 @@ def rename_text(text: str | None, names: dict[str, str]) -> str | None:
     return pattern.sub(lambda m: names[m.group(1)], text)
 
 
-@functools.lru_cache(maxsize=512)
 def renamed(spec: ToolSpec, name: str, names: tuple[tuple[str, str], ...] = ()) -> ToolSpec:
     """``spec`` presented under ``name``, with the tools its texts name (``names``: real ->
     presented) named as presented too: its description, what it returns, its empty message and
-    its arguments' descriptions ("a person_id from searchPerson"). Cached: prompts render a
-    tool set once."""
+    its arguments' descriptions ("a person_id from searchPerson"). The session's own function
+    is kept; the rest is built once per tool and table (a pydantic model takes milliseconds,
+    and every episode's session has functions of its own)."""
+    params, description, returns, empty = _renamed_parts(
+        spec.params, spec.description, spec.returns, spec.empty_message, names
+    )
+    return dataclasses.replace(
+        spec, name=name, description=description, returns=returns, empty_message=empty,
+        params=params,
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1024)
+def _renamed_parts(
+    params: type[BaseModel],
+    description: str,
+    returns: str,
+    empty_message: str | None,
+    names: tuple[tuple[str, str], ...],
+) -> tuple[type[BaseModel], str, str, str | None]:
     table = dict(names)
-    params = spec.params
     fields: dict[str, Any] = {}
     for pname, f in params.model_fields.items():
         said = rename_text(f.description, table)
@@ -89,24 +105,25 @@ def renamed(spec: ToolSpec, name: str, names: tuple[tuple[str, str], ...] = ()) 
             fields[pname] = (f.annotation, FieldInfo.merge_field_infos(f, description=said))
     if fields:
         params = create_model(params.__name__, __base__=params, **fields)
-    return dataclasses.replace(
-        spec,
-        name=name,
-        description=rename_text(spec.description, table) or "",
-        returns=rename_text(spec.returns, table) or "",
-        empty_message=rename_text(spec.empty_message, table),
-        params=params,
+    return (
+        params,
+        rename_text(description, table) or "",
+        rename_text(returns, table) or "",
+        rename_text(empty_message, table),
     )
 
 
-@functools.lru_cache(maxsize=512)
 def bare(spec: ToolSpec) -> ToolSpec:
     """``spec`` without its description and its arguments' documentation (names and types kept)."""
+    return dataclasses.replace(spec, description="", params=_bare_params(spec.params))
+
+
+@functools.lru_cache(maxsize=1024)
+def _bare_params(params: type[BaseModel]) -> type[BaseModel]:
     fields: dict[str, Any] = {}
-    for pname, f in spec.params.model_fields.items():
+    for pname, f in params.model_fields.items():
         fields[pname] = (f.annotation, ... if f.is_required() else f.default)
-    params: type[BaseModel] = create_model(f"{spec.params.__name__}Bare", **fields)
-    return dataclasses.replace(spec, description="", params=params)
+    return create_model(f"{params.__name__}Bare", **fields)
 
 
 _VERBS = {"get": "fetch", "fetch": "retrieve", "search": "find", "find": "locate",
