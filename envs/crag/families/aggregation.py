@@ -31,9 +31,10 @@ def agg_finance(w, rng, t):
 
 
 def agg_movie(w, rng, t):
+    today = t.date().isoformat()
     pid = rng.choice([int(k.split(":", 1)[1]) for k in w.core("person")])
     p = w.people[pid]
-    n = sum(1 for m in p["acted_movies"] if w.movies[m]["release_date"] <= t.date().isoformat())
+    n = sum(1 for m in p["acted_movies"] if w.movies[m]["release_date"] <= today)
     if n == 0:
         return None
     return (
@@ -73,6 +74,7 @@ def agg_music(w, rng, t):
 
 def agg_sports(w, rng, t):
     # wins, not games: every team plays about as many games a month, so that count was constant
+    today = t.date().isoformat()
     g = pick_nba_game(w, rng, t)
     if g is None:
         return None
@@ -82,7 +84,7 @@ def agg_sports(w, rng, t):
         1
         for x in w.nba
         if x["game_date"].startswith(month)
-        and x["game_date"] <= t.date().isoformat()
+        and x["game_date"] <= today
         and (
             (x["team_name_home"] == team and x["wl_home"] == "W")
             or (x["team_name_away"] == team and x["wl_away"] == "W")

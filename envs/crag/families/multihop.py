@@ -48,10 +48,11 @@ def hop_movie(w, rng, t):
 
 
 def hop_music(w, rng, t):
+    today = t.date().isoformat()
     songs = [
         s
         for s, x in w.songs.items()
-        if x.get("core") and x["release_date"] <= t.date().isoformat() and x["author"] in w.artists
+        if x.get("core") and x["release_date"] <= today and x["author"] in w.artists
     ]
     if not songs:
         return None
@@ -69,6 +70,7 @@ def hop_music(w, rng, t):
 
 
 def hop_sports(w, rng, t):
+    today = t.date().isoformat()
     g = pick_nba_game(w, rng, t)
     if g is None:
         return None
@@ -78,7 +80,7 @@ def hop_sports(w, rng, t):
             x
             for x in w.nba
             if x["game_date"].startswith(month)
-            and x["game_date"] <= t.date().isoformat()
+            and x["game_date"] <= today
             and team in (x["team_name_home"], x["team_name_away"])
         ),
         key=lambda x: x["game_date"],

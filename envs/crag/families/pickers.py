@@ -9,6 +9,7 @@ metric - or None when the picked entities cannot make a question.
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -30,7 +31,10 @@ def pick_company(w, rng):
 
 
 def trading_days(w, ticker: str, t: datetime) -> list[date]:
-    return [d for d in w.prices(ticker) if d <= t.date() and d > t.date() - timedelta(days=365)]
+    """The ticker's trading days in the year up to ``t`` (after ``t`` - 365 days)."""
+    days = list(w.prices(ticker))  # in date order
+    as_of = t.date()
+    return days[bisect_right(days, as_of - timedelta(days=365)) : bisect_right(days, as_of)]
 
 
 def pick_movie(w, rng, t):
@@ -59,12 +63,14 @@ def pick_open(w, rng, kind: str | None = None):
 
 
 def pick_nba_game(w, rng, t):
-    past = [g for g in w.nba if g["game_date"] <= t.date().isoformat()]
+    today = t.date().isoformat()
+    past = [g for g in w.nba if g["game_date"] <= today]
     return rng.choice(past) if past else None
 
 
 def pick_soccer_game(w, rng, t):
-    past = [g for g in w.soccer if g["date"] <= t.date().isoformat()]
+    today = t.date().isoformat()
+    past = [g for g in w.soccer if g["date"] <= today]
     return rng.choice(past) if past else None
 
 

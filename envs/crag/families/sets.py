@@ -46,10 +46,9 @@ def set_movie(w, rng, t):
 
 
 def set_music(w, rng, t):
+    today = t.date().isoformat()
     a = pick_artist(w, rng, t)
-    works = [
-        s for s in a["works"] if s in w.songs and w.songs[s]["release_date"] <= t.date().isoformat()
-    ]
+    works = [s for s in a["works"] if s in w.songs and w.songs[s]["release_date"] <= today]
     if not works:
         return None
     return (
@@ -62,6 +61,7 @@ def set_music(w, rng, t):
 
 
 def set_sports(w, rng, t):
+    today = t.date().isoformat()
     g = pick_nba_game(w, rng, t)
     if g is None:
         return None
@@ -70,7 +70,7 @@ def set_sports(w, rng, t):
         x
         for x in w.nba
         if x["game_date"].startswith(month)
-        and x["game_date"] <= t.date().isoformat()
+        and x["game_date"] <= today
         and team in (x["team_name_home"], x["team_name_away"])
     ]
     opponents = sorted(

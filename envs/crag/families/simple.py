@@ -64,7 +64,8 @@ def _birth_place(w: Any, rng: random.Random, t: datetime):
 
 
 def _nba_points(w: Any, rng: random.Random, t: datetime):
-    past = [g for g in w.nba if g["game_date"] <= t.date().isoformat()]
+    today = t.date().isoformat()
+    past = [g for g in w.nba if g["game_date"] <= today]
     if not past:
         return None
     g = rng.choice(past)
