@@ -120,7 +120,9 @@ def _f1(run: Run, trajs: Iterable[Trajectory]) -> str:
     return f"{sum(t.scores.get('f1', 0.0) for t in trajs) / len(trajs):.3f}"
 
 
-def _row(run: Run) -> dict[str, str]:
+def _row(run: Run, formats: FormatFailures) -> dict[str, str]:
+    """One table row of ``run``; ``formats`` is its format failures (the comparisons read
+    them too: counted once)."""
     scored = run.scored
     n = len(scored)
     interval = unit_interval(run, scored, lambda t: t.scores.get("f1", 0.0), score=True)
@@ -153,7 +155,6 @@ def _row(run: Run) -> dict[str, str]:
     # answers that were a demonstration's answer and not the gold (analysis/demonstrations.py)
     row["copied"] = str(sum(t.scores.get(COPIED, 0.0) > 0 for t in scored))
     # the harness's share: model calls cut at max_tokens, unparseable or repeating a call
-    formats = format_failures(scored, run.header)
     row["fmt fail"] = formats.text()
     # of them, the calls cut at max_tokens, and how many of those were looping when cut
     row["cut"] = formats.cut_text()
@@ -547,11 +548,11 @@ def study_tables(
         out.append(f"#### {title}\n")
         out.append("| workflow | model | " + " | ".join(columns) + " |")
         out.append("|---|---|" + "---:|" * len(columns))
+        formats = {key: format_failures(run.scored, run.header) for key, run in systems.items()}
         for (workflow, model), run in systems.items():
-            row = _row(run)
+            row = _row(run, formats[workflow, model])
             out.append(f"| {workflow} | {model} | " + " | ".join(row[c] for c in columns) + " |")
         out.append("")
-        formats = {key: format_failures(run.scored, run.header) for key, run in systems.items()}
         if arm in family:
             tested = family[arm]
         elif declared is not None and generated:  # a sampled arm: the declared pairs, alone
