@@ -290,8 +290,15 @@ def hang(*args):  # a step still running when the build is killed
     time.sleep(600)
 
 def links(db, d):
-    pids = [p.pid for p in multiprocessing.active_children() if p.name.endswith("people")]
-    Path(sys.argv[2]).write_text(" ".join(map(str, pids)))
+    for _ in range(600):  # the people step's process, once it has started
+        pids = [p.pid for p in multiprocessing.active_children() if p.name.endswith("people")]
+        if pids:
+            break
+        time.sleep(0.05)
+    # written whole, then renamed: the test never reads a file still being written
+    out = Path(sys.argv[2] + ".part")
+    out.write_text(" ".join(map(str, pids)))
+    out.replace(sys.argv[2])
     time.sleep(600)
 
 slow = float(sys.argv[3])
