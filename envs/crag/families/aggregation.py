@@ -14,7 +14,7 @@ from raleval.envs.crag.families.pickers import (
 
 def agg_finance(w, rng, t):
     c = pick_company(w, rng)
-    days = trading_days(w, c["ticker"], t)[-5:]
+    days = trading_days(t)[-5:]
     if len(days) < 5:
         return None
     avg = round(sum(w.prices(c["ticker"])[d]["Close"] for d in days) / 5, 2)

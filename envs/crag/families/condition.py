@@ -15,7 +15,7 @@ from raleval.envs.crag.world import price_key
 
 def cond_finance(w, rng, t):
     c = pick_company(w, rng)
-    days = trading_days(w, c["ticker"], t)
+    days = trading_days(t)
     if not days:
         return None
     d = rng.choice(days)

@@ -9,11 +9,11 @@ metric - or None when the picked entities cannot make a question.
 from __future__ import annotations
 
 import random
-from bisect import bisect_right
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
+from raleval.envs.crag.world.prices import calendar, year_window
 from raleval.records import ToolCall
 
 INVALID = "invalid question"
@@ -30,11 +30,11 @@ def pick_company(w, rng):
     return w.companies[ticker]
 
 
-def trading_days(w, ticker: str, t: datetime) -> list[date]:
-    """The ticker's trading days in the year up to ``t`` (after ``t`` - 365 days)."""
-    days = list(w.prices(ticker))  # in date order
-    as_of = t.date()
-    return days[bisect_right(days, as_of - timedelta(days=365)) : bisect_right(days, as_of)]
+def trading_days(t: datetime) -> list[date]:
+    """The trading days in the year up to ``t`` (after ``t`` - 365 days): the window the price
+    API answers from (``year_window``), on the one calendar every ticker's bars are on."""
+    start, stop = year_window(t.date())
+    return list(calendar()[start:stop])
 
 
 def pick_movie(w, rng, t):

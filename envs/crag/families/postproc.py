@@ -21,7 +21,7 @@ from raleval.envs.crag.world import price_key
 
 def post_finance(w, rng, t):
     c = pick_company(w, rng)
-    days = trading_days(w, c["ticker"], t)
+    days = trading_days(t)
     if len(days) < 30:
         return None
     d1, d2 = days[-30], days[-1]
