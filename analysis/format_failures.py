@@ -136,27 +136,41 @@ def header_max_tokens(header: RunHeader | None) -> int | None:
     return int(value) if isinstance(value, (int, float)) else None
 
 
+def flagged(traj: Trajectory) -> bool:
+    """Whether every call of the episode carries the harness's flags (``cut`` and the rest);
+    episodes stored before them have their counts derived."""
+    return all(c.cut is not None for c in traj.llm_calls)
+
+
+def cut_calls(traj: Trajectory, max_tokens: int | None = None) -> list[bool]:
+    """Which of the episode's calls were cut at max_tokens: their flags, or where the episode
+    has none, a ``reply_truncated`` error or a reply as long as ``max_tokens``."""
+    if flagged(traj):
+        return [bool(c.cut) for c in traj.llm_calls]
+    return [
+        (c.error or "").startswith("reply_truncated")
+        or (max_tokens is not None and (c.completion_tokens or 0) >= max_tokens)
+        for c in traj.llm_calls
+    ]
+
+
 def episode_format_failures(traj: Trajectory, max_tokens: int | None = None) -> FormatFailures:
     """The episode's counts: from its calls' flags, or derived (see the module docstring)."""
     calls = traj.llm_calls
-    if all(c.cut is not None for c in calls):
+    was_cut = cut_calls(traj, max_tokens)
+    cut = sum(was_cut)
+    looped = sum(w and ends_in_loop(c.output) for w, c in zip(was_cut, calls, strict=True))
+    if flagged(traj):
         failed = sum(bool(c.cut or c.unparseable or c.repeated) for c in calls)
         return FormatFailures(
             calls=len(calls),
-            cut=sum(bool(c.cut) for c in calls),
+            cut=cut,
             unparseable=sum(bool(c.unparseable) for c in calls),
             repeated=sum(bool(c.repeated) for c in calls),
             failed=failed,
             failed_low=failed,
-            looped=sum(bool(c.cut) and ends_in_loop(c.output) for c in calls),
+            looped=looped,
         )
-    was_cut = [
-        (c.error or "").startswith("reply_truncated")
-        or (max_tokens is not None and (c.completion_tokens or 0) >= max_tokens)
-        for c in calls
-    ]
-    cut = sum(was_cut)
-    looped = sum(w and ends_in_loop(c.output) for w, c in zip(was_cut, calls, strict=True))
     unparseable = sum(is_unparseable(s.kind, s.cause) for s in traj.steps)
     made: set[tuple[str, str]] = set()
     repeated = 0

@@ -11,7 +11,6 @@ built, so it should stay a fraction of the load it follows.
 from __future__ import annotations
 
 import gzip
-import json
 import random
 import statistics
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from _common import write_json
 
-from raleval.analysis.format_failures import ends_in_loop, header_max_tokens
+from raleval.analysis.format_failures import cut_calls, ends_in_loop, header_max_tokens
 from raleval.records import RunHeader, Trajectory
 
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
@@ -33,17 +32,11 @@ def cut_episodes() -> list[tuple[str, str]]:
         max_tokens = header_max_tokens(header)
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             for line in fh:
-                for call in json.loads(line)["llm_calls"]:
-                    reply = call.get("output") or ""
-                    cut = call.get("cut")
-                    if cut is None:  # written before the flag: cut where it reached the cap
-                        cut = (
-                            max_tokens is not None
-                            and (call.get("completion_tokens") or 0) >= max_tokens
-                        )
-                    if cut and reply not in seen:
-                        seen.add(reply)
-                        out.append((line, reply))
+                traj = Trajectory.model_validate_json(line)
+                for cut, call in zip(cut_calls(traj, max_tokens), traj.llm_calls, strict=True):
+                    if cut and call.output not in seen:
+                        seen.add(call.output)
+                        out.append((line, call.output))
     return out
 
 
