@@ -33,7 +33,7 @@ from raleval.model import (
     Price,
     bound_reply,
 )
-from raleval.records import LLMCall, OutcomeKind, Step, Termination
+from raleval.records import LLMCall, OutcomeKind, Step, Termination, ToolCall
 from raleval.scheduling import within
 from raleval.workflow import DEFAULT_CONTEXT_TOKENS, SolvedExample, WorkflowConfig
 
@@ -227,6 +227,15 @@ CHAT_TEMPLATE_TOKENS = 64  # what a chat template adds around the messages (role
 MESSAGE_TOKENS = 8  # and around each message (a role, its markers; a counter's rounding)
 
 
+def call_text(call: ToolCall) -> str:
+    """A call sent back in an assistant message as chat templates write it into the prompt:
+    the JSON object of its name and arguments (Qwen's and Hermes' templates put it between
+    ``<tool_call>`` lines; Mistral's in a list), which the counts below tokenize. Written as
+    the bare tool name and arguments, the count of a call sent back ran 7 tokens below what
+    llama.cpp computed, on every one of 248 function-calling calls of the third study."""
+    return json.dumps({"name": call.tool, "arguments": call.arguments}, ensure_ascii=False)
+
+
 def request_tokens(
     model: Model, messages: tuple[Message, ...], tools: tuple[dict[str, Any], ...] = ()
 ) -> int:
@@ -234,7 +243,7 @@ def request_tokens(
     the native calls they hold) and tool schemas by the model's own tokenizer in one count,
     plus the chat template's tokens. What ``max_episode_tokens`` checks a call against."""
     parts = [m.content for m in messages]
-    parts += [json.dumps(c.arguments) + c.tool for m in messages for c in m.tool_calls]
+    parts += [call_text(c) for m in messages for c in m.tool_calls]
     if tools:
         parts.append(json.dumps(tools, separators=(",", ":")))
     text = "\n".join(parts)
@@ -253,7 +262,7 @@ def request_layout(
         text += "\n" if text else ""
         starts.append(len(text))
         text += f"<{m.role}>{m.content}"
-        text += "".join(f"\n{c.tool}{json.dumps(c.arguments)}" for c in m.tool_calls)
+        text += "".join(f"\n{call_text(c)}" for c in m.tool_calls)
     return text, tuple(starts)
 
 
