@@ -43,6 +43,15 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["RALEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="raleval-test-cache-")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files that hold a test marked ``slow`` run first. Under the README's ``-n 2 --dist
+    loadfile`` each file goes whole to one worker, in collection order: a three-minute file
+    collected near the end (test_readme.py) kept one worker busy after the other had run out
+    of files. The sort is stable, so each file's own order is kept."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.fixture(scope="session")
 def scholar_env():
     from raleval.envs.scholar import make_scholar_env
