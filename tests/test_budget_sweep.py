@@ -259,9 +259,10 @@ def test_the_budget_s_new_tokens_are_what_llama_cpp_computed():
     llama.cpp server says it computed (its prompt tokens less those its prefix cache served),
     on every call after an episode's first whose slot still held the episode's previous
     prompt (and no more: a cell of another budget may have sent the same request before):
-    per workflow, the median difference is within 10% of the server's median, or within 8
-    tokens: function calling's count is 7 below the server's on every call (docs/running.md),
-    which is 10.6% of the short calls of its scholar cells (server median 66)."""
+    per workflow, the median difference is within 10% of the server's median. Function
+    calling's count, with a call sent back laid out as its bare name and arguments, was 7
+    below on every call: 10.6% of its scholar calls (server median 66), caught here; the
+    cells it counted were run again (docs/running.md)."""
     import gzip
     import itertools
     import json
@@ -294,7 +295,7 @@ def test_the_budget_s_new_tokens_are_what_llama_cpp_computed():
     for workflow, pairs in by_workflow.items():
         difference = statistics.median(ours - server for ours, server in pairs)
         server = statistics.median(server for _, server in pairs)
-        assert abs(difference) <= max(0.1 * server, 8), (workflow, len(pairs), difference, server)
+        assert abs(difference) <= 0.1 * server, (workflow, len(pairs), difference, server)
 
 
 def test_no_third_study_cell_cuts_over_5_percent_of_its_calls_but_in_loops():
