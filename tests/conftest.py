@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,8 @@ def doc_block(text: str, name: str) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # xdist: keep the order chosen below
+        config.option.loadscopereorder = False
     # Hermetic: no test may see responses or weights cached by an earlier run or by the user.
     import os
     import tempfile
@@ -44,12 +47,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The files that hold a test marked ``slow`` run first. Under the README's ``-n 2 --dist
-    loadfile`` each file goes whole to one worker, in collection order: a three-minute file
-    collected near the end (test_readme.py) kept one worker busy after the other had run out
-    of files. The sort is stable, so each file's own order is kept."""
+    """Under the README's ``-n 2 --dist loadfile`` each file goes whole to one worker, in the
+    order of this list (``pytest_configure`` turns off xdist's own reordering, which hands out
+    the files with the most tests first): the files holding a test marked ``slow`` first, then
+    the rest by their number of tests, most first. By xdist's order test_readme.py and
+    test_local_model.py, a few tests taking minutes, came among the last, and one worker ran
+    them after the other had no file left. The sort is stable: each file's own order stays."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
+    count = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in slow, -count[item.path]))
 
 
 @pytest.fixture(scope="session")
