@@ -51,8 +51,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order of this list (``pytest_configure`` turns off xdist's own reordering, which hands out
     the files with the most tests first): the files holding a test marked ``slow`` first, then
     the rest by their number of tests, most first. By xdist's order test_readme.py and
-    test_local_model.py, a few tests taking minutes, came among the last, and one worker ran
-    them after the other had no file left. The sort is stable: each file's own order stays."""
+    test_local_model.py, a few tests taking minutes, came among the last, where one worker
+    could run them after the other had no file left. The sort is stable: each file's own
+    order stays."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     count = Counter(item.path for item in items)
     items.sort(key=lambda item: (item.path not in slow, -count[item.path]))
