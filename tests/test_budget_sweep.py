@@ -254,27 +254,23 @@ def test_a_plan_under_way_takes_the_seconds_its_cells_took(tmp_path):
     assert "measured: seconds per episode of the study's own stored cells" in after.output
 
 
-def test_the_budget_s_new_tokens_are_what_llama_cpp_computed():
-    """What the third study's budgets counted, call by call, against what the embedded
-    llama.cpp server says it computed (its prompt tokens less those its prefix cache served),
-    on every call after an episode's first whose slot still held the episode's previous
-    prompt (and no more: a cell of another budget may have sent the same request before):
-    per workflow, the median difference is within 10% of the server's median. Function
-    calling's count, with a call sent back laid out as its bare name and arguments, was 7
-    below on every call: 10.6% of its scholar calls (server median 66), caught here; the
-    cells it counted were run again (docs/running.md)."""
+def _budget_and_server_counts() -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """Per (environment, workflow) of the third study's stored cells, each call's count as its
+    budget took it beside what the embedded llama.cpp server says it computed (its prompt
+    tokens less those its prefix cache served), on every call after an episode's first whose
+    slot still held the episode's previous prompt (and no more: a cell of another budget may
+    have sent the same request before)."""
     import gzip
     import itertools
     import json
-    import statistics
 
     study = ROOT / "studies" / "local-models-3"
     cells = sorted(study.glob("*/results.jsonl.gz"))
     if not cells:
         pytest.skip("the third study has no stored cell yet")
-    by_workflow: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    counts: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
     for path in cells:
-        workflow = path.parent.name.split("__")[2]
+        _, env, workflow, *_ = path.parent.name.split("__")
         with gzip.open(path, "rt", encoding="utf-8") as fh:
             for line in fh:
                 calls = json.loads(line)["llm_calls"]
@@ -290,12 +286,49 @@ def test_the_budget_s_new_tokens_are_what_llama_cpp_computed():
                     server = call["prompt_tokens"] - call["cached_tokens"]
                     if server <= 1:
                         continue  # a request it had seen whole (another budget's same call)
-                    by_workflow[workflow].append((call["budget_prompt_tokens"], server))
-    assert by_workflow, "no call after an episode's first with its slot's cache held"
+                    counts[env, workflow].append((call["budget_prompt_tokens"], server))
+    assert counts, "no call after an episode's first with its slot's cache held"
+    return counts
+
+
+def test_the_budget_s_new_tokens_are_what_llama_cpp_computed():
+    """What the third study's budgets counted, call by call, against what llama.cpp computed
+    (``_budget_and_server_counts``): per workflow, the median difference is within 10% of the
+    server's median. Function calling's count, with a call sent back laid out as its bare name
+    and arguments, was 7 below on every call: 10.6% of its scholar calls (server median 66),
+    caught here; the cells it counted were run again (docs/running.md)."""
+    import statistics
+
+    by_workflow: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for (_, workflow), pairs in _budget_and_server_counts().items():
+        by_workflow[workflow] += pairs
     for workflow, pairs in by_workflow.items():
         difference = statistics.median(ours - server for ours, server in pairs)
         server = statistics.median(server for _, server in pairs)
         assert abs(difference) <= 0.1 * server, (workflow, len(pairs), difference, server)
+
+
+def test_docs_running_gives_the_budget_s_count_against_llama_cpp_s_as_the_cells_do():
+    """docs/running.md's "Token budgets" quotes, per workflow, how far the budget's count is
+    from llama.cpp's on the third study's stored cells: ReAct's over all its cells, function
+    calling's and DFSDT's over scholar's (every cell of each is stored). Recomputed here."""
+    import statistics
+
+    counts = _budget_and_server_counts()
+    text = " ".join((ROOT / "docs" / "running.md").read_text(encoding="utf-8").split())
+
+    def said(pairs: list[tuple[int, int]], above: int) -> str:
+        exactly = sum(ours - server == above for ours, server in pairs)
+        return (
+            f"{above} above the server's on {exactly:,} of {len(pairs):,} such calls "
+            f"(median difference {statistics.median(o - s for o, s in pairs):g}; "
+            f"the server's median {statistics.median(s for _, s in pairs):g} tokens)"
+        )
+
+    react = [p for (_, workflow), pairs in counts.items() if workflow == "react" for p in pairs]
+    assert f"ReAct's count is {said(react, 2)}" in text
+    assert f"function calling's count is {said(counts['scholar', 'function_calling'], 1)}" in text
+    assert f"DFSDT's is {said(counts['scholar', 'dfsdt'], 1)}" in text
 
 
 def test_no_third_study_cell_cuts_over_5_percent_of_its_calls_but_in_loops():
