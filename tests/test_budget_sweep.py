@@ -5,6 +5,7 @@ agree with each other."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -354,6 +355,12 @@ def test_no_third_study_cell_cuts_over_5_percent_of_its_calls_but_in_loops():
     text = (ROOT / "docs" / "study.md").read_text(encoding="utf-8")
     for name, cut in over.items():  # said where the study is written up
         assert f"`{name}` ({cut})" in text, (name, cut)
+    flat = " ".join(text.split())
+    assert f"{len(over)} of the {len(cells)} cells stored after chunk" in flat, len(cells)
+    # the progress table's last row counts the cells stored, of all the config runs
+    planned = len(load_matrix(ROOT / "studies" / "local-models-3.yaml", {}))
+    stored = re.findall(rf"\| (\d+) of {planned}: ", text)
+    assert stored and int(stored[-1]) == len(cells), (stored[-1:], len(cells), planned)
 
 
 def test_the_looping_requests_run_again_alone_end_as_docs_study_says():
