@@ -5,6 +5,7 @@ agree with each other."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -255,6 +256,7 @@ def test_a_plan_under_way_takes_the_seconds_its_cells_took(tmp_path):
     assert "measured: seconds per episode of the study's own stored cells" in after.output
 
 
+@functools.cache
 def _budget_and_server_counts() -> dict[tuple[str, str], list[tuple[int, int]]]:
     """Per (environment, workflow) of the third study's stored cells, each call's count as its
     budget took it beside what the embedded llama.cpp server says it computed (its prompt
