@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One chunk of a study: new episodes for at most MAX_TIME seconds (default 6000 s, 1 h 40 min:
 # with the last episodes finishing, the process stays under two hours), under nice; then the
-# finished cells are copied compactly into studies/<study>/ (`raleval study store`).
-# It commits nothing: review and commit studies/<study>/ yourself.
+# finished cells are copied compactly into studies/<study>/ (`raleval study store`), and the
+# unfinished cells' finished episodes into studies/<study>.partial/, so a cell longer than a
+# session resumes on a new machine (runs/ is never committed).
+# It commits nothing: review and commit studies/<study>/ and studies/<study>.partial/ yourself.
 #
 #   bash studies/run_chunk.sh [STUDY]        # STUDY defaults to local-models
 #
@@ -30,11 +32,17 @@ fi
 if [ -d "studies/$STUDY" ]; then
     raleval study restore "studies/$STUDY" --into "$LOG_DIR" > /dev/null || exit 2
 fi
+# then the unfinished cells' episodes stored by earlier chunks (after the finished cells, so a
+# stale copy of a cell since finished is kept out: the finished one is already there)
+PARTIAL=studies/$STUDY.partial
+if [ -d "$PARTIAL" ] && [ -n "$(ls -A "$PARTIAL")" ]; then
+    raleval study restore "$PARTIAL" --into "$LOG_DIR" || exit 2
+fi
 
 echo "chunk start $(date -u +%FT%TZ): $(uptime)"
 nice -n 10 raleval run --config "studies/$STUDY.yaml" --log-dir "$LOG_DIR" \
     --max-time "$MAX_TIME" --display plain "${EXTRA[@]}"
 status=$?
 echo "chunk end $(date -u +%FT%TZ) (exit $status): $(uptime)"
-raleval study store "$LOG_DIR" --into "studies/$STUDY" || exit 2
+raleval study store "$LOG_DIR" --into "studies/$STUDY" --unfinished-into "$PARTIAL" || exit 2
 exit $status

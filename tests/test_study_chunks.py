@@ -199,3 +199,57 @@ def test_a_matrix_stops_a_model_server_after_the_last_cell_that_uses_it(monkeypa
         "none",
     )
     assert events == ["a", "b", "stop", "c", "stop", "d", "e", "stop"]
+
+
+def test_run_chunk_resumes_a_cell_a_session_left_unfinished_on_a_new_machine(tmp_path):
+    """``studies/run_chunk.sh`` on a clone with no runs/: it restores the study's finished
+    cells and, from ``studies/<study>.partial/``, the episodes of a cell an earlier chunk left
+    unfinished; it runs only the missing episodes, then stores the cell with the finished ones
+    and removes its unfinished copy (a cell longer than a session once lost its episodes with
+    the machine)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from raleval.analysis.runs import load_run
+
+    from .conftest import run_config
+
+    root = tmp_path / "clone"
+    (root / "studies").mkdir(parents=True)
+    shutil.copy(STUDY.parent / "run_chunk.sh", root / "studies" / "run_chunk.sh")
+    (root / "studies" / "s.yaml").write_text(
+        "env_options: {size: tiny}\nworkflows: [react, direct]\nmodels: [scripted/oracle]\n"
+        "tasks: scholar-ks\ntasks_per_family: 3\n"
+    )
+    wiki = root / "runs" / "study-data" / "hotpot-wiki.sqlite"  # the script builds it if absent
+    wiki.parent.mkdir(parents=True)
+    wiki.touch()
+    # an earlier machine: one cell finished, one with 2 of its episodes, stored by a chunk
+    done, _ = run_config(tmp_path / "old", tasks_per_family=3)
+    half, _ = run_config(tmp_path / "old", tasks_per_family=3, workflow="direct", limit=2)
+    full, _ = run_config(tmp_path / "other", tasks_per_family=3, workflow="direct")
+    (half.run_dir / "tasks.jsonl").write_bytes((full.run_dir / "tasks.jsonl").read_bytes())
+    study, apart = root / "studies" / "s", root / "studies" / "s.partial"
+    result = runner.invoke(
+        app,
+        ["study", "store", str(tmp_path / "old"), "--into", str(study),
+         "--unfinished-into", str(apart)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in apart.iterdir()] == [half.run_dir.name]
+    kept = (study / done.run_dir.name / "results.jsonl.gz").read_bytes()
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    chunk = subprocess.run(
+        ["bash", str(root / "studies" / "run_chunk.sh"), "s"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert chunk.returncode == 0, chunk.stdout + chunk.stderr
+    assert "1 episodes run, 2 already done" in chunk.stdout, chunk.stdout
+    assert sorted(p.name for p in study.iterdir()) == sorted([done.run_dir.name, half.run_dir.name])
+    assert not apart.exists()
+    assert (study / done.run_dir.name / "results.jsonl.gz").read_bytes() == kept
+    stored = load_run(study / half.run_dir.name)
+    assert len(stored.results) == len(stored.tasks) == 3

@@ -13,7 +13,7 @@ from raleval.analysis.runs import load_run
 from raleval.analysis.summary import summarize
 from raleval.app.cli import app
 from raleval.app.study import cell_state, store_cell
-from raleval.store import RESULTS, TASKS, write_tasks
+from raleval.store import RESULTS, TASKS, ResultsFile, write_tasks
 from raleval.tasks.loaders import load_file
 
 from .conftest import run_config
@@ -163,3 +163,56 @@ def test_restore_refuses_a_folder_with_no_stored_cells(tmp_path):
         app, ["study", "restore", str(tmp_path), "--into", str(tmp_path / "runs")]
     )
     assert result.exit_code != 0 and "holds no stored cells" in result.output
+
+
+def test_unfinished_cells_kept_apart_resume_on_a_new_machine_and_leave_once_finished(tmp_path):
+    """A cell longer than a session: ``--unfinished-into`` keeps its finished episodes in the
+    repository apart from the study's cells (a new machine has no runs/); restored, the run
+    resumes it, and once stored finished its unfinished copy goes."""
+    done, _ = run_config(tmp_path / "runs", tasks_per_family=3)
+    half, _ = run_config(tmp_path / "runs", tasks_per_family=3, workflow="direct", limit=2)
+    more, _ = run_config(tmp_path / "runs2", tasks_per_family=3, workflow="direct")
+    (half.run_dir / TASKS).write_bytes((more.run_dir / TASKS).read_bytes())
+    total = cell_state(half.run_dir).total
+    study, apart = tmp_path / "studies" / "s", tmp_path / "studies" / "s.partial"
+
+    def store(log_dir: Path) -> str:
+        result = CliRunner().invoke(
+            app,
+            ["study", "store", str(log_dir), "--into", str(study), "--unfinished-into", str(apart)],
+        )
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    output = store(tmp_path / "runs")
+    assert f"stored unfinished {half.run_dir.name}: 2 of {total} episodes" in output
+    assert [p.name for p in study.iterdir()] == [done.run_dir.name]
+    assert [p.name for p in apart.iterdir()] == [half.run_dir.name]
+
+    # a new machine: both folders restored, the run finishes the half cell's episodes only
+    logs = tmp_path / "new-machine"
+    for folder in (study, apart):
+        result = CliRunner().invoke(app, ["study", "restore", str(folder), "--into", str(logs)])
+        assert result.exit_code == 0, result.output
+    assert cell_state(logs / half.run_dir.name).done == 2
+    restored = (logs / half.run_dir.name / RESULTS).read_bytes()
+    resumed, _ = run_config(logs, tasks_per_family=3, workflow="direct")
+    assert resumed.run_dir == logs / half.run_dir.name
+    assert (resumed.run_dir / RESULTS).read_bytes().startswith(restored)
+    heads = list(ResultsFile(resumed.run_dir / RESULTS).heads())
+    assert len(heads) == total  # the 2 restored episodes were not run again
+    assert cell_state(resumed.run_dir).finished
+
+    output = store(logs)
+    assert f"stored {half.run_dir.name}: {total} of {total} episodes" in output
+    assert sorted(p.name for p in study.iterdir()) == sorted([done.run_dir.name, half.run_dir.name])
+    assert not apart.exists()  # nothing unfinished is left apart
+
+
+def test_partial_and_unfinished_into_are_refused_together(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        ["study", "store", str(tmp_path), "--into", str(tmp_path / "a"), "--partial",
+         "--unfinished-into", str(tmp_path / "b")],
+    )  # fmt: skip
+    assert result.exit_code != 0 and "not both" in result.output

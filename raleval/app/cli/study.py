@@ -21,22 +21,44 @@ def study_store(
     ],
     into: Annotated[Path, typer.Option(help="the study folder (e.g. studies/local-models)")],
     partial: Annotated[bool, typer.Option("--partial", help="store unfinished cells too")] = False,
+    unfinished_into: Annotated[
+        Path | None,
+        typer.Option(
+            help="store unfinished cells with an episode on disk here instead (e.g. "
+            "studies/<study>.partial): a new machine resumes them; a cell's copy here is "
+            "removed once the cell is stored finished"
+        ),
+    ] = None,
 ) -> None:
     """Copy each finished run (every episode on disk) into INTO/<run name> as header.json,
-    tasks.jsonl.gz (no page HTML) and results.jsonl.gz; unfinished runs are listed and left."""
+    tasks.jsonl.gz (no page HTML) and results.jsonl.gz; unfinished runs are listed and left,
+    or stored apart with --unfinished-into."""
+    import shutil
+
     from raleval.app.study import cell_state, cells_under, store_cell
 
+    if partial and unfinished_into is not None:
+        fail("--partial stores unfinished cells into INTO; --unfinished-into apart: not both")
     try:
         for cell in [c for p in run_dirs for c in cells_under(p)]:
             state = cell_state(cell)
             failed = f", {state.failed} failed" if state.failed else ""
+            target = into
             if not (state.finished or partial):
-                typer.echo(f"left {cell.name}: {state.done} of {state.total} episodes{failed}")
-                continue
-            dest = store_cell(cell, into)
+                if unfinished_into is None or state.done == 0:
+                    typer.echo(f"left {cell.name}: {state.done} of {state.total} episodes{failed}")
+                    continue
+                target = unfinished_into
+            dest = store_cell(cell, target)
+            stale = unfinished_into / cell.name if unfinished_into is not None else None
+            if target == into and stale is not None and stale.is_dir():
+                shutil.rmtree(stale)  # the finished copy in INTO supersedes it
+                if not any(stale.parent.iterdir()):
+                    stale.parent.rmdir()
             size = sum(f.stat().st_size for f in dest.iterdir())
+            kind = "stored" if target == into else "stored unfinished"
             typer.echo(
-                f"stored {cell.name}: {state.done} of {state.total} episodes{failed}, "
+                f"{kind} {cell.name}: {state.done} of {state.total} episodes{failed}, "
                 f"{size / 1e3:.0f} kB -> {dest}"
             )
     except (OSError, ValueError, *user_errors()) as exc:
