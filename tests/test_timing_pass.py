@@ -97,3 +97,74 @@ def test_the_pass_covers_every_family_waits_for_a_low_load_and_checks_each_answe
     cols = [c.strip() for c in react_row.strip("|").split("|")]
     assert cols[3] == "6" and cols[4] == "3" and cols[-1] == "1"
     assert int(cols[-2]) == sum(r["load_timed_out"] for r in rows if r["workflow"] == "react")
+
+
+def test_a_pass_resumed_from_its_timing_lines_alone_times_only_the_new_episodes(tmp_path):
+    """The pass outlasts a session and a new machine has only the timing.jsonl kept in the
+    repository, not the timing cells' run directories: resumed, it runs each cell's new tasks
+    and not again the episodes its lines already time (it once re-ran every earlier task of a
+    cell with each new one, unrecorded)."""
+    import shutil
+
+    from raleval.store import RESULTS, ResultsFile
+
+    base = {
+        "env": "scholar", "env_options": {"size": "tiny"}, "model": "scripted/oracle",
+        "tasks": "scholar-ks", "tasks_per_family": 6, "limit": 3, "log_dir": tmp_path / "x",
+    }  # fmt: skip
+    cells = [RunConfig(**base, workflow="react"), RunConfig(**base, workflow="direct")]
+    first = timing_pass(cells, tmp_path / "old", per_cell=1, load=lambda: 0.2)
+    kept = first.read_text()
+    (tmp_path / "new").mkdir()
+    shutil.copy(first, tmp_path / "new" / TIMING)  # all a new machine has
+    log = timing_pass(cells, tmp_path / "new", per_cell=2, load=lambda: 0.2)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert log.read_text().startswith(kept) and len(rows) == 4
+    timed_first, timed_second = rows[0]["task_id"], rows[2]["task_id"]
+    for cell in {r["cell"] for r in rows}:
+        ran = [h.task_id for h in ResultsFile(tmp_path / "new" / cell / RESULTS).heads()]
+        assert ran == [timed_second], (cell, ran, timed_first)
+
+
+def test_run_timing_sh_resumes_the_pass_from_the_lines_kept_in_the_repository(tmp_path):
+    """``studies/run_timing.sh`` on a new machine: the timing lines kept under
+    ``studies/<study>-timing/`` go back into the pass's folder, it times only what they lack,
+    and the whole file comes back to ``studies/<study>-timing/``."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    root = tmp_path / "clone"
+    (root / "studies" / "s").mkdir(parents=True)  # the study's scored cells: none here
+    shutil.copy(repo / "studies" / "run_timing.sh", root / "studies" / "run_timing.sh")
+    (root / "studies" / "s.timing.yaml").write_text(
+        "env: scholar\nenv_options: {size: tiny}\nworkflows: [react, direct]\n"
+        "models: [scripted/oracle]\ntasks: scholar-ks\ntasks_per_family: 6\nlimit: 6\n"
+    )
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path, "MAX_LOAD": "1000"}  # a busy machine: no waiting here
+
+    def run() -> None:
+        done = subprocess.run(
+            ["bash", str(root / "studies" / "run_timing.sh"), "s"],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    run()
+    kept = root / "studies" / "s-timing" / "scholar" / "timing.jsonl"
+    whole = kept.read_text().splitlines()
+    assert len(whole) >= 10  # 2 cells, at least 5 episodes each
+    # a new machine: no runs/, and the repository kept the first 4 lines of an unfinished pass
+    shutil.rmtree(root / "runs")
+    kept.write_text("\n".join(whole[:4]) + "\n")
+    run()
+    again = kept.read_text().splitlines()
+    assert again[:4] == whole[:4] and len(again) == len(whole)
+    assert [json.loads(x)["task_id"] for x in again] == [json.loads(x)["task_id"] for x in whole]
+    first = json.loads(whole[0])["task_id"]
+    for cell in (root / "runs" / "study-s-timing" / "scholar").glob("timing-*"):
+        assert first not in (cell / "results.jsonl").read_text(), cell.name

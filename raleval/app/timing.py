@@ -159,9 +159,14 @@ def timing_pass(
         name = str(cell.run_name)
         if (name, task_id) in done:
             continue
+        # the cell's run so far, and this task: not the earlier tasks whose episodes are in
+        # timing.jsonl but not in the run directory (a pass resumed from its timing.jsonl
+        # alone, on a machine without the runs, would time them all again unrecorded)
+        held = {h.task_id for h in ResultsFile(cell.run_dir / RESULTS).heads()}
+        sample = [t for t in ran[index] if t in held and t != task_id] + [task_id]
         before, waited, timed_out = wait_for_load(max_load, load_timeout_s, load, sleep)
         started = time.time()
-        run_sync(cell.model_copy(update={"sample_ids": list(ran[index])}))
+        run_sync(cell.model_copy(update={"sample_ids": sample}))
         after = load()
         traj = _latest(cell.run_dir, task_id)
         key = (cell.env, cell.workflow, cell.model, task_id)
