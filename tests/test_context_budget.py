@@ -10,7 +10,7 @@ from raleval import registry
 from raleval.agents.scripted import OracleModel
 from raleval.app.runner import run_episode
 from raleval.model import Capabilities, GenerateRequest, Generation, ModelBase, ModelError
-from raleval.records import AgentSpec
+from raleval.records import AgentSpec, ToolCall
 from raleval.tasks.catalog import load_tasks
 from raleval.workflows.common import fit_observation
 
@@ -143,3 +143,61 @@ def test_react_ends_at_its_window_before_a_server_must_refuse_a_prompt():
     # second call gets the smallest room, and the third Thought no longer fits
     assert len(traj.steps) >= 2 and traj.llm_calls and not any(c.error for c in traj.llm_calls)
     assert max(model.prompts) + 128 + 64 <= 4096
+
+
+class VerboseTemplateServer(ModelBase):
+    """Calls one tool forever (natively), as the embedded Qwen2.5-0.5B did on CRAG, behind a
+    chat template that lays the tools out at far more tokens than their JSON: the server counts
+    ``overhead`` tokens above the harness's count of the messages and schemas. Like llama.cpp,
+    a reply gets what the window leaves (cut, "length") and a full window is refused."""
+
+    capabilities = Capabilities(cacheable=False, context_window=8192)
+
+    def __init__(self, call: ToolCall, overhead: int) -> None:
+        self.call, self.overhead, self.cut = call, overhead, 0
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        shown = "\n".join(m.content for m in request.messages) + json.dumps(request.tools)
+        prompt = self.count_tokens(shown) + self.overhead
+        window = self.capabilities.context_window
+        if prompt >= window:
+            raise ModelError(f"request ({prompt} tokens) exceeds the context size", "http_400")
+        text = json.dumps({"name": self.call.tool, "arguments": self.call.arguments})
+        if prompt + request.max_tokens > window:  # the window ends the reply mid-call
+            self.cut += 1
+            room = window - prompt
+            return Generation(
+                text=text[: 4 * room], prompt_tokens=prompt, completion_tokens=room,
+                finish_reason="length",
+            )  # fmt: skip
+        return Generation(
+            text="", tool_calls=[self.call], prompt_tokens=prompt, completion_tokens=20,
+            finish_reason="tool_calls",
+        )  # fmt: skip
+
+
+def test_a_server_counting_more_than_the_harness_ends_the_episode_at_the_window_not_on_a_cut():
+    """The third study: function calling with Qwen2.5-0.5B on CRAG at 8,000 tokens sent a
+    request llama.cpp counted 8,184 tokens of its 8,192 (the chat template lays CRAG's tools
+    out at more tokens than the harness counted), got an 8-token reply cut mid-call, and took
+    it as the answer. The context check now learns, from the server's count of each request
+    it let through, how far it counts short, so the episode ends at its window instead."""
+
+    env = registry.envs.get("crag")(size="tiny")
+    task = _price_tasks(env)[0]
+    call = next(c for c in task.solution if c.tool == "finance_get_price_history")
+    loose = {
+        "function_calling": {"max_steps": 100},
+        "dfsdt": {"dfsdt_query_budget": 1000, "dfsdt_max_depth": 100},
+    }
+    for name, options in loose.items():
+        model = VerboseTemplateServer(ToolCall(tool=call.tool, arguments=call.arguments), 400)
+        workflow = registry.workflows.get(name).configure({**options, "shots": 0})
+        agent = AgentSpec(workflow=name, model="scripted/verbose-template", env="crag")
+        traj = asyncio.run(run_episode(task, model, env, workflow, agent))
+        assert model.cut == 0, (name, [s.arguments for s in traj.steps][-2:])
+        assert traj.answer is None, (name, traj.answer)
+        assert (traj.termination.value, traj.termination_cause) == (
+            "context_limit", "context_window",
+        ), name  # fmt: skip
+        assert not any(c.error for c in traj.llm_calls), name

@@ -309,7 +309,19 @@ def ended_at_context(
     template's tokens; such a request is never sent. Counting the prompt alone let a ReAct
     episode creep past llama.cpp's window by the template's tokens (HTTP 400 at 8,218 of
     8,192)."""
-    if _tokens_left(model, config, context_limit, prompt) >= 0:
+    counted = count_tokens(model, prompt)
+    if rec._context_checked is not None:
+        # the request the previous check let through (the first call after it): how far the
+        # server's count of it ran above the check's. CRAG's tools, laid out by llama.cpp's
+        # chat template for function calling, ran over 300 tokens above: a request at 8,184
+        # of 8,192 tokens got an 8-token reply, a call cut mid-name taken as the answer
+        index, before = rec._context_checked
+        sent = rec.llm_calls[index].prompt_tokens if index < len(rec.llm_calls) else None
+        if sent:
+            rec._context_undercount = max(rec._context_undercount, sent - before)
+    rec._context_checked = (len(rec.llm_calls), counted)
+    template = max(CHAT_TEMPLATE_TOKENS, rec._context_undercount)
+    if context_limit - counted - config.max_tokens - template >= 0:
         return False
     rec.finish(
         Termination.context_limit,
@@ -432,6 +444,10 @@ class EpisodeRecord:
     # ran above the harness's own before sending (added to the next requests' counts)
     _budget_spent: int = 0
     _undercount: int = 0
+    # ended_at_context: its count of the last request it let through, and how far the
+    # server's count of such a request has run above it (the chat template's, measured)
+    _context_checked: tuple[int, int] | None = None  # (the next call's index, the count)
+    _context_undercount: int = 0
     # episode_tokens_count "new": the fixed first request's tokens (its family's) and the
     # previous request's layout (request_layout), against which a request's new tokens count
     fixed_prompt_tokens: int = 0
