@@ -8,7 +8,7 @@
 #   bash studies/run_timing.sh [STUDY]       # STUDY defaults to local-models-3
 #
 # MAX_LOAD (default 1.5): each episode waits until the 1-minute load average is below it.
-# Exit status: the pass's (0 done; 130 interrupted, its recorded episodes kept).
+# Exit status: the pass's (0 done; 130 interrupted: the episodes timed so far are kept).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 STUDY=${1:-local-models-3}

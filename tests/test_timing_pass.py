@@ -168,3 +168,37 @@ def test_run_timing_sh_resumes_the_pass_from_the_lines_kept_in_the_repository(tm
     first = json.loads(whole[0])["task_id"]
     for cell in (root / "runs" / "study-s-timing" / "scholar").glob("timing-*"):
         assert first not in (cell / "results.jsonl").read_text(), cell.name
+
+
+def test_ctrl_c_stops_the_pass_and_keeps_what_it_timed(tmp_path, monkeypatch):
+    """Ctrl-C during a timed episode stopped that run only: the pass went on to the next
+    episode and, hours later, ended with exit 0. It now stops, the interrupted episode unwritten,
+    and the command exits 130."""
+    from typer.testing import CliRunner
+
+    import raleval.app.runner as runner
+    from raleval.app.cli import app
+
+    real, calls = runner.run_sync, []
+
+    def interrupted_third(config):
+        calls.append(config)
+        summary = real(config)
+        if len(calls) == 3:
+            summary.interrupted = True
+        return summary
+
+    monkeypatch.setattr(runner, "run_sync", interrupted_third)
+    (tmp_path / "t.yaml").write_text(
+        "env: scholar\nenv_options: {size: tiny}\nworkflows: [react, direct]\n"
+        "models: [scripted/oracle]\ntasks: scholar-ks\ntasks_per_family: 6\nlimit: 3\n"
+    )
+    result = CliRunner().invoke(
+        app,
+        ["study", "timing", "--config", str(tmp_path / "t.yaml"), "--out", str(tmp_path / "o"),
+         "--per-cell", "3", "--max-load", "1000"],
+    )  # fmt: skip
+    assert result.exit_code == 130, result.output
+    assert len(calls) == 3
+    lines = (tmp_path / "o" / "scholar" / TIMING).read_text().splitlines()
+    assert len(lines) == 2  # the two before; not the interrupted one, nor any after

@@ -166,7 +166,9 @@ def timing_pass(
         sample = [t for t in ran[index] if t in held and t != task_id] + [task_id]
         before, waited, timed_out = wait_for_load(max_load, load_timeout_s, load, sleep)
         started = time.time()
-        run_sync(cell.model_copy(update={"sample_ids": sample}))
+        summary = run_sync(cell.model_copy(update={"sample_ids": sample}))
+        if summary.interrupted:  # Ctrl-C: the pass stops here, as the run did
+            raise KeyboardInterrupt(f"interrupted; the episodes timed so far are in {log}")
         after = load()
         traj = _latest(cell.run_dir, task_id)
         key = (cell.env, cell.workflow, cell.model, task_id)

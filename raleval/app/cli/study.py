@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from raleval.app.cli.base import app, fail, user_errors
+from raleval.app.cli.base import INTERRUPTED, app, fail, user_errors
 
 study_app = typer.Typer(help="Studies kept in the repository: compact copies of finished runs.")
 app.add_typer(study_app, name="study")
@@ -295,6 +295,9 @@ def study_timing(
             folder = out / (env if one_set_per_env else f"{env}-{Path(tasks).stem}")
             log = timing_pass(cells, folder, per_cell, per_family, max_load, load_timeout, scored)
             typer.echo(f"wrote {log}")
+    except KeyboardInterrupt as exc:
+        typer.echo(f"{exc or 'interrupted'}; the same command resumes", err=True)
+        raise typer.Exit(INTERRUPTED) from None
     except (OSError, ValueError, *user_errors()) as exc:
         fail(str(exc))
 
