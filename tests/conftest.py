@@ -81,6 +81,28 @@ def run_config(tmp_path: Path, **overrides) -> tuple[RunSummary, list]:
     return summary, list(ResultsFile(summary.run_dir / RESULTS))
 
 
+def finished_and_half_cells(log_dir: Path, scratch: Path) -> tuple[RunSummary, RunSummary]:
+    """In ``log_dir``, a finished ReAct cell and a ``direct`` cell with 2 episodes on disk whose
+    tasks file holds 3 (one run in ``scratch`` in full gives it): an unfinished cell, as a
+    chunk stopped by its time limit leaves one."""
+    from raleval.store import TASKS
+
+    done, _ = run_config(log_dir, tasks_per_family=3)
+    half, _ = run_config(log_dir, tasks_per_family=3, workflow="direct", limit=2)
+    more, _ = run_config(scratch, tasks_per_family=3, workflow="direct")
+    (half.run_dir / TASKS).write_bytes((more.run_dir / TASKS).read_bytes())
+    return done, half
+
+
+def script_env(**extra: str) -> dict[str, str]:
+    """The environment for a repository script run in a subprocess: this interpreter's
+    ``raleval`` first on PATH, plus ``extra``."""
+    import sys
+
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return {**os.environ, "PATH": path, **extra}
+
+
 def options_for(workflow: str, **options):
     """Those of ``options`` that ``workflow``'s own config has (a test that runs several
     workflows with one set of budgets; each workflow refuses options it does not have)."""

@@ -207,14 +207,12 @@ def test_run_chunk_resumes_a_cell_a_session_left_unfinished_on_a_new_machine(tmp
     unfinished; it runs only the missing episodes, then stores the cell with the finished ones
     and removes its unfinished copy (a cell longer than a session once lost its episodes with
     the machine)."""
-    import os
     import shutil
     import subprocess
-    import sys
 
     from raleval.analysis.runs import load_run
 
-    from .conftest import run_config
+    from .conftest import finished_and_half_cells, script_env
 
     root = tmp_path / "clone"
     (root / "studies").mkdir(parents=True)
@@ -227,10 +225,7 @@ def test_run_chunk_resumes_a_cell_a_session_left_unfinished_on_a_new_machine(tmp
     wiki.parent.mkdir(parents=True)
     wiki.touch()
     # an earlier machine: one cell finished, one with 2 of its episodes, stored by a chunk
-    done, _ = run_config(tmp_path / "old", tasks_per_family=3)
-    half, _ = run_config(tmp_path / "old", tasks_per_family=3, workflow="direct", limit=2)
-    full, _ = run_config(tmp_path / "other", tasks_per_family=3, workflow="direct")
-    (half.run_dir / "tasks.jsonl").write_bytes((full.run_dir / "tasks.jsonl").read_bytes())
+    done, half = finished_and_half_cells(tmp_path / "old", tmp_path / "other")
     study, apart = root / "studies" / "s", root / "studies" / "s.partial"
     result = runner.invoke(
         app,
@@ -241,10 +236,9 @@ def test_run_chunk_resumes_a_cell_a_session_left_unfinished_on_a_new_machine(tmp
     assert [p.name for p in apart.iterdir()] == [half.run_dir.name]
     kept = (study / done.run_dir.name / "results.jsonl.gz").read_bytes()
 
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     chunk = subprocess.run(
         ["bash", str(root / "studies" / "run_chunk.sh"), "s"],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True, text=True, env=script_env(), timeout=300,
     )  # fmt: skip
     assert chunk.returncode == 0, chunk.stdout + chunk.stderr
     assert "1 episodes run, 2 already done" in chunk.stdout, chunk.stdout

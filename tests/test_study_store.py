@@ -16,7 +16,7 @@ from raleval.app.study import cell_state, store_cell
 from raleval.store import RESULTS, TASKS, ResultsFile, write_tasks
 from raleval.tasks.loaders import load_file
 
-from .conftest import run_config
+from .conftest import finished_and_half_cells, run_config
 
 CRAG_DEV = Path(__file__).parent / "data" / "crag_dev_data_head.jsonl"
 
@@ -59,11 +59,8 @@ def test_store_keeps_results_drops_page_html_and_repeats_byte_for_byte(tmp_path)
 
 
 def test_cli_stores_finished_cells_only_and_report_reads_the_study(tmp_path):
-    done, _ = run_config(tmp_path / "runs", tasks_per_family=3)
-    half, _ = run_config(tmp_path / "runs", tasks_per_family=3, workflow="direct", limit=2)
-    # the half cell's tasks file grows to more tasks than it has run: it is unfinished
-    more, _ = run_config(tmp_path / "runs2", tasks_per_family=3, workflow="direct")
-    (half.run_dir / TASKS).write_bytes((more.run_dir / TASKS).read_bytes())
+    # the half cell's tasks file holds more tasks than it has run: it is unfinished
+    done, half = finished_and_half_cells(tmp_path / "runs", tmp_path / "runs2")
     assert cell_state(done.run_dir).finished and not cell_state(half.run_dir).finished
     study = tmp_path / "studies" / "s"
     result = CliRunner().invoke(
@@ -169,10 +166,7 @@ def test_unfinished_cells_kept_apart_resume_on_a_new_machine_and_leave_once_fini
     """A cell longer than a session: ``--unfinished-into`` keeps its finished episodes in the
     repository apart from the study's cells (a new machine has no runs/); restored, the run
     resumes it, and once stored finished its unfinished copy goes."""
-    done, _ = run_config(tmp_path / "runs", tasks_per_family=3)
-    half, _ = run_config(tmp_path / "runs", tasks_per_family=3, workflow="direct", limit=2)
-    more, _ = run_config(tmp_path / "runs2", tasks_per_family=3, workflow="direct")
-    (half.run_dir / TASKS).write_bytes((more.run_dir / TASKS).read_bytes())
+    done, half = finished_and_half_cells(tmp_path / "runs", tmp_path / "runs2")
     total = cell_state(half.run_dir).total
     study, apart = tmp_path / "studies" / "s", tmp_path / "studies" / "s.partial"
 

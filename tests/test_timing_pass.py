@@ -18,12 +18,17 @@ def test_interleaved_rotates_which_cell_goes_first():
     ]  # fmt: skip
 
 
-def test_a_timing_pass_runs_one_episode_at_a_time_and_records_the_load(tmp_path):
+def _react_and_direct(log_dir) -> list[RunConfig]:
+    """Two cells of the tiny scholar world on the same 3 tasks."""
     base = {
         "env": "scholar", "env_options": {"size": "tiny"}, "model": "scripted/oracle",
-        "tasks": "scholar-ks", "tasks_per_family": 6, "limit": 3, "log_dir": tmp_path / "x",
+        "tasks": "scholar-ks", "tasks_per_family": 6, "limit": 3, "log_dir": log_dir,
     }  # fmt: skip
-    cells = [RunConfig(**base, workflow="react"), RunConfig(**base, workflow="direct")]
+    return [RunConfig(**base, workflow="react"), RunConfig(**base, workflow="direct")]
+
+
+def test_a_timing_pass_runs_one_episode_at_a_time_and_records_the_load(tmp_path):
+    cells = _react_and_direct(tmp_path / "x")
     # the machine's real load would make the pass wait for it: a quiet machine, scripted
     log = timing_pass(cells, tmp_path / "timing", per_cell=2, load=lambda: 0.2)
     rows = [json.loads(line) for line in log.read_text().splitlines()]
@@ -108,11 +113,7 @@ def test_a_pass_resumed_from_its_timing_lines_alone_times_only_the_new_episodes(
 
     from raleval.store import RESULTS, ResultsFile
 
-    base = {
-        "env": "scholar", "env_options": {"size": "tiny"}, "model": "scripted/oracle",
-        "tasks": "scholar-ks", "tasks_per_family": 6, "limit": 3, "log_dir": tmp_path / "x",
-    }  # fmt: skip
-    cells = [RunConfig(**base, workflow="react"), RunConfig(**base, workflow="direct")]
+    cells = _react_and_direct(tmp_path / "x")
     first = timing_pass(cells, tmp_path / "old", per_cell=1, load=lambda: 0.2)
     kept = first.read_text()
     (tmp_path / "new").mkdir()
@@ -130,11 +131,11 @@ def test_run_timing_sh_resumes_the_pass_from_the_lines_kept_in_the_repository(tm
     """``studies/run_timing.sh`` on a new machine: the timing lines kept under
     ``studies/<study>-timing/`` go back into the pass's folder, it times only what they lack,
     and the whole file comes back to ``studies/<study>-timing/``."""
-    import os
     import shutil
     import subprocess
-    import sys
     from pathlib import Path
+
+    from .conftest import script_env
 
     repo = Path(__file__).resolve().parents[1]
     root = tmp_path / "clone"
@@ -144,8 +145,7 @@ def test_run_timing_sh_resumes_the_pass_from_the_lines_kept_in_the_repository(tm
         "env: scholar\nenv_options: {size: tiny}\nworkflows: [react, direct]\n"
         "models: [scripted/oracle]\ntasks: scholar-ks\ntasks_per_family: 6\nlimit: 6\n"
     )
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    env = {**os.environ, "PATH": path, "MAX_LOAD": "1000"}  # a busy machine: no waiting here
+    env = script_env(MAX_LOAD="1000")  # a busy machine: no waiting here
 
     def run() -> None:
         done = subprocess.run(
