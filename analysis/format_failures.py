@@ -30,7 +30,8 @@ from raleval.formats import is_unparseable
 from raleval.records import RunHeader, Trajectory
 
 # A verdict whose two sides' format-failure rates differ by more than this says so beside it
-# (``--format-gap``): the difference may be the harness's handling of each side's output.
+# (``--format-gap``), with the kinds each side's failures were: a cut or unparseable reply may be
+# the harness's handling of the output; a parsed call repeating an earlier one is the model's loop.
 DEFAULT_FORMAT_GAP = 0.10
 
 # ends_in_loop reads this many characters of a reply's end; a loop must span at least
@@ -117,6 +118,24 @@ class FormatFailures:
             return "-"
         low, high = 100 * self.failed_low / self.calls, 100 * self.failed / self.calls
         return f"{low:.1f}-{high:.1f}%" if f"{low:.1f}" != f"{high:.1f}" else f"{high:.1f}%"
+
+    def kinds_text(self) -> str:
+        """Which kinds the failures were, each as a share of calls, the kinds that occurred only:
+        ``repeats 95.4%, cut 1.2%``; ``none`` without a failure. (A call can be of two kinds.)
+        Derived counts tally repeats and parse errors by step, and a reply can hold several
+        calls: those two read ``up to`` their count over calls, at most 100%."""
+        if not self.calls:
+            return "-"
+        shown = []
+        for name, n, by_step in (
+            ("repeats", self.repeated, True),
+            ("cut", self.cut, False),
+            ("unparseable", self.unparseable, True),
+        ):
+            if n:
+                bound = "up to " if self.derived and by_step else ""
+                shown.append(f"{name} {bound}{100 * min(n, self.calls) / self.calls:.1f}%")
+        return ", ".join(shown) or "none"
 
     def cut_text(self) -> str:
         """The cut calls as tables print them: ``1/18 (1 loop)``; ``-`` without calls."""
@@ -205,7 +224,11 @@ def format_gap_note(a: FormatFailures, b: FormatFailures, gap: float) -> str:
     )
     if apart <= gap:
         return ""
-    return (
+    head = (
         f"format failures differ: {a.text()} vs {b.text()} of calls (more than "
-        f"{100 * gap:g} points): the gap may be the harness's handling of the output"
+        f"{100 * gap:g} points; by kind {a.kinds_text()} vs {b.kinds_text()})"
     )
+    if not (a.cut or a.unparseable or b.cut or b.unparseable):
+        # every failed call parsed whole: the harness read it, and the model made it again
+        return f"{head}: each failed call parsed and repeats an earlier call, a loop of the model's"
+    return f"{head}: the gap may be the harness's handling of the output"

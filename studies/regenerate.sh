@@ -9,6 +9,9 @@
 #   bash studies/regenerate.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The first study's tables (studies/local-models, complete): they change only when the analysis
+# does, as when a verdict's note gained the kinds of format failure.
+raleval study tables studies/local-models --into docs/study.md
 STUDY=studies/local-models-2
 DESIGN=studies/local-models-2.design.yaml
 TIMING=()

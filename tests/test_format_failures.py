@@ -179,6 +179,27 @@ def test_old_calls_without_flags_get_bounds_from_steps_and_tokens():
     assert format_gap_note(got, worse, 0.30) == ""
 
 
+def test_the_gap_note_names_the_kinds_and_blames_the_harness_only_for_cut_or_unparsed_replies():
+    looped = FormatFailures(calls=20, repeated=19, failed=19, failed_low=19)
+    clean = FormatFailures(calls=20)
+    note = format_gap_note(clean, looped, 0.10)
+    assert "0.0% vs 95.0% of calls (more than 10 points; by kind none vs repeats 95.0%)" in note
+    assert note.endswith("each failed call parsed and repeats an earlier call, a loop of the model's")
+    assert "harness's handling" not in note
+    # one cut reply on either side puts the harness back among the suspects
+    for cut_side in (
+        FormatFailures(calls=20, repeated=18, cut=1, failed=19, failed_low=19),
+        FormatFailures(calls=20, unparseable=1, failed=1, failed_low=1),
+    ):
+        note = format_gap_note(cut_side, looped, 0.0) or format_gap_note(clean, cut_side, 0.0)
+        assert note.endswith("the gap may be the harness's handling of the output"), note
+    mixed = FormatFailures(calls=20, repeated=18, cut=1, failed=19, failed_low=19)
+    assert mixed.kinds_text() == "repeats 90.0%, cut 5.0%"
+    # derived counts tally repeats by executed call: three a reply can exceed the replies
+    derived = FormatFailures(calls=4, repeated=9, cut=2, failed=4, derived=True, failed_low=2)
+    assert derived.kinds_text() == "repeats up to 100.0%, cut 50.0%"
+
+
 def test_compare_says_when_the_runs_format_failures_differ(tmp_path):
     unruly, _ = run_config(tmp_path, workflow="react", model="unruly/x", limit=3)
     oracle, _ = run_config(tmp_path, workflow="react", limit=3)
@@ -186,9 +207,9 @@ def test_compare_says_when_the_runs_format_failures_differ(tmp_path):
     res = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "format failures 50.0% of 12 model calls" in res.output
-    assert "A-B: format failures differ: 50.0% vs 0.0% of calls (more than 10 points)" in (
-        " ".join(res.output.split())
-    )
+    said = " ".join(res.output.split())
+    assert "A-B: format failures differ: 50.0% vs 0.0% of calls (more than 10 points; by kind" in said
+    assert "the gap may be the harness's handling of the output" in said
     res = CliRunner().invoke(app, [*args, "--format-gap", "0.6"], env={"COLUMNS": "200"})
     assert res.exit_code == 0 and "format failures differ" not in res.output
 
