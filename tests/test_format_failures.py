@@ -184,7 +184,9 @@ def test_the_gap_note_names_the_kinds_and_blames_the_harness_only_for_cut_or_unp
     clean = FormatFailures(calls=20)
     note = format_gap_note(clean, looped, 0.10)
     assert "0.0% vs 95.0% of calls (more than 10 points; by kind none vs repeats 95.0%)" in note
-    assert note.endswith("each failed call parsed and repeats an earlier call, a loop of the model's")
+    assert note.endswith(
+        "each failed call parsed and repeats an earlier call, a loop of the model's"
+    )
     assert "harness's handling" not in note
     # one cut reply on either side puts the harness back among the suspects
     for cut_side in (
@@ -208,7 +210,8 @@ def test_compare_says_when_the_runs_format_failures_differ(tmp_path):
     assert res.exit_code == 0, res.output
     assert "format failures 50.0% of 12 model calls" in res.output
     said = " ".join(res.output.split())
-    assert "A-B: format failures differ: 50.0% vs 0.0% of calls (more than 10 points; by kind" in said
+    said_gap = "A-B: format failures differ: 50.0% vs 0.0% of calls (more than 10 points; by kind"
+    assert said_gap in said
     assert "the gap may be the harness's handling of the output" in said
     res = CliRunner().invoke(app, [*args, "--format-gap", "0.6"], env={"COLUMNS": "200"})
     assert res.exit_code == 0 and "format failures differ" not in res.output
