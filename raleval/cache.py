@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,20 @@ CREATE TABLE IF NOT EXISTS responses (
     generation TEXT NOT NULL
 )
 """
+
+
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+class CacheImportError(ValueError):
+    """An exported cache file that is not one (the message names the line)."""
+
+
+def _generation(data: dict[str, Any]) -> Generation:
+    """A stored generation's JSON as the Generation a cache hit returns."""
+    data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls", [])]
+    data["cache_hit"] = True
+    return Generation(**data)
 
 
 def cache_dir() -> Path:
@@ -86,10 +102,7 @@ class ResponseCache:
             ).fetchone()
         if row is None:
             return None
-        data = json.loads(row[0])
-        data["tool_calls"] = [ToolCall(**c) for c in data.get("tool_calls", [])]
-        data["cache_hit"] = True
-        return Generation(**data)
+        return _generation(json.loads(row[0]))
 
     def put(self, key: str, model: str, gen: Generation) -> None:
         data = asdict(gen)
@@ -123,6 +136,44 @@ class ResponseCache:
             self._db.commit()
             self._db.execute("VACUUM")
             return cur.rowcount
+
+    def export_lines(self) -> Iterator[str]:
+        """Every entry as a JSON line, in key order (so two exports of a growing cache differ
+        by the added lines): ``{"key", "model", "created", "generation"}``."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT key, model, created, generation FROM responses ORDER BY key"
+            ).fetchall()
+        for key, model, created, generation in rows:
+            entry = {"key": key, "model": model, "created": created}
+            entry["generation"] = json.loads(generation)
+            yield json.dumps(entry, ensure_ascii=False, sort_keys=True)
+
+    def import_lines(self, lines: Iterable[str]) -> tuple[int, int]:
+        """Add exported entries: (added, already here). An entry already here is kept as it is
+        (this cache's reply to that request stands). Every line is checked before any is
+        written, so a broken file adds nothing; CacheImportError names its first bad line."""
+        entries = []
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                key, model, created = entry["key"], entry["model"], float(entry["created"])
+                if not (isinstance(key, str) and _KEY.fullmatch(key)):
+                    raise ValueError("the key is not a request key (64 hex digits)")
+                if not isinstance(model, str) or not model:
+                    raise ValueError("no model")
+                _generation(dict(entry["generation"]))  # what get() would make of it
+            except (ValueError, KeyError, TypeError) as err:
+                raise CacheImportError(f"line {n}: not a cache entry ({err})") from None
+            entries.append((key, model, created, json.dumps(entry["generation"])))
+        with self._lock:
+            before = self._db.total_changes
+            with self._db:
+                self._db.executemany("INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?)", entries)
+            added = self._db.total_changes - before
+        return added, len(entries) - added
 
     def close(self) -> None:
         with self._lock:

@@ -4,7 +4,12 @@
 # finished cells are copied compactly into studies/<study>/ (`raleval study store`), and the
 # unfinished cells' finished episodes into studies/<study>.partial/, so a cell longer than a
 # session resumes on a new machine (runs/ is never committed).
-# It commits nothing: review and commit studies/<study>/ and studies/<study>.partial/ yourself.
+# A study whose run config keeps a response cache at runs/study-<study>-responses.sqlite has it
+# carried the same way, in studies/<study>.responses.jsonl.gz (`raleval cache export|import`):
+# a budget's cell that starts on a new machine then pays only for the calls the smaller
+# budget's cell could not afford, as on the machine that ran that one.
+# It commits nothing: review and commit studies/<study>/, studies/<study>.partial/ and
+# studies/<study>.responses.jsonl.gz yourself.
 #
 #   bash studies/run_chunk.sh [STUDY]        # STUDY defaults to local-models
 #
@@ -39,10 +44,20 @@ if [ -d "$PARTIAL" ] && [ -n "$(ls -A "$PARTIAL")" ]; then
     raleval study restore "$PARTIAL" --into "$LOG_DIR" || exit 2
 fi
 
+# then the response cache the earlier chunks exported (a reply this machine already has stands)
+CACHE=runs/study-$STUDY-responses.sqlite
+RESPONSES=studies/$STUDY.responses.jsonl.gz
+if [ -f "$RESPONSES" ]; then
+    raleval cache import "$RESPONSES" --cache-path "$CACHE" || exit 2
+fi
+
 echo "chunk start $(date -u +%FT%TZ): $(uptime)"
 nice -n 10 raleval run --config "studies/$STUDY.yaml" --log-dir "$LOG_DIR" \
     --max-time "$MAX_TIME" --display plain "${EXTRA[@]}"
 status=$?
 echo "chunk end $(date -u +%FT%TZ) (exit $status): $(uptime)"
 raleval study store "$LOG_DIR" --into "studies/$STUDY" --unfinished-into "$PARTIAL" || exit 2
+if [ -f "$CACHE" ]; then
+    raleval cache export "$RESPONSES" --cache-path "$CACHE" || exit 2
+fi
 exit $status

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
+import json
 from dataclasses import replace
 
 from typer.testing import CliRunner
@@ -151,3 +153,80 @@ def test_each_epoch_has_its_own_cache_entries(tmp_path, monkeypatch):
         assert stub.counts["ok"] == 2 * one  # epoch 0 from the cache, epoch 1 asked fresh
         run_config(tmp_path / "three", model=spec, limit=2, epochs=2)
         assert stub.counts["ok"] == 2 * one  # both epochs now cached
+
+
+def _filled(path, replies):
+    """A cache holding one reply per (prompt, reply) pair, keyed as a real request would be."""
+    cache = ResponseCache(path)
+    for prompt, reply in replies:
+        req = GenerateRequest(messages=(Message("user", prompt),), max_tokens=5)
+        cache.put(request_key("m/x", req), "m/x", reply)
+    return cache
+
+
+def _get(cache, prompt):
+    req = GenerateRequest(messages=(Message("user", prompt),), max_tokens=5)
+    return cache.get(request_key("m/x", req))
+
+
+def test_an_exported_cache_carries_to_another_machine_and_never_overwrites_its_replies(tmp_path):
+    """A study's costly cells pay only for calls a smaller budget could not afford while the
+    cache lasts; `cache export`/`import` carry it to a new machine (studies/run_chunk.sh)."""
+    call = Generation("{}", [ToolCall(tool="Search", arguments={"q": "é"})], 40, 7, 32)
+    old = tmp_path / "old.sqlite"
+    _filled(old, [("a", Generation("one", [], 3, 1)), ("b", call)]).close()
+    runner = CliRunner()
+    for name in ("c.jsonl", "c.jsonl.gz"):
+        out = tmp_path / name
+        res = runner.invoke(app, ["cache", "export", str(out), "--cache-path", str(old)])
+        assert res.exit_code == 0 and "2 cached responses written" in res.output, res.output
+        lines = (
+            gzip.decompress(out.read_bytes()).decode() if name.endswith(".gz") else out.read_text()
+        ).splitlines()
+        assert [json.loads(x)["key"] for x in lines] == sorted(json.loads(x)["key"] for x in lines)
+        new = tmp_path / f"new-{name}.sqlite"
+        _filled(new, [("a", Generation("its own", [], 3, 1))]).close()
+        res = runner.invoke(app, ["cache", "import", str(out), "--cache-path", str(new)])
+        assert res.exit_code == 0 and "1 cached responses added, 1 already there" in res.output
+        cache = ResponseCache(new)
+        assert _get(cache, "a").text == "its own"  # the new machine's reply stands
+        got = _get(cache, "b")
+        assert got.cache_hit and got.tool_calls == call.tool_calls
+        assert (got.prompt_tokens, got.completion_tokens, got.cached_tokens) == (40, 7, 32)
+        res = runner.invoke(app, ["cache", "import", str(out), "--cache-path", str(new)])
+        assert "0 cached responses added, 2 already there" in res.output
+    # the same cache exports the same bytes (a growing one differs by its added lines)
+    again = tmp_path / "again.jsonl"
+    runner.invoke(app, ["cache", "export", str(again), "--cache-path", str(old)])
+    assert again.read_bytes() == (tmp_path / "c.jsonl").read_bytes()
+
+
+def test_a_broken_cache_export_adds_nothing_and_names_its_line(tmp_path):
+    src = tmp_path / "old.sqlite"
+    _filled(src, [("a", Generation("one")), ("b", Generation("two"))]).close()
+    good = list(ResponseCache(src).export_lines())
+    entry = json.loads(good[1])
+    broken = {
+        "cut short": good[1][: len(good[1]) // 2],
+        "a key that is no request key": json.dumps({**entry, "key": "../../etc"}),
+        "a generation with a field no reply has": json.dumps(
+            {**entry, "generation": {**entry["generation"], "evil": 1}}
+        ),
+        "a tool call without its tool": json.dumps(
+            {**entry, "generation": {**entry["generation"], "tool_calls": [{"arguments": {}}]}}
+        ),
+    }
+    runner = CliRunner()
+    for what, line in broken.items():
+        file = tmp_path / "bad.jsonl"
+        file.write_text(good[0] + "\n" + line + "\n")
+        dest = tmp_path / "dest.sqlite"
+        res = runner.invoke(app, ["cache", "import", str(file), "--cache-path", str(dest)])
+        assert res.exit_code == 2, (what, res.output)
+        assert "line 2: not a cache entry" in " ".join(res.output.split()), (what, res.output)
+        assert ResponseCache(dest).stats()["entries"] == 0, what  # line 1 was not added either
+    res = runner.invoke(app, ["cache", "import", str(tmp_path / "none.jsonl")])
+    assert res.exit_code == 2 and "no such file" in res.output
+    (tmp_path / "bin.jsonl.gz").write_bytes(b"\x1f\x8b not gzip")
+    res = runner.invoke(app, ["cache", "import", str(tmp_path / "bin.jsonl.gz")])
+    assert res.exit_code == 2 and "not a cache export" in res.output

@@ -4,6 +4,7 @@ several blocks (YAML documents), as ``studies/local-models.yaml`` does."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -247,3 +248,62 @@ def test_run_chunk_resumes_a_cell_a_session_left_unfinished_on_a_new_machine(tmp
     assert (study / done.run_dir.name / "results.jsonl.gz").read_bytes() == kept
     stored = load_run(study / half.run_dir.name)
     assert len(stored.results) == len(stored.tasks) == 3
+
+
+def test_run_chunk_carries_the_studys_response_cache_to_a_new_machine(tmp_path):
+    """A study keeping a response cache (``runs/study-<study>-responses.sqlite``) exports it to
+    ``studies/<study>.responses.jsonl.gz`` at a chunk's end and imports it at the next chunk's
+    start: on a new machine the same requests are answered from it, not sent again."""
+    import shutil
+    import subprocess
+
+    from raleval.analysis.runs import load_run
+
+    from .conftest import script_env
+    from .stub_openai import StubServer
+
+    root = tmp_path / "clone"
+    (root / "studies").mkdir(parents=True)
+    shutil.copy(STUDY.parent / "run_chunk.sh", root / "studies" / "run_chunk.sh")
+    stub = StubServer().__enter__()
+    (root / "studies" / "s.yaml").write_text(
+        f"env_options: {{size: tiny}}\nworkflow: react\n"
+        f"models: ['openai-compatible/ok@{stub.base_url}']\n"
+        "tasks: scholar-ks\ntasks_per_family: 2\n"
+        "cache: true\ncache_path: runs/study-s-responses.sqlite\n"
+    )
+    wiki = root / "runs" / "study-data" / "hotpot-wiki.sqlite"  # the script builds it if absent
+    wiki.parent.mkdir(parents=True)
+    wiki.touch()
+
+    def chunk() -> None:
+        done = subprocess.run(
+            ["bash", str(root / "studies" / "run_chunk.sh"), "s"],
+            capture_output=True, text=True, env=script_env(), timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def calls(study: Path) -> list[bool]:
+        (cell,) = study.iterdir()
+        return [c.cache_hit for t in load_run(cell).results for c in t.llm_calls]
+
+    try:
+        chunk()
+        sent = stub.counts["ok"]
+        exported = root / "studies" / "s.responses.jsonl.gz"
+        first = calls(root / "studies" / "s")
+        assert first and not any(first) and sent == len(first)  # every call went to the model
+        assert len(gzip.decompress(exported.read_bytes()).splitlines()) == len(first)
+
+        # a new machine: no runs/, and the cell itself taken away so its episodes run again
+        shutil.rmtree(root / "runs" / "study-s")
+        (root / "runs" / "study-s-responses.sqlite").unlink()
+        shutil.rmtree(root / "studies" / "s")
+        before = exported.read_bytes()
+        chunk()
+        again = calls(root / "studies" / "s")
+        assert len(again) == len(first) and all(again)  # answered from the carried cache
+        assert stub.counts["ok"] == sent  # and no request sent again
+        assert exported.read_bytes() == before  # nothing new to add
+    finally:
+        stub.__exit__(None, None, None)

@@ -1,5 +1,5 @@
 """``raleval serve`` (an environment over HTTP or MCP) and the local stores it and runs keep:
-``raleval cache stats|clear`` and ``raleval wiki build``."""
+``raleval cache stats|clear|export|import`` and ``raleval wiki build``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,66 @@ def cache_clear(
 
     n = ResponseCache(default_cache_path()).clear(model)
     typer.echo(f"removed {n} cached responses")
+
+
+CachePath = Annotated[
+    Path | None,
+    typer.Option("--cache-path", help="the cache file (default: raleval's own, `cache stats`)"),
+]
+
+
+@cache_app.command("export")
+def cache_export(
+    file: Annotated[Path, typer.Argument(help="where to write it (.jsonl, or .jsonl.gz)")],
+    cache_path: CachePath = None,
+) -> None:
+    """Write every cached response as JSON lines in key order, to carry a cache to another
+    machine (`cache import`): a run config's `cache_path` cache is a study's to keep."""
+    import gzip
+
+    from raleval.cache import ResponseCache, default_cache_path
+    from raleval.store import write_atomic
+
+    path = cache_path or default_cache_path()
+    if not path.is_file():
+        fail(f"no response cache at {path}")
+    lines = list(ResponseCache(path).export_lines())
+    text = "".join(line + "\n" for line in lines)
+    try:
+        if file.name.endswith(".gz"):
+            tmp = file.with_name(f".{file.name}.tmp")
+            tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+            tmp.replace(file)
+        else:
+            write_atomic(file, text)
+    except OSError as err:
+        fail(f"could not write {file}: {err}")
+    typer.echo(f"{len(lines)} cached responses written to {file}")
+
+
+@cache_app.command("import")
+def cache_import(
+    file: Annotated[Path, typer.Argument(help="a `cache export` file (.jsonl or .jsonl.gz)")],
+    cache_path: CachePath = None,
+) -> None:
+    """Add an exported cache's responses to this one. A request this cache already answered
+    keeps its own reply; a file with a broken line adds nothing (exit 2, the line named)."""
+    from raleval.cache import CacheImportError, ResponseCache, default_cache_path
+    from raleval.store import read_stored_bytes
+
+    if not file.is_file():
+        fail(f"no such file: {file}")
+    try:
+        text = read_stored_bytes(file).decode("utf-8")
+    except (OSError, UnicodeDecodeError, EOFError) as err:
+        fail(f"{file}: not a cache export ({err})")
+    try:
+        added, kept = ResponseCache(cache_path or default_cache_path()).import_lines(
+            text.splitlines()
+        )
+    except CacheImportError as err:
+        fail(f"{file}: {err}")
+    typer.echo(f"{added} cached responses added, {kept} already there")
 
 
 @app.command()
