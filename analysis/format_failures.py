@@ -31,7 +31,8 @@ from raleval.records import RunHeader, Trajectory
 
 # A verdict whose two sides' format-failure rates differ by more than this says so beside it
 # (``--format-gap``), with the kinds each side's failures were: a cut or unparseable reply may be
-# the harness's handling of the output; a parsed call repeating an earlier one is the model's loop.
+# the harness's handling of the output; a parsed call repeating an earlier one is the model's
+# loop (or a tool paged on: Lookup's same call gives its next match).
 DEFAULT_FORMAT_GAP = 0.10
 
 # ends_in_loop reads this many characters of a reply's end; a loop must span at least
@@ -230,5 +231,8 @@ def format_gap_note(a: FormatFailures, b: FormatFailures, gap: float) -> str:
     )
     if not (a.cut or a.unparseable or b.cut or b.unparseable):
         # every failed call parsed whole: the harness read it, and the model made it again
-        return f"{head}: each failed call parsed and repeats an earlier call, a loop of the model's"
+        return (
+            f"{head}: each failed call parsed and repeats an earlier call (the model looping, or "
+            "paging a tool such as Lookup on), not the harness's parsing"
+        )
     return f"{head}: the gap may be the harness's handling of the output"

@@ -185,7 +185,8 @@ def test_the_gap_note_names_the_kinds_and_blames_the_harness_only_for_cut_or_unp
     note = format_gap_note(clean, looped, 0.10)
     assert "0.0% vs 95.0% of calls (more than 10 points; by kind none vs repeats 95.0%)" in note
     assert note.endswith(
-        "each failed call parsed and repeats an earlier call, a loop of the model's"
+        "each failed call parsed and repeats an earlier call (the model looping, or paging a "
+        "tool such as Lookup on), not the harness's parsing"
     )
     assert "harness's handling" not in note
     # one cut reply on either side puts the harness back among the suspects
