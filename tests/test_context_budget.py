@@ -201,3 +201,47 @@ def test_a_server_counting_more_than_the_harness_ends_the_episode_at_the_window_
             "context_limit", "context_window",
         ), name  # fmt: skip
         assert not any(c.error for c in traj.llm_calls), name
+
+
+class ReadsThenAnswers(VerboseTemplateServer):
+    """VerboseTemplateServer's first call, then Finish with an answer (in ``workflow``'s Finish
+    arguments): a model that reads the (large) result of its one call before answering."""
+
+    def __init__(self, call: ToolCall, overhead: int, workflow: str) -> None:
+        super().__init__(call, overhead)
+        self.workflow = workflow
+
+    async def generate(self, request: GenerateRequest) -> Generation:
+        gen = await super().generate(request)
+        if not any(m.role == "tool" for m in request.messages) or not gen.tool_calls:
+            return gen
+        answer = {"answer": "42"}
+        if self.workflow == "dfsdt":
+            answer = {"return_type": "give_answer", "final_answer": "42"}
+        return Generation(
+            text="", tool_calls=[ToolCall(tool="Finish", arguments=answer)],
+            prompt_tokens=gen.prompt_tokens, completion_tokens=10, finish_reason="tool_calls",
+        )  # fmt: skip
+
+
+def test_a_result_that_fills_the_window_leaves_the_model_its_turn_to_read_it():
+    """The third study, function calling with Qwen2.5-1.5B on CRAG: a price history sized to
+    the room the fixed template allowance left filled the window that the context check, which
+    had measured the server counting 300 tokens more, then found full. The episode ended at its
+    window after one call, with no answer, the result never read. The room now takes the
+    measured tokens off as well: the model reads the result and answers."""
+    env = registry.envs.get("crag")(size="tiny")
+    task = _price_tasks(env)[0]
+    call = next(c for c in task.solution if c.tool == "finance_get_price_history")
+    for name in ("function_calling", "dfsdt"):
+        model = ReadsThenAnswers(ToolCall(tool=call.tool, arguments=call.arguments), 400, name)
+        workflow = registry.workflows.get(name).configure({"shots": 0})
+        agent = AgentSpec(workflow=name, model="scripted/reads-then-answers", env="crag")
+        traj = asyncio.run(run_episode(task, model, env, workflow, agent))
+        first = traj.steps[0]
+        assert first.tool == call.tool and "truncated" in (first.observation or ""), name
+        assert (traj.termination.value, traj.answer) == ("finished", "42"), (
+            name, traj.termination, traj.termination_cause,
+        )  # fmt: skip
+        assert len(traj.llm_calls) == 2 and model.cut == 0, name
+        assert not any(c.error for c in traj.llm_calls), name

@@ -136,7 +136,7 @@ def build_planned_graph(model: Model, env: Environment, config: PlannedConfig | 
                 break
             result = await ep_env.call(call.tool, call.arguments)
             label = f"{call.tool}({json.dumps(call.arguments)}): "
-            room = observation_room(ep_model, cfg, context_limit, f"{so_far}\n{label}")
+            room = observation_room(ep_model, cfg, context_limit, f"{so_far}\n{label}", rec)
             result.observation = fit_observation(ep_model, result.observation, room)
             rec.add_step(
                 result,

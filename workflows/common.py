@@ -310,17 +310,8 @@ def ended_at_context(
     episode creep past llama.cpp's window by the template's tokens (HTTP 400 at 8,218 of
     8,192)."""
     counted = count_tokens(model, prompt)
-    if rec._context_checked is not None:
-        # the request the previous check let through (the first call after it): how far the
-        # server's count of it ran above the check's. CRAG's tools, laid out by llama.cpp's
-        # chat template for function calling, ran over 300 tokens above: a request at 8,184
-        # of 8,192 tokens got an 8-token reply, a call cut mid-name taken as the answer
-        index, before = rec._context_checked
-        sent = rec.llm_calls[index].prompt_tokens if index < len(rec.llm_calls) else None
-        if sent:
-            rec._context_undercount = max(rec._context_undercount, sent - before)
+    template = _template_tokens(rec)
     rec._context_checked = (len(rec.llm_calls), counted)
-    template = max(CHAT_TEMPLATE_TOKENS, rec._context_undercount)
     if context_limit - counted - config.max_tokens - template >= 0:
         return False
     rec.finish(
@@ -330,12 +321,36 @@ def ended_at_context(
     return True
 
 
+def _template_tokens(rec: EpisodeRecord) -> int:
+    """The tokens a request costs the server beyond the harness's count of its messages and
+    schemas: at least CHAT_TEMPLATE_TOKENS, and the most the server has counted above the
+    harness on a request the context check let through (the first call after that check)."""
+    if rec._context_checked is not None:
+        # CRAG's tools, laid out by llama.cpp's chat template for function calling, ran over
+        # 300 tokens above: a request at 8,184 of 8,192 tokens got an 8-token reply, a call
+        # cut mid-name taken as the answer
+        index, before = rec._context_checked
+        sent = rec.llm_calls[index].prompt_tokens if index < len(rec.llm_calls) else None
+        if sent:
+            rec._context_undercount = max(rec._context_undercount, sent - before)
+    return max(CHAT_TEMPLATE_TOKENS, rec._context_undercount)
+
+
 def observation_room(
-    model: Model, config: WorkflowConfig, context_limit: int, prompt_so_far: str
+    model: Model,
+    config: WorkflowConfig,
+    context_limit: int,
+    prompt_so_far: str,
+    rec: EpisodeRecord | None = None,
 ) -> int:
     """Tokens an observation may take: the configured budget, and never more than the context
-    leaves after the prompt so far and the model's next reply."""
+    leaves after the prompt so far, the model's next reply and the chat template's tokens, as
+    the episode's context check (``rec``) has measured them. Sized with the fixed template
+    allowance alone, a large CRAG result filled the window that the check then found full: the
+    episode ended at its window right after the call, the model never reading the result."""
     room = _tokens_left(model, config, context_limit, prompt_so_far)
+    if rec is not None:
+        room -= _template_tokens(rec) - CHAT_TEMPLATE_TOKENS
     room = max(room, 16)
     return min(room, config.max_obs_tokens) if config.max_obs_tokens else room
 

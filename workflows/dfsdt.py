@@ -243,7 +243,7 @@ def build_dfsdt_graph(model: Model, env: Environment, config: DFSDTConfig | None
         else:
             result = await ep_env.call(call.tool, call.arguments)
             so_far = f"{schema_text}\n{flat}\nassistant: {gen.text}"
-            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ")
+            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ", rec)
             result.observation = fit_observation(ep_model, result.observation, room)
             child.observation = result.observation
             rec.add_step(result, thought=thought, tool=call.tool, arguments=call.arguments)

@@ -210,7 +210,7 @@ class EpisodeBridge:
         if not isinstance(arguments, dict):
             arguments = {"input": arguments}
         result: ToolResult = await self.env.call(name, arguments)
-        room = observation_room(self.model, self.cfg, self.context_limit, self.so_far)
+        room = observation_room(self.model, self.cfg, self.context_limit, self.so_far, self.rec)
         result.observation = fit_observation(self.model, result.observation, room)
         self.so_far += "\ntool: " + result.observation
         self.rec.add_step(

@@ -117,7 +117,7 @@ def build_function_calling_graph(
         def fit(text: str) -> str:
             # sized as the live tools node sizes a call's result: after the assistant turn
             # that made the call and the tool message's own label
-            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ")
+            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ", rec)
             return fit_observation(ep_model, text, room)
 
         taken: list[str] = []
@@ -249,7 +249,7 @@ def build_function_calling_graph(
             result = await ep_env.call(call["name"], call["args"])
             # the room counts the tool message's own label: an observation that filled the
             # context to the last token ended the episode at the next turn (context_limit)
-            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ")
+            room = observation_room(ep_model, cfg, context_limit, so_far + "\ntool: ", rec)
             result.observation = fit_observation(ep_model, result.observation, room)
             so_far += "\ntool: " + result.observation
             rec.add_step(

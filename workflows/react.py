@@ -184,7 +184,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             return {}
         result = await ep_env.call(parsed.tool, parsed.arguments)
         pad = scratchpad + step_head(n, thought, parsed.raw)
-        observation = observation_in(ep_model, head + pad, n, result.observation)
+        observation = observation_in(ep_model, head + pad, n, result.observation, rec)
         rec.add_step(
             result,
             thought=thought,
@@ -195,13 +195,13 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
         )
         return {"scratchpad": pad + observation, "n": n + 1, "parse_errors": 0}
 
-    def observation_in(ep_model: Model, prompt: str, n: int, text: str) -> str:
+    def observation_in(ep_model: Model, prompt: str, n: int, text: str, rec: EpisodeRecord) -> str:
         """Step ``n``'s observation as the scratchpad shows it after ``prompt`` (which ends in
         the step's own ``Observation n:`` label), cut to the room the context leaves. The room
         leaves the next step's label too: an observation that filled the context to the last
         token ended the episode at the next "Thought" (a context_limit stop). A live step and a
         replay's given step are both sized here (docs/diagnosis.md)."""
-        room = observation_room(ep_model, cfg, context_limit, prompt + f"\nThought {n + 1}:")
+        room = observation_room(ep_model, cfg, context_limit, prompt + f"\nThought {n + 1}:", rec)
         return fit_observation(ep_model, one_line(text), room)
 
     def step_text(n: int, step: Step, tools_env: Environment) -> str:
@@ -238,7 +238,7 @@ def build_react_graph(model: Model, env: Environment, config: ReActConfig | None
             head_n = head + pad + step_head(n, given.thought or "", given.raw_action or "")
 
             def fit(text: str, prompt: str = head_n, n: int = n) -> str:
-                return observation_in(ep_model, prompt, n, text)
+                return observation_in(ep_model, prompt, n, text, rec)
 
             recorded = await given_steps(rec, ep_env, [given], fit)
             if not recorded:
