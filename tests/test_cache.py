@@ -195,6 +195,11 @@ def test_an_exported_cache_carries_to_another_machine_and_never_overwrites_its_r
         assert (got.prompt_tokens, got.completion_tokens, got.cached_tokens) == (40, 7, 32)
         res = runner.invoke(app, ["cache", "import", str(out), "--cache-path", str(new)])
         assert "0 cached responses added, 2 already there" in res.output
+    res = runner.invoke(app, ["cache", "stats", "--cache-path", str(new)])
+    assert res.exit_code == 0 and "2 responses" in res.output and "m/x: 2" in res.output
+    res = runner.invoke(app, ["cache", "stats", "--cache-path", str(tmp_path / "none.sqlite")])
+    assert res.exit_code == 2 and "no response cache" in res.output
+    assert not (tmp_path / "none.sqlite").exists()  # asked, not made
     # the same cache exports the same bytes (a growing one differs by its added lines)
     again = tmp_path / "again.jsonl"
     runner.invoke(app, ["cache", "export", str(again), "--cache-path", str(old)])

@@ -19,13 +19,22 @@ cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args
 app.add_typer(cache_app, name="cache")
 
 
+CachePath = Annotated[
+    Path | None,
+    typer.Option("--cache-path", help="the cache file (default: raleval's own)"),
+]
+
+
 @cache_app.command("stats")
-def cache_stats() -> None:
+def cache_stats(cache_path: CachePath = None) -> None:
     """Entries and size of the response cache, per model."""
     from raleval.app.console import make_console
     from raleval.cache import ResponseCache, default_cache_path
 
-    stats = ResponseCache(default_cache_path()).stats()
+    path = cache_path or default_cache_path()
+    if cache_path is not None and not path.is_file():
+        fail(f"no response cache at {path}")
+    stats = ResponseCache(path).stats()
     console = make_console()
     console.print(
         f"{stats['path']}: {stats['entries']} responses, {stats['bytes']} bytes", highlight=False
@@ -37,18 +46,16 @@ def cache_stats() -> None:
 @cache_app.command("clear")
 def cache_clear(
     model: Annotated[str | None, typer.Option(help="only this model's responses")] = None,
+    cache_path: CachePath = None,
 ) -> None:
     """Delete cached responses (all, or one model's)."""
     from raleval.cache import ResponseCache, default_cache_path
 
-    n = ResponseCache(default_cache_path()).clear(model)
+    path = cache_path or default_cache_path()
+    if cache_path is not None and not path.is_file():
+        fail(f"no response cache at {path}")
+    n = ResponseCache(path).clear(model)
     typer.echo(f"removed {n} cached responses")
-
-
-CachePath = Annotated[
-    Path | None,
-    typer.Option("--cache-path", help="the cache file (default: raleval's own, `cache stats`)"),
-]
 
 
 @cache_app.command("export")
