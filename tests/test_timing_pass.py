@@ -100,8 +100,57 @@ def test_the_pass_covers_every_family_waits_for_a_low_load_and_checks_each_answe
     table = "\n".join(timing_table(tmp_path / "timing"))
     react_row = next(line for line in table.splitlines() if "| react |" in line)
     cols = [c.strip() for c in react_row.strip("|").split("|")]
-    assert cols[3] == "6" and cols[4] == "3" and cols[-1] == "1"
-    assert int(cols[-2]) == sum(r["load_timed_out"] for r in rows if r["workflow"] == "react")
+    assert cols[3] == "6" and cols[4] == "3" and cols[-3] == "1"
+    assert int(cols[-4]) == sum(r["load_timed_out"] for r in rows if r["workflow"] == "react")
+    # where the time went: the shares of wall time in model calls and tools, from the lines
+    mine = [r for r in rows if r["workflow"] == "react"]
+    wall = sum(r["wall_time_s"] for r in mine)
+    assert cols[-2] == f"{100 * sum(r['model_time_s'] for r in mine) / wall:.0f}%"
+    assert cols[-1] == f"{100 * sum(r['tool_time_s'] for r in mine) / wall:.0f}%"
+
+
+def test_a_budget_sweeps_pass_checks_each_answer_against_its_own_arms_cell(tmp_path):
+    """The third study has no default arm, only budget arms, and its pass times one of them:
+    the check once looked for default-arm cells only, found none, and would have checked no
+    answer. Now each timed answer is checked against the timed arm's cell, not another arm's,
+    and a pass whose arm the study never scored is refused before it runs."""
+    import pytest
+
+    from raleval.app.runner import run_sync
+    from raleval.records import Trajectory
+    from raleval.store import RESULTS
+
+    scored = tmp_path / "study"
+    arms = {}
+    for arm in ("budget-1000", "budget-2000"):
+        cells = [c.model_copy(update={"arm": arm}) for c in _react_and_direct(scored)]
+        for cell in cells:
+            run_sync(cell)
+        arms[arm] = cells
+    # each arm's ReAct cell: one answer changed, a different task in each
+    tampered = {}
+    for k, arm in enumerate(arms):
+        path = arms[arm][0].run_dir / RESULTS
+        lines = path.read_text().splitlines()
+        changed = Trajectory.model_validate_json(lines[k])
+        changed.answer = f"not what {arm} timed"
+        lines[k] = changed.model_dump_json()
+        path.write_text("\n".join(lines) + "\n")
+        tampered[arm] = changed.task_id
+    timed = [c.model_copy(update={"log_dir": tmp_path / "x"}) for c in arms["budget-2000"]]
+    log = timing_pass(timed, tmp_path / "timing", per_cell=3, scored=scored, load=lambda: 0.2)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(rows) == 6 and all(r["matches_scored"] is not None for r in rows)
+    differs = [(r["workflow"], r["task_id"]) for r in rows if r["matches_scored"] is False]
+    assert differs == [("react", tampered["budget-2000"])]
+    for r in rows:  # where each episode's time went
+        assert r["model_time_s"] is not None and r["tool_time_s"] is not None
+        assert r["completion_tokens"] > 0
+    unscored = [c.model_copy(update={"arm": "budget-4000"}) for c in timed]
+    with pytest.raises(ValueError, match="no scored episode"):
+        timing_pass(unscored, tmp_path / "timing-4000", per_cell=1, scored=scored,
+                    load=lambda: 0.2)  # fmt: skip
+    assert not (tmp_path / "timing-4000" / TIMING).exists()
 
 
 def test_a_pass_resumed_from_its_timing_lines_alone_times_only_the_new_episodes(tmp_path):
@@ -135,16 +184,29 @@ def test_run_timing_sh_resumes_the_pass_from_the_lines_kept_in_the_repository(tm
     import subprocess
     from pathlib import Path
 
+    from typer.testing import CliRunner
+
+    from raleval.app.cli import app
+
     from .conftest import script_env
 
     repo = Path(__file__).resolve().parents[1]
     root = tmp_path / "clone"
-    (root / "studies" / "s").mkdir(parents=True)  # the study's scored cells: none here
+    (root / "studies").mkdir(parents=True)
     shutil.copy(repo / "studies" / "run_timing.sh", root / "studies" / "run_timing.sh")
-    (root / "studies" / "s.timing.yaml").write_text(
+    config = root / "studies" / "s.timing.yaml"
+    config.write_text(
         "env: scholar\nenv_options: {size: tiny}\nworkflows: [react, direct]\n"
         "models: [scripted/oracle]\ntasks: scholar-ks\ntasks_per_family: 6\nlimit: 6\n"
     )
+    # the study's scored cells, which the pass checks its answers against
+    ran = tmp_path / "scored"
+    for args in (
+        ["run", "--config", str(config), "--log-dir", str(ran), "--display", "none"],
+        ["study", "store", str(ran), "--into", str(root / "studies" / "s")],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
     env = script_env(MAX_LOAD="1000")  # a busy machine: no waiting here
 
     def run() -> None:
@@ -168,6 +230,7 @@ def test_run_timing_sh_resumes_the_pass_from_the_lines_kept_in_the_repository(tm
     first = json.loads(whole[0])["task_id"]
     for cell in (root / "runs" / "study-s-timing" / "scholar").glob("timing-*"):
         assert first not in (cell / "results.jsonl").read_text(), cell.name
+    assert all(json.loads(x)["matches_scored"] is True for x in again)
 
 
 def test_ctrl_c_stops_the_pass_and_keeps_what_it_timed(tmp_path, monkeypatch):

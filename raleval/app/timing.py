@@ -83,9 +83,12 @@ def covering_tasks(tasks: list[Task], per_family: int) -> list[str]:
     return out
 
 
-def scored_answers(study: Path) -> dict[tuple[str, str, str, str], str | None]:
+def scored_answers(
+    study: Path, arm: str | None = None
+) -> dict[tuple[str, str, str, str], str | None]:
     """(env, workflow, model, task id) -> the answer of the scored episode (its last attempt)
-    in a study folder's default-arm cells (no arm, one epoch)."""
+    in a study folder's cells of ``arm`` (None: the default arm, whose cells have none) with
+    one epoch. A budget sweep has no default arm: its pass times one budget's arm."""
     from raleval.app.study import cells_under
     from raleval.store import read_header
 
@@ -93,7 +96,7 @@ def scored_answers(study: Path) -> dict[tuple[str, str, str, str], str | None]:
     for cell in cells_under(study):
         header = read_header(cell)
         config = header.config if header else {}
-        if config.get("arm") or int(config.get("epochs", 1) or 1) != 1:
+        if (config.get("arm") or None) != arm or int(config.get("epochs", 1) or 1) != 1:
             continue
         key = (str(config.get("env")), str(config.get("workflow")), str(config.get("model")))
         for traj in ResultsFile(stored_file(cell, RESULTS)):
@@ -140,7 +143,16 @@ def timing_pass(
         families = len({t.family for t in tasks}) or 1
         need = per_family or max(1, math.ceil(MIN_PER_CELL / families))
         ids = covering_tasks(tasks, need)
-    answers = scored_answers(scored) if scored is not None else {}
+    answers = scored_answers(scored, first.arm) if scored is not None else {}
+    if scored is not None and not any(
+        (c.env, c.workflow, c.model) == key[:3] for c in configs for key in answers
+    ):
+        # the check would pass nothing and flag nothing: the third study's pass, timing the
+        # budget-8000 arm, once looked for the study's default arm, which a sweep has not
+        raise ValueError(
+            f"no scored episode in {scored} for the pass's cells (arm {first.arm or 'default'}):"
+            " each timed answer is checked against the cell the study scored"
+        )
     cells = [
         c.model_copy(
             update={
@@ -185,6 +197,9 @@ def timing_pass(
             "wall_time_s": traj.wall_time_s if traj else None,
             "tokens": traj.prompt_tokens + traj.completion_tokens if traj else None,
             "llm_calls": traj.n_llm_calls if traj else None,
+            # where the time went: the model calls (the server's own compute within them),
+            # the tools, and the tokens the server computed (uncached prompt, generated)
+            **_time_split(traj),
             "load_before": before,
             "load_after": after,
             "load_wait_s": waited,
@@ -197,6 +212,25 @@ def timing_pass(
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
     return log
+
+
+def _time_split(traj: Any) -> dict[str, Any]:
+    """A timed episode's time and tokens by where they went (None where it failed to run)."""
+    if traj is None:
+        return dict.fromkeys(_SPLIT)
+    server = [c.server_time_s for c in traj.llm_calls if c.server_time_s is not None]
+    return {
+        "model_time_s": traj.model_time_s,
+        "server_time_s": sum(server) if server else None,
+        "tool_time_s": traj.tool_time_s,
+        "uncached_prompt_tokens": traj.uncached_prompt_tokens,
+        "completion_tokens": traj.completion_tokens,
+    }
+
+
+_SPLIT = (
+    "model_time_s", "server_time_s", "tool_time_s", "uncached_prompt_tokens", "completion_tokens",
+)  # fmt: skip
 
 
 def _latest(run_dir: Path, task_id: str) -> Any:
