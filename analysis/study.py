@@ -613,8 +613,10 @@ def timing_table(folder: Path) -> list[str]:
     ``folder``): per cell, its episodes (run one at a time, interleaved) and the families they
     cover, the median and range of their wall seconds, the load average before them (median
     and highest), the episodes whose wait for a low load timed out, and those whose answer
-    differs from the scored episode's (``-`` where the pass was not checked). Empty when
-    there is none."""
+    differs from the scored episode's (``-`` where the pass was not checked); and where the
+    time went, the shares of the cell's wall seconds spent in model calls and in tools (the
+    rest is the harness's own; ``-`` for lines written before they said). Empty when there
+    is none."""
     rows: dict[tuple[str, str, str], list[dict]] = {}
     for log in sorted(folder.rglob(TIMING)):
         env = log.parent.name
@@ -627,8 +629,9 @@ def timing_table(folder: Path) -> list[str]:
     out = [
         "#### timing pass: one episode at a time, cells interleaved\n",
         "| env | workflow | model | episodes | families | median s | range s "
-        "| median load before | max load before | load wait timed out | answer differs |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| median load before | max load before | load wait timed out | answer differs "
+        "| in model calls | in tools |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (env, workflow, model), got in sorted(rows.items()):
         wall = [r["wall_time_s"] for r in got]
@@ -642,10 +645,20 @@ def timing_table(folder: Path) -> list[str]:
         out.append(
             f"| {env} | {workflow} | {model} | {len(got)} | {len(families) or '-'} "
             f"| {statistics.median(wall):.1f} | {min(wall):.1f}-{max(wall):.1f} | {load} "
-            f"| {top} | {timed_out} | {differs} |"
+            f"| {top} | {timed_out} | {differs} | {_share(got, 'model_time_s')} "
+            f"| {_share(got, 'tool_time_s')} |"
         )
     out.append("")
     return out
+
+
+def _share(rows: list[dict], field: str) -> str:
+    """``field``'s seconds over the rows' wall seconds, as a percentage; ``-`` where a row
+    does not say (a pass written before its lines split the time)."""
+    if any(r.get(field) is None for r in rows):
+        return "-"
+    wall = sum(r["wall_time_s"] for r in rows)
+    return f"{100 * sum(r[field] for r in rows) / wall:.0f}%" if wall > 0 else "-"
 
 
 def budget_of(arm: str) -> int | None:
