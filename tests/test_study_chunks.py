@@ -307,3 +307,16 @@ def test_run_chunk_carries_the_studys_response_cache_to_a_new_machine(tmp_path):
         assert exported.read_bytes() == before  # nothing new to add
     finally:
         stub.__exit__(None, None, None)
+
+
+def test_no_stored_cell_is_kept_as_unfinished_too():
+    """A cell finished since a chunk kept it unfinished leaves ``studies/<study>.partial/``
+    (run_chunk.sh's store removes it); a stale copy left in the repository would be restored
+    on a new machine beside the finished one."""
+    studies = STUDY.parent
+    for apart in studies.glob("*.partial"):
+        finished = studies / apart.name.removesuffix(".partial")
+        both = sorted(
+            p.name for p in apart.iterdir() if (finished / p.name / "results.jsonl.gz").exists()
+        )
+        assert not both, f"{apart.name} still holds finished cells: {both}"
