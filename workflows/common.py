@@ -295,10 +295,10 @@ def new_prompt_tokens(
     return count_tokens(model, text[shared:]) + MESSAGE_TOKENS * begun
 
 
-def _tokens_left(model: Model, config: WorkflowConfig, context_limit: int, prompt: str) -> int:
-    """What ``context_limit`` leaves after ``prompt``, the model's reply (``max_tokens``) and
-    the chat template's own tokens around the messages."""
-    return context_limit - count_tokens(model, prompt) - config.max_tokens - CHAT_TEMPLATE_TOKENS
+def _tokens_left(config: WorkflowConfig, context_limit: int, counted: int, template: int) -> int:
+    """What ``context_limit`` leaves after a prompt of ``counted`` tokens, the model's reply
+    (``max_tokens``) and the chat template's own ``template`` tokens around the messages."""
+    return context_limit - counted - config.max_tokens - template
 
 
 def ended_at_context(
@@ -312,7 +312,7 @@ def ended_at_context(
     counted = count_tokens(model, prompt)
     template = _template_tokens(rec)
     rec._context_checked = (len(rec.llm_calls), counted)
-    if context_limit - counted - config.max_tokens - template >= 0:
+    if _tokens_left(config, context_limit, counted, template) >= 0:
         return False
     rec.finish(
         Termination.context_limit,
@@ -341,17 +341,15 @@ def observation_room(
     config: WorkflowConfig,
     context_limit: int,
     prompt_so_far: str,
-    rec: EpisodeRecord | None = None,
+    rec: EpisodeRecord,
 ) -> int:
     """Tokens an observation may take: the configured budget, and never more than the context
     leaves after the prompt so far, the model's next reply and the chat template's tokens, as
     the episode's context check (``rec``) has measured them. Sized with the fixed template
     allowance alone, a large CRAG result filled the window that the check then found full: the
     episode ended at its window right after the call, the model never reading the result."""
-    room = _tokens_left(model, config, context_limit, prompt_so_far)
-    if rec is not None:
-        room -= _template_tokens(rec) - CHAT_TEMPLATE_TOKENS
-    room = max(room, 16)
+    counted = count_tokens(model, prompt_so_far)
+    room = max(_tokens_left(config, context_limit, counted, _template_tokens(rec)), 16)
     return min(room, config.max_obs_tokens) if config.max_obs_tokens else room
 
 

@@ -144,8 +144,9 @@ def timing_pass(
         need = per_family or max(1, math.ceil(MIN_PER_CELL / families))
         ids = covering_tasks(tasks, need)
     answers = scored_answers(scored, first.arm) if scored is not None else {}
+    scored_cells = {key[:3] for key in answers}
     if scored is not None and not any(
-        (c.env, c.workflow, c.model) == key[:3] for c in configs for key in answers
+        (c.env, c.workflow, c.model) in scored_cells for c in configs
     ):
         # the check would pass nothing and flag nothing: the third study's pass, timing the
         # budget-8000 arm, once looked for the study's default arm, which a sweep has not

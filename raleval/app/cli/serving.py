@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,9 @@ from raleval.app.cli.base import (
     fail,
     user_errors,
 )
+
+if TYPE_CHECKING:
+    from raleval.cache import ResponseCache
 
 cache_app = typer.Typer(help="Inspect or clear the LLM response cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
@@ -25,16 +28,23 @@ CachePath = Annotated[
 ]
 
 
+def _opened(cache_path: Path | None, existing: bool) -> ResponseCache:
+    """The response cache at ``cache_path`` (raleval's own without one). ``existing``: no
+    cache there is an error (asked about, not made); else a missing one is created."""
+    from raleval.cache import ResponseCache, default_cache_path
+
+    path = cache_path or default_cache_path()
+    if existing and not path.is_file():
+        fail(f"no response cache at {path}")
+    return ResponseCache(path)
+
+
 @cache_app.command("stats")
 def cache_stats(cache_path: CachePath = None) -> None:
     """Entries and size of the response cache, per model."""
     from raleval.app.console import make_console
-    from raleval.cache import ResponseCache, default_cache_path
 
-    path = cache_path or default_cache_path()
-    if cache_path is not None and not path.is_file():
-        fail(f"no response cache at {path}")
-    stats = ResponseCache(path).stats()
+    stats = _opened(cache_path, existing=cache_path is not None).stats()
     console = make_console()
     console.print(
         f"{stats['path']}: {stats['entries']} responses, {stats['bytes']} bytes", highlight=False
@@ -49,12 +59,7 @@ def cache_clear(
     cache_path: CachePath = None,
 ) -> None:
     """Delete cached responses (all, or one model's)."""
-    from raleval.cache import ResponseCache, default_cache_path
-
-    path = cache_path or default_cache_path()
-    if cache_path is not None and not path.is_file():
-        fail(f"no response cache at {path}")
-    n = ResponseCache(path).clear(model)
+    n = _opened(cache_path, existing=cache_path is not None).clear(model)
     typer.echo(f"removed {n} cached responses")
 
 
@@ -67,21 +72,14 @@ def cache_export(
     machine (`cache import`): a run config's `cache_path` cache is a study's to keep."""
     import gzip
 
-    from raleval.cache import ResponseCache, default_cache_path
-    from raleval.store import write_atomic
+    from raleval.app.study import write_atomic_bytes
 
-    path = cache_path or default_cache_path()
-    if not path.is_file():
-        fail(f"no response cache at {path}")
-    lines = list(ResponseCache(path).export_lines())
-    text = "".join(line + "\n" for line in lines)
+    lines = list(_opened(cache_path, existing=True).export_lines())
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
     try:
-        if file.name.endswith(".gz"):
-            tmp = file.with_name(f".{file.name}.tmp")
-            tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
-            tmp.replace(file)
-        else:
-            write_atomic(file, text)
+        write_atomic_bytes(
+            file, gzip.compress(data, mtime=0) if file.name.endswith(".gz") else data
+        )
     except OSError as err:
         fail(f"could not write {file}: {err}")
     typer.echo(f"{len(lines)} cached responses written to {file}")
@@ -94,7 +92,7 @@ def cache_import(
 ) -> None:
     """Add an exported cache's responses to this one. A request this cache already answered
     keeps its own reply; a file with a broken line adds nothing (exit 2, the line named)."""
-    from raleval.cache import CacheImportError, ResponseCache, default_cache_path
+    from raleval.cache import CacheImportError
     from raleval.store import read_stored_bytes
 
     if not file.is_file():
@@ -104,9 +102,7 @@ def cache_import(
     except (OSError, UnicodeDecodeError, EOFError) as err:
         fail(f"{file}: not a cache export ({err})")
     try:
-        added, kept = ResponseCache(cache_path or default_cache_path()).import_lines(
-            text.splitlines()
-        )
+        added, kept = _opened(cache_path, existing=False).import_lines(text.splitlines())
     except CacheImportError as err:
         fail(f"{file}: {err}")
     typer.echo(f"{added} cached responses added, {kept} already there")
