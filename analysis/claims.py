@@ -137,6 +137,34 @@ def _without_copies(t: Tested, clean: Tested | None, dropped: int) -> str:
     )
 
 
+def _family(folder: Path, design: StudyDesign):
+    """The stored arms, the declared comparisons tested as one Holm family, the same without
+    copied answers, and the arms in the order claims list them (the stored arms, then the
+    design's arms that have not run)."""
+    arms = load_study(folder)
+    options = {"weights": design.estimand.weights, "family": design.family}
+    family = compare_study(arms, design.declared, design.cluster, **options)
+    clean = compare_study(arms, design.declared, design.cluster, drop_copied=True, **options)
+    # the arms the design declares: the default budgets' and one per budget of its sweep
+    planned = [GENERATED] if design.default_arm else []
+    planned += [f"{GENERATED} @ {b} tokens" for b in design.budgets]
+    order = [
+        arm
+        for arm in [*arms, *(a for a in planned if a not in arms)]
+        if arm in family or arm in planned  # real-data arms are not in the design
+    ]
+    return arms, family, clean, planned, order
+
+
+def _family_line(family: dict[str, list[Tested]], clean: dict[str, list[Tested]]) -> str:
+    size = sum(1 for tested in family.values() for t in tested if not t.exploratory)
+    arms = sum(1 for v in family.values() if any(not t.exploratory for t in v))
+    return (
+        f"One correction family: the {size} declared comparisons tested across {arms} arm(s), "
+        f"Holm at 0.05 (without copied answers: {sum(len(v) for v in clean.values())})."
+    )
+
+
 def study_claims(
     folder: Path,
     design: StudyDesign,
@@ -149,11 +177,7 @@ def study_claims(
     family, the declared comparisons of every arm that ran them (:func:`compare_study`); the
     last line names it and its size."""
     declared = design.declared
-    arms = load_study(folder)
-    options = {"weights": design.estimand.weights, "family": design.family}
-    family = compare_study(arms, declared, design.cluster, **options)
-    clean = compare_study(arms, declared, design.cluster, drop_copied=True, **options)
-    size = sum(1 for tested in family.values() for t in tested if not t.exploratory)
+    arms, family, clean, planned, order = _family(folder, design)
     out = [
         f"The {len(declared)} comparisons {design_name} declares: F1, paired on the tasks both "
         f"systems ran, clustered by {design.cluster}; every verdict is Holm's over one family, "
@@ -164,13 +188,8 @@ def study_claims(
         "system copied a demonstration's answer (the same comparisons, their own Holm family).",
         "",
     ]
-    # the arms the design declares: the default budgets' and one per budget of its sweep
-    planned = [GENERATED] if design.default_arm else []
-    planned += [f"{GENERATED} @ {b} tokens" for b in design.budgets]
-    for arm in [*arms, *(a for a in planned if a not in arms)]:
+    for arm in order:
         systems = arms.get(arm, {})
-        if arm not in family and arm not in planned:
-            continue  # real-data arms are not in the design; a sampled arm compares nothing
         tested = [t for t in family.get(arm, []) if not t.exploratory]
         cleaned = {(t.a, t.b, t.level): t for t in clean.get(arm, [])}
         found = {(t.a, t.b, t.level) for t in tested}
@@ -198,13 +217,98 @@ def study_claims(
                 f"- Not yet run: {subject} against {obj.removeprefix('on ')}{shared}{level_text}."
             )
         out.append("")
-    clean_size = sum(len(v) for v in clean.values())
-    out.append(
-        f"One correction family: the {size} declared comparisons tested across "
-        f"{sum(1 for v in family.values() if any(not t.exploratory for t in v))} arm(s), Holm "
-        f"at 0.05 (without copied answers: {clean_size})."
-    )
+    out.append(_family_line(family, clean))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _column(arm: str) -> str:
+    """A table column's title: ``default``, ``1000``, ``4000, demos seed 5``."""
+    if arm == GENERATED:
+        return "default"
+    tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+    tokens = tokens.removesuffix(" tokens")
+    return f"{tokens}, demos seed {seed}" if seed else tokens
+
+
+def _row(a: System, b: System, level: str | None) -> str:
+    subject, obj, shared = _sides(a, b)
+    level_text = f", {level} tasks" if level else ""
+    return f"{subject} − {obj.removeprefix('on ')}{shared}{level_text}"
+
+
+def _cell(t: Tested | None, unfinished: dict[System, str], arm_tasks: int) -> str:
+    if t is None:
+        return "not run"
+    if t.a in unfinished or t.b in unfinished:
+        return _cell(t, {}, arm_tasks) + f"; {t.tasks} of {arm_tasks} tasks so far"
+    if t.mdd != t.mdd:
+        mdd = ""
+    else:
+        mdd = " (MDD none)" if t.mdd == float("inf") else f" (MDD {t.mdd:.2f})"
+    if t.verdict == "differ":
+        return f"**{t.diff.estimate:+.3f}**, p {p_text(t.p)}"
+    return f"{t.diff.estimate:+.3f}, p {p_text(t.p)}{mdd}"
+
+
+def study_claims_table(
+    folder: Path,
+    design: StudyDesign,
+    design_name: str,
+    format_gap: float = DEFAULT_FORMAT_GAP,
+) -> str:
+    """The claims of :func:`study_claims` as one table, for a page that has no room for a
+    sentence per comparison and arm (the README): a row per declared comparison, a column per
+    arm, each cell the paired F1 difference A - B and Holm's p from the same family, bold where
+    the verdict is that they differ, else with the minimum detectable difference; then how many
+    claims carry a format-failure caution and how many verdicts change without the copied
+    answers' tasks. The sentences, intervals and per-environment differences are
+    :func:`study_claims`'s."""
+    arms, family, clean, planned, order = _family(folder, design)
+    shown = [a for a in order if any(not t.exploratory for t in family.get(a, []))]
+    shown += [a for a in order if a in planned and a not in shown]
+    header = ["comparison (A − B)", *(_column(a) for a in shown)]
+    out = [
+        f"The {len(design.declared)} comparisons {design_name} declares, at each budget of "
+        "tokens per episode: the paired difference in F1 (A − B, each environment weighed as "
+        f"the design's estimand says), clustered by {design.cluster}, and Holm's p over one "
+        "family (every comparison of every arm; bold: they differ; else the minimum "
+        "detectable difference at Holm's level).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    by_arm = {
+        arm: {(t.a, t.b, t.level): t for t in family.get(arm, []) if not t.exploratory}
+        for arm in shown
+    }
+    unfinished = {arm: progress(arms.get(arm, {})) for arm in shown}
+    arm_tasks = {
+        arm: len({k for run in arms.get(arm, {}).values() for k in run.tasks}) for arm in shown
+    }
+    for key in design.declared:
+        cells = [_cell(by_arm[arm].get(key), unfinished[arm], arm_tasks[arm]) for arm in shown]
+        if all(c == "not run" for c in cells):
+            continue
+        out.append("| " + " | ".join([_row(*key), *cells]) + " |")
+    cautions = flips = total = 0
+    for arm in shown:
+        systems = arms.get(arm, {})
+        formats = {k: format_failures(run.scored, run.header) for k, run in systems.items()}
+        cleaned = {(t.a, t.b, t.level): t for t in clean.get(arm, [])}
+        for key, t in by_arm[arm].items():
+            total += 1
+            cautions += bool(format_gap_note(formats[t.a], formats[t.b], format_gap))
+            other = cleaned.get(key)
+            flips += other is not None and other.verdict != t.verdict
+    out += [
+        "",
+        f"{cautions} of the {total} claims differ by more than {format_gap:.0%} of calls in "
+        f"format failures between their sides; without the tasks where either side copied a "
+        f"demonstration's answer, {flips} of the {total} verdicts change.",
+        "",
+        _family_line(family, clean),
+    ]
+    return "\n".join(out) + "\n"
 
 
 def budget_title(arm: str) -> str:

@@ -207,3 +207,60 @@ def level_differences(systems, t) -> dict[str, tuple[float, str]]:
         if task.level.value == t.level:
             out[k] = (f1_a[k] - f1_b[k], task.family)
     return out
+
+
+def test_the_claims_table_holds_the_sentences_numbers_and_bolds_only_what_differs(tmp_path):
+    """`study claims --table` (the README's form) is the sentences' family in one table: each
+    cell's difference and Holm p are the sentence's for that arm and comparison, a cell is bold
+    exactly where the sentence says one scores higher, and the closing counts are recounted
+    from the sentences (format cautions; verdicts that change without copied answers)."""
+    from raleval.analysis.claims import study_claims_table
+
+    design = tmp_path / "d.yaml"
+    design.write_text(DESIGN, encoding="utf-8")
+    for folder, declared, name in (
+        (FIRST, load_design(design), "d.yaml"),
+        (ROOT / RERUN, load_design(ROOT / RERUN_DESIGN), "r.yaml"),
+    ):
+        sentences = study_claims(folder, declared, name)
+        table = study_claims_table(folder, declared, name)
+        assert table.splitlines()[-1] == sentences.splitlines()[-1]  # the family line
+        # the sentences' numbers, arm by arm, in declared order
+        per_arm: list[list[str]] = []
+        for line in sentences.splitlines():
+            if line.startswith("At "):
+                per_arm.append([])
+            elif line.startswith("- ") and not line.startswith("- Not yet run"):
+                per_arm[-1].append(line)
+        rows = [r for r in table.splitlines() if r.startswith("| ") and "(A − B)" not in r]
+        cells_by_arm = list(zip(*[[c.strip() for c in r.strip("|").split(" | ")[1:]]
+                                  for r in rows], strict=True))  # fmt: skip
+        assert len(cells_by_arm) == len(per_arm)
+        cautions = flips = 0
+        for cells, claims in zip(cells_by_arm, per_arm, strict=True):
+            ran = [c for c in cells if c != "not run"]
+            assert len(ran) == len(claims)
+            for cell, sentence in zip(ran, claims, strict=True):
+                diff, p = re.match(r"\**([+-][\d.]+)\**, p ([\d.]+)", cell).groups()
+                assert f"Holm p {p} (" in sentence
+                higher = " scores higher than " in sentence.split(" Without ")[0]
+                assert cell.startswith("**") == higher
+                magnitude = f"F1 +{abs(float(diff)):.3f}" if higher else f"F1 {diff}"
+                assert magnitude in sentence, (cell, sentence)
+                cautions += " Caution: " in sentence
+                verdict = "differ" if higher else "inside"
+                after = re.search(r"Holm p [\d.]+, (differ|inside)\.$", sentence)
+                flips += after is not None and after.group(1) != verdict
+        counts = re.search(r"(\d+) of the (\d+) claims differ .*?, (\d+) of the", table)
+        assert counts.groups() == (str(cautions), str(sum(map(len, per_arm))), str(flips))
+    assert "**" in study_claims_table(FIRST, load_design(design), "d.yaml")
+
+
+def test_the_claims_command_writes_the_table_with_table(tmp_path):
+    design = tmp_path / "d.yaml"
+    design.write_text(DESIGN, encoding="utf-8")
+    args = ["study", "claims", str(FIRST), "--design", str(design), "--table"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "| comparison (A − B) | default |" in result.output
+    assert "| ReAct − `direct` (no tools) on `local/qwen2.5-0.5b`, KU tasks |" in result.output

@@ -194,17 +194,27 @@ def study_claims_command(
     into: Annotated[Path | None, typer.Option(help=INTO_HELP)] = None,
     block: Annotated[str, typer.Option(help="the block's name, for --into")] = "study-claims",
     format_gap: FormatGap = 0.10,
+    table: Annotated[
+        bool,
+        typer.Option(
+            "--table",
+            help="one table instead of a sentence per claim: a row per declared comparison, a "
+            "column per arm, each cell the F1 difference and Holm's p (for the README)",
+        ),
+    ] = False,
 ) -> None:
     """The study's claims as Markdown, from its declared comparisons only: per arm, a sentence
     per comparison (which system scores higher when Holm's verdict says they differ, else no
-    difference detected and the MDD), and the declared comparisons with no data yet."""
-    from raleval.analysis.claims import study_claims
+    difference detected and the MDD), and the declared comparisons with no data yet; with
+    --table, the same verdicts as one table."""
+    from raleval.analysis.claims import study_claims, study_claims_table
     from raleval.analysis.design import load_design
 
     if not folder.exists():
         fail(f"no study folder {folder}")
     try:
-        text = study_claims(folder, load_design(design), f"`{design.as_posix()}`", format_gap)
+        write = study_claims_table if table else study_claims
+        text = write(folder, load_design(design), f"`{design.as_posix()}`", format_gap)
     except user_errors() as exc:
         fail(str(exc))
     emit(text, into, block, "claims")
