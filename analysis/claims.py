@@ -302,9 +302,10 @@ def study_claims_table(
             flips += other is not None and other.verdict != t.verdict
     out += [
         "",
-        f"{cautions} of the {total} claims differ by more than {format_gap:.0%} of calls in "
-        f"format failures between their sides; without the tasks where either side copied a "
-        f"demonstration's answer, {flips} of the {total} verdicts change.",
+        f"In {cautions} of the {total} claims the two sides' shares of calls with a format "
+        f"failure differ by more than {format_gap * 100:.0f} points (docs/study.md's sentences "
+        "say of which kind); without the tasks where either side copied a demonstration's "
+        f"answer, {flips} of the {total} verdicts change.",
         "",
         _family_line(family, clean),
     ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate, from the stored cells alone (no model), everything docs/study.md and the README
-# show of the re-run (issue 48): its tables, its claims (declared comparisons only) and its
+# show of the studies (issues 48 and 62): their tables, claims (declared comparisons only) and
 # figures. Run it after each `raleval study store`; tests check the result. The timing pass's
 # table comes from studies/local-models-2-timing/ once that holds the pass's timing.jsonl files
 # (`raleval study timing --config studies/local-models-2.yaml --out DIR`, then copy each
@@ -19,15 +19,14 @@ TIMING=()
 raleval study tables "$STUDY" --design "$DESIGN" "${TIMING[@]}" --into docs/study.md \
     --block study-rerun-tables
 raleval study claims "$STUDY" --design "$DESIGN" --into docs/study.md
-raleval study claims "$STUDY" --design "$DESIGN" --into README.md
 raleval study figures "$STUDY" --into docs/study2 --figure radar-react --figure errors \
     --figure tokens
 raleval study figures "$STUDY" --arm "generated @ 4000 tokens" --into docs/study2/matched \
     --figure tokens --figure errors
 
 # The third study (issue 62), as far as its stored cells go: its tables and claims in
-# docs/study.md (the README keeps the re-run's claims until the third study is complete), and
-# its budget sweep's figure.
+# docs/study.md, its claims as one table in the README (a cell still running says how many of
+# its tasks it has answered), its budget sweep's figure and the 8,000-token arm's figures.
 STUDY3=studies/local-models-3
 DESIGN3=studies/local-models-3.design.yaml
 TIMING3=()
@@ -35,4 +34,7 @@ TIMING3=()
 raleval study tables "$STUDY3" --design "$DESIGN3" "${TIMING3[@]}" --into docs/study.md \
     --block study3-tables
 raleval study claims "$STUDY3" --design "$DESIGN3" --into docs/study.md --block study3-claims
+raleval study claims "$STUDY3" --design "$DESIGN3" --table --into README.md
 raleval study figures "$STUDY3" --into docs/study3 --figure budgets
+raleval study figures "$STUDY3" --arm "generated @ 8000 tokens" --into docs/study3 \
+    --figure errors --figure radar-react

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from raleval.analysis.claims import study_claims
+from raleval.analysis.claims import study_claims, study_claims_table
 from raleval.analysis.design import load_design
 from raleval.app.cli import app
 
@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIRST = ROOT / "studies" / "local-models"
 RERUN = "studies/local-models-2"
 RERUN_DESIGN = "studies/local-models-2.design.yaml"
+NEWEST = "studies/local-models-3"
+NEWEST_DESIGN = "studies/local-models-3.design.yaml"
 README = ROOT / "README.md"
 START, END = "<!-- study-claims:start -->", "<!-- study-claims:end -->"
 runner = CliRunner()
@@ -110,14 +112,23 @@ def test_a_system_still_running_says_how_far_its_cells_are(tmp_path):
     assert "`direct` (no tools) on `local/qwen2.5-0.5b`: 9 of the arm's 60 tasks so far" in line
 
 
-def test_the_readme_s_claims_are_the_re_run_s_declared_comparisons_regenerated():
+def test_the_readme_s_claims_are_the_newest_study_s_declared_comparisons_regenerated():
+    """The README claims what the newest study's stored cells say, as `study claims --table`
+    writes it, and nothing outside that block."""
     text = README.read_text(encoding="utf-8")
     block = text.split(START + "\n", 1)[1].split(END, 1)[0]
-    fresh = study_claims(ROOT / RERUN, load_design(ROOT / RERUN_DESIGN), f"`{RERUN_DESIGN}`")
+    fresh = study_claims_table(
+        ROOT / NEWEST, load_design(ROOT / NEWEST_DESIGN), f"`{NEWEST_DESIGN}`"
+    )
     assert block == fresh, (
         "the README's claims are not what the stored cells say: regenerate them with "
-        f"`raleval study claims {RERUN} --design {RERUN_DESIGN} --into README.md`"
+        f"`raleval study claims {NEWEST} --design {NEWEST_DESIGN} --table --into README.md`"
     )
+    newest = max(
+        (p for p in (ROOT / "studies").glob("local-models-*") if p.name.split("-")[-1].isdigit()),
+        key=lambda p: int(p.name.split("-")[-1]),
+    )
+    assert newest.name == Path(NEWEST).name, "the README claims an older study than the newest"
     # the Studies section claims nothing outside the block: no F1, share or p of its own
     section = text.split("\n## Studies\n", 1)[1].split("\n## ", 1)[0]
     outside = re.sub(
@@ -214,8 +225,6 @@ def test_the_claims_table_holds_the_sentences_numbers_and_bolds_only_what_differ
     cell's difference and Holm p are the sentence's for that arm and comparison, a cell is bold
     exactly where the sentence says one scores higher, and the closing counts are recounted
     from the sentences (format cautions; verdicts that change without copied answers)."""
-    from raleval.analysis.claims import study_claims_table
-
     design = tmp_path / "d.yaml"
     design.write_text(DESIGN, encoding="utf-8")
     for folder, declared, name in (
@@ -251,7 +260,7 @@ def test_the_claims_table_holds_the_sentences_numbers_and_bolds_only_what_differ
                 verdict = "differ" if higher else "inside"
                 after = re.search(r"Holm p [\d.]+, (differ|inside)\.$", sentence)
                 flips += after is not None and after.group(1) != verdict
-        counts = re.search(r"(\d+) of the (\d+) claims differ .*?, (\d+) of the", table)
+        counts = re.search(r"In (\d+) of the (\d+) claims .*?, (\d+) of the", table)
         assert counts.groups() == (str(cautions), str(sum(map(len, per_arm))), str(flips))
     assert "**" in study_claims_table(FIRST, load_design(design), "d.yaml")
 

@@ -113,6 +113,7 @@ def test_the_re_run_s_tables_and_figures_in_the_docs_are_its_stored_cells(tmp_pa
     """docs/study.md's re-run block is `raleval study tables` under the design, its claims
     block the README's, and its figures what the stored cells draw (default and matched arm);
     `bash studies/regenerate.sh` rewrites them all."""
+    from raleval.analysis.claims import study_claims
     from raleval.analysis.design import load_design
 
     text = DOC.read_text(encoding="utf-8")
@@ -123,8 +124,8 @@ def test_the_re_run_s_tables_and_figures_in_the_docs_are_its_stored_cells(tmp_pa
     timing_dir = timing if timing.is_dir() else None
     fresh = study_tables(RERUN, design.declared, design.cluster, timing_dir)
     assert block == fresh, "regenerate with `bash studies/regenerate.sh`"
-    readme = README.read_text(encoding="utf-8")
-    assert doc_block(text, "study-claims") == doc_block(readme, "study-claims")
+    claims = study_claims(RERUN, design, "`studies/local-models-2.design.yaml`")
+    assert doc_block(text, "study-claims") == claims
     refs = [f"docs/{r}" for r in RERUN_FIGURE.findall(text)]
     assert len(refs) == 5
     default = [r for r in refs if "/matched/" not in r]
@@ -178,3 +179,14 @@ def test_the_third_study_s_blocks_and_figure_are_its_stored_cells(tmp_path):
     assert "(study3/budgets.png)" in DOC.read_text(encoding="utf-8")
     shutil.rmtree(tmp_path / "generated", ignore_errors=True)
     _same_figures(["docs/study3/budgets.png"], THIRD, "generated", tmp_path)
+
+
+def test_the_readme_s_figures_of_the_third_study_are_its_stored_cells(tmp_path):
+    """The README's third-study figures: the budget sweep (every budget arm) and the
+    8,000-token arm's error mix, each what `raleval study figures` draws now."""
+    refs = re.findall(r"!\[[^\]]+\]\((docs/study3/[A-Za-z0-9_.-]+\.png)\)",
+                      README.read_text(encoding="utf-8"))  # fmt: skip
+    assert "docs/study3/budgets.png" in refs and "docs/study3/errors.png" in refs
+    _same_figures(["docs/study3/budgets.png"], THIRD, "generated", tmp_path)
+    rest = [r for r in refs if not r.endswith("budgets.png")]
+    _same_figures(rest, THIRD, "generated @ 8000 tokens", tmp_path)
