@@ -161,8 +161,10 @@ def _row(run: Run, formats: FormatFailures) -> dict[str, str]:
     row["s/ep"] = f"{sum(t.wall_time_s for t in scored) / max(1, n):.1f}"
     tokens = unit_interval(run, scored, lambda t: t.prompt_tokens + t.completion_tokens)
     row["tokens/ep"] = f"{tokens.estimate:.0f}" if n else "0"
-    # cost as tokens, machine-independent, with its interval (a t interval: tokens are no rate)
-    ci = "n/a" if tokens.low != tokens.low else f"[{tokens.low:.0f}, {tokens.high:.0f}]"
+    # cost as tokens, machine-independent, with its interval (a t interval: tokens are no rate),
+    # cut at 0: one long episode among short ones widens it past a count's floor
+    low = max(0.0, tokens.low)
+    ci = "n/a" if tokens.low != tokens.low else f"[{low:.0f}, {tokens.high:.0f}]"
     row["tokens CI"] = ci
     row["calls/ep"] = f"{sum(t.n_llm_calls for t in scored) / max(1, n):.1f}"
     counted = [t.budget_tokens for t in scored if t.budget_tokens is not None]

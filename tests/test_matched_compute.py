@@ -5,6 +5,7 @@ episode has spent it, and an episode it stops is a budget stop."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -241,3 +242,19 @@ def test_new_tokens_are_those_past_the_previous_request():
     assert again == len("\n<assistant>" + "b" * 30 + "\n<tool>o") + 2 * MESSAGE_TOKENS
     unrelated = request_layout((Message(role="user", content="y" * 100),))
     assert new_prompt_tokens(model, 0, unrelated, layout[0], 0) >= len(unrelated[0]) - 1
+
+
+def test_the_tokens_interval_never_goes_below_zero():
+    """Tokens per episode are a count: the t interval of a cell with one long episode among
+    short ones (ReAct with Qwen2.5-1.5B at 4,000 tokens in the third study: a mean of about
+    7,600 whose t interval reaches -1,370) is cut at 0, its upper end kept."""
+    from raleval.analysis.study import study_tables
+
+    root = Path(__file__).resolve().parents[1] / "studies" / "local-models-3"
+    text = study_tables(root)
+    lows = []
+    for line in text.splitlines():
+        if line.startswith("| ") and "local/qwen2.5" in line:
+            lows += [int(m) for m in re.findall(r"\| \[(-?\d+), \d+\] \|", line)]
+    assert lows and min(lows) >= 0
+    assert 0 in lows  # the cell above: cut, not dropped
