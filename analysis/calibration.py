@@ -244,10 +244,24 @@ class HeteroDesign:
     template_sd: float = 1.0
     task_sd: float = 0.7
     diff_task_sd: float = 0.3
+    # each cluster's environment, under an estimand that weighs environments alike (the
+    # design's ``estimand: {weights: environment}``); empty: every task weighs the same
+    environments: tuple[int, ...] = ()
 
     @property
     def clusters(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.sizes)), self.sizes)
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Each task's weight, mean 1: ``n / (E n_e)`` for a task of environment e, as
+        :func:`raleval.analysis.study.compare_study` weighs them; all 1 without environments."""
+        tasks = int(sum(self.sizes))
+        if not self.environments:
+            return np.ones(tasks)
+        env = np.repeat(np.asarray(self.environments), self.sizes)
+        counts = np.bincount(env)
+        return tasks / (len(set(self.environments)) * counts[env])
 
     def draw(self, rng: np.random.Generator, shift: float, n: int = 1) -> tuple:
         """``n`` fresh draws of A's and B's per-task chances, shape (n, tasks)."""
@@ -267,7 +281,7 @@ def hetero_truth(design: HeteroDesign, shift: float, draws: int = 200_000, seed:
     total = 0.0
     for start in range(0, draws, 20_000):
         pa, pb = design.draw(rng, shift, min(20_000, draws - start))
-        total += float((pb - pa).mean(axis=1).sum())
+        total += float(((pb - pa) * design.weights).mean(axis=1).sum())
     return total / draws
 
 
@@ -283,13 +297,14 @@ def claim_calibration(
 
     truth = hetero_truth(design, shift, seed=seed + 100)
     clusters = design.clusters
+    w = design.weights  # the test runs on the weighted differences, as the claims do
     few = len(design.sizes) < FEW_CLUSTERS
     rng = np.random.default_rng(seed)
     cover = {"t": 0, "flip": 0, "claim": 0}
     reject = {"t": 0, "flip": 0, "verdict": 0}
     for _ in range(sims):
         pa, pb = design.draw(rng, shift)
-        a, b = _task_means(pa[0], 1, rng), _task_means(pb[0], 1, rng)
+        a, b = w * _task_means(pa[0], 1, rng), w * _task_means(pb[0], 1, rng)
         res = paired_difference(b, a, clusters, alpha)
         t_ok = res.diff.low <= truth <= res.diff.high
         # on 12 or more clusters a claim is the t test's alone (and 2^C flips grow costly)
@@ -302,7 +317,7 @@ def claim_calibration(
         cover["claim"] += (t_ok or flip_ok) if few else t_ok
         # A/A: two samplings of A's episodes on the same tasks
         pa2, _ = design.draw(rng, 0.0)
-        x, y = _task_means(pa2[0], 1, rng), _task_means(pa2[0], 1, rng)
+        x, y = w * _task_means(pa2[0], 1, rng), w * _task_means(pa2[0], 1, rng)
         aa = paired_difference(x, y, clusters, alpha)
         p_flip = sign_flip_p(x - y, clusters) if few else float("nan")
         reject["t"] += aa.p < alpha

@@ -80,6 +80,8 @@ HOLM_DESIGNS = {
 }
 
 
+# scholar's 3 families, wiki's 9, CRAG's 8 (the third study's clusters)
+THIRD_STUDY_ENVIRONMENTS = (0,) * 3 + (1,) * 9 + (2,) * 8
 # cluster sizes and the sd (logit) of B - A within each cluster both differ between clusters
 HETERO_DESIGNS = {
     "6 clusters, sizes 2-6, sd 0.2-1.2": HeteroDesign(
@@ -100,6 +102,18 @@ HETERO_DESIGNS = {
     ),
     "20 clusters, sizes 2-6, sd 0.2-1.2": HeteroDesign(
         (2, 3, 4, 5, 6) * 4, (0.2, 0.5, 0.8, 1.0, 1.2) * 4
+    ),
+    # the third study's regime: 2 tasks in each of 20 families, scholar's 3, wiki's 9 and
+    # CRAG's 8, each environment weighing the same (its design's estimand)
+    "20 clusters of 2, sd 0.2-2.0": HeteroDesign((2,) * 20, (0.2, 0.5, 0.8, 1.2, 2.0) * 4),
+    "20 of 2, environments 3/9/8 alike": HeteroDesign(
+        (2,) * 20, (0.2, 0.5, 0.8, 1.2, 2.0) * 4, environments=THIRD_STUDY_ENVIRONMENTS
+    ),
+    "20 of 2, envs 3/9/8, sd 2.0 on the 3": HeteroDesign(
+        (2,) * 20, (2.0,) * 3 + (0.3,) * 17, environments=THIRD_STUDY_ENVIRONMENTS
+    ),
+    "20 of 2, envs 3/9/8, rate near 0.15": HeteroDesign(
+        (2,) * 20, (0.2, 0.5, 0.8, 1.2, 2.0) * 4, base=-2.0, environments=THIRD_STUDY_ENVIRONMENTS
     ),
 }
 CLAIM_SHIFT = 0.4  # logit shift of B: a true difference of about 0.07 in F1
