@@ -103,6 +103,10 @@ def test_a_system_still_running_says_how_far_its_cells_are(tmp_path):
     line = next(c for c in text.splitlines() if "`direct`" in c and "KU" not in c)
     assert "(9 tasks," in line
     assert "`direct` (no tools) on `local/qwen2.5-0.5b`: 9 of the arm's 15 tasks so far" in line
+    # the README's table says it in the cell
+    table = study_claims_table(study, load_design(design), "d.yaml")
+    row = next(r for r in table.splitlines() if "`direct`" in r and "KU" not in r)
+    assert row.endswith("; 9 of 15 tasks so far |"), row
     # a system whose other cells have not run yet: fewer tasks than the arm holds
     wiki = "wiki__react__local_qwen2.5-0.5b__wiki"
     shutil.copytree(FIRST / wiki, study / wiki)
