@@ -529,7 +529,7 @@ def study_tables(
     )
     for arm, systems in arms.items():
         generated = arm.startswith(GENERATED)
-        columns = COLUMNS[GENERATED if generated else "real"]
+        columns = list(COLUMNS[GENERATED if generated else "real"])  # a copy: edited below
         if declared is not None:  # tokens and calls are the cost; the budgets' share beside
             columns = [c for c in columns if c != "s/ep"]
             columns.insert(columns.index("prog. error") + 1, "at budget")
@@ -543,8 +543,10 @@ def study_tables(
             title = f"generated task sets, sampled: {arm.split('~', 1)[1].strip()}"
             columns = [*columns[:4], "pass@k", "pass^k", *columns[4:]]
         elif generated:  # the matched-compute arm, beside the default budgets' table
-            title = f"generated task sets, matched compute: {arm.split('@', 1)[1].strip()}"
-            title += " per episode"
+            tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+            title = f"generated task sets, matched compute: {tokens} per episode"
+            if seed:  # another draw of the demonstrations
+                title += f", demonstrations drawn with seed {seed}"
         else:
             title = f"real data: {arm}"
         out.append(f"#### {title}\n")
