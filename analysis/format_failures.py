@@ -235,4 +235,13 @@ def format_gap_note(a: FormatFailures, b: FormatFailures, gap: float) -> str:
             f"{head}: each failed call parsed and repeats an earlier call (the model looping, or "
             "paging a tool such as Lookup on), not the harness's parsing"
         )
+    # the harness's part, cut or unparseable calls (an upper bound: a call can be both), is
+    # too small on both sides to make a gap this wide: the rest parsed and was made again
+    harness = max(min(x.cut + x.unparseable, x.calls) / x.calls for x in (a, b))
+    if harness <= gap:
+        return (
+            f"{head}: cut or unparseable calls are at most {100 * harness:.1f}% of either "
+            "side's, so the gap is in calls that parsed and repeat an earlier one (the model "
+            "looping, or paging a tool such as Lookup on), not the harness's parsing"
+        )
     return f"{head}: the gap may be the harness's handling of the output"

@@ -198,6 +198,16 @@ def test_the_gap_note_names_the_kinds_and_blames_the_harness_only_for_cut_or_unp
         assert note.endswith("the gap may be the harness's handling of the output"), note
     mixed = FormatFailures(calls=20, repeated=18, cut=1, failed=19, failed_low=19)
     assert mixed.kinds_text() == "repeats 90.0%, cut 5.0%"
+    # one cut call in 20 cannot make a gap of 90 points: the note says where the gap is
+    note = format_gap_note(FormatFailures(calls=20, cut=1, failed=1, failed_low=1), looped, 0.10)
+    assert note.endswith(
+        ": cut or unparseable calls are at most 5.0% of either side's, so the gap is in calls "
+        "that parsed and repeat an earlier one (the model looping, or paging a tool such as "
+        "Lookup on), not the harness's parsing"
+    ), note
+    # a side with more cut calls than the gap keeps the harness a suspect
+    many = FormatFailures(calls=20, cut=3, failed=3, failed_low=3)
+    assert format_gap_note(many, looped, 0.10).endswith("the harness's handling of the output")
     # derived counts tally repeats by executed call: three a reply can exceed the replies
     derived = FormatFailures(calls=4, repeated=9, cut=2, failed=4, derived=True, failed_low=2)
     assert derived.kinds_text() == "repeats up to 100.0%, cut 50.0%"
