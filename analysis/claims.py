@@ -272,7 +272,7 @@ def study_claims_table(
         "tokens per episode: the paired difference in F1 (A − B, each environment weighed as "
         f"the design's estimand says), clustered by {design.cluster}, and Holm's p over one "
         "family (every comparison of every arm; bold: they differ; else the minimum "
-        "detectable difference at Holm's level).",
+        "detectable difference at Holm's level; -: a comparison the arm does not run).",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -286,8 +286,13 @@ def study_claims_table(
         arm: len({k for run in arms.get(arm, {}).values() for k in run.tasks}) for arm in shown
     }
     for key in design.declared:
-        cells = [_cell(by_arm[arm].get(key), unfinished[arm], arm_tasks[arm]) for arm in shown]
-        if all(c == "not run" for c in cells):
+        cells = [
+            _cell(by_arm[arm].get(key), unfinished[arm], arm_tasks[arm])
+            if arm in planned or key in by_arm[arm]
+            else "-"  # an arm that runs some systems only (a second draw of demonstrations)
+            for arm in shown
+        ]
+        if all(c in ("not run", "-") for c in cells):
             continue
         out.append("| " + " | ".join([_row(*key), *cells]) + " |")
     cautions = flips = total = 0
