@@ -179,6 +179,9 @@ def test_the_third_study_s_blocks_and_figure_are_its_stored_cells(tmp_path):
     assert "(study3/budgets.png)" in DOC.read_text(encoding="utf-8")
     shutil.rmtree(tmp_path / "generated", ignore_errors=True)
     _same_figures(["docs/study3/budgets.png"], THIRD, "generated", tmp_path)
+    shown = ["docs/study3/errors.png", "docs/study3/radar-react.png"]
+    assert all(f"({r.removeprefix('docs/')})" in DOC.read_text(encoding="utf-8") for r in shown)
+    _same_figures(shown, THIRD, "generated @ 8000 tokens", tmp_path)
 
 
 def test_the_readme_s_figures_of_the_third_study_are_its_stored_cells(tmp_path):
