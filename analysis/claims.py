@@ -19,10 +19,10 @@ from raleval.analysis.design import StudyDesign
 from raleval.analysis.format_failures import DEFAULT_FORMAT_GAP, format_failures, format_gap_note
 from raleval.analysis.runs import Run
 from raleval.analysis.study import (
-    DEMONSTRATION_SEED,
     GENERATED,
     System,
     Tested,
+    budget_arm_parts,
     compare_study,
     copied_tasks,
     load_study,
@@ -56,10 +56,15 @@ def _sides(a: System, b: System) -> tuple[str, str, str]:
     return f"{_workflow(a[0])} on {_model(a[1])}", f"{_workflow(b[0])} on {_model(b[1])}", ""
 
 
+def _arm_tasks(systems: dict[System, Run]) -> set[str]:
+    """The task ids any cell of an arm holds."""
+    return {k for run in systems.values() for k in run.tasks}
+
+
 def progress(systems: dict[System, Run]) -> dict[System, str]:
     """For each system of an arm that has answered fewer of the arm's tasks than the arm holds
     (a cell stored partial, or cells not yet run): "12 of the arm's 80 tasks so far"."""
-    arm_tasks = {k for run in systems.values() for k in run.tasks}
+    arm_tasks = _arm_tasks(systems)
     out = {}
     for system, run in systems.items():
         done = {t.task_id for t in run.results} & arm_tasks
@@ -225,7 +230,7 @@ def _column(arm: str) -> str:
     """A table column's title: ``default``, ``1000``, ``4000, demos seed 5``."""
     if arm == GENERATED:
         return "default"
-    tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+    tokens, seed = budget_arm_parts(arm)
     tokens = tokens.removesuffix(" tokens")
     return f"{tokens}, demos seed {seed}" if seed else tokens
 
@@ -282,9 +287,7 @@ def study_claims_table(
         for arm in shown
     }
     unfinished = {arm: progress(arms.get(arm, {})) for arm in shown}
-    arm_tasks = {
-        arm: len({k for run in arms.get(arm, {}).values() for k in run.tasks}) for arm in shown
-    }
+    arm_tasks = {arm: len(_arm_tasks(arms.get(arm, {}))) for arm in shown}
     for key in design.declared:
         cells = [
             _cell(by_arm[arm].get(key), unfinished[arm], arm_tasks[arm])
@@ -320,7 +323,7 @@ def study_claims_table(
 def budget_title(arm: str) -> str:
     """``At matched compute, 4000 tokens per episode ...`` for a budget arm, with the
     demonstrations' seed where the arm drew them again."""
-    tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+    tokens, seed = budget_arm_parts(arm)
     again = f", the demonstrations drawn again with seed {seed}" if seed else ""
     return f"At matched compute, {tokens} per episode for every workflow{again}"
 

@@ -543,7 +543,7 @@ def study_tables(
             title = f"generated task sets, sampled: {arm.split('~', 1)[1].strip()}"
             columns = [*columns[:4], "pass@k", "pass^k", *columns[4:]]
         elif generated:  # the matched-compute arm, beside the default budgets' table
-            tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+            tokens, seed = budget_arm_parts(arm)
             title = f"generated task sets, matched compute: {tokens} per episode"
             if seed:  # another draw of the demonstrations
                 title += f", demonstrations drawn with seed {seed}"
@@ -663,6 +663,14 @@ def _share(rows: list[dict], field: str) -> str:
         return "-"
     wall = sum(r["wall_time_s"] for r in rows)
     return f"{100 * sum(r[field] for r in rows) / wall:.0f}%" if wall > 0 else "-"
+
+
+def budget_arm_parts(arm: str) -> tuple[str, str]:
+    """A budget arm's name (:func:`arm_of`) taken apart: its budget as written and the seed its
+    demonstrations were drawn again with, or "" (``generated @ 4000 tokens with demonstration
+    seed 5`` gives ``("4000 tokens", "5")``)."""
+    tokens, _, seed = arm.split("@", 1)[1].strip().partition(f" {DEMONSTRATION_SEED} ")
+    return tokens, seed
 
 
 def budget_of(arm: str) -> int | None:
