@@ -20,6 +20,7 @@ docs/study.md holds a copy and a test recomputes it.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -616,11 +617,11 @@ def timing_table(folder: Path) -> list[str]:
     """The timing pass's table (``raleval study timing``, every ``timing.jsonl`` under
     ``folder``): per cell, its episodes (run one at a time, interleaved) and the families they
     cover, the median and range of their wall seconds, the load average before them (median
-    and highest), the episodes whose wait for a low load timed out, and those whose answer
-    differs from the scored episode's (``-`` where the pass was not checked); and where the
-    time went, the shares of the cell's wall seconds spent in model calls and in tools (the
-    rest is the harness's own; ``-`` for lines written before they said). Empty when there
-    is none."""
+    and highest, to two decimals rounded down), the episodes whose wait for a low load timed
+    out, and those whose answer differs from the scored episode's (``-`` where the pass was
+    not checked); and where the time went, the shares of the cell's wall seconds spent in
+    model calls and in tools (the rest is the harness's own; ``-`` for lines written before
+    they said). Empty when there is none."""
     rows: dict[tuple[str, str, str], list[dict]] = {}
     for log in sorted(folder.rglob(TIMING)):
         env = log.parent.name
@@ -640,8 +641,8 @@ def timing_table(folder: Path) -> list[str]:
     for (env, workflow, model), got in sorted(rows.items()):
         wall = [r["wall_time_s"] for r in got]
         loads = [r["load_before"] for r in got if r.get("load_before") is not None]
-        load = f"{statistics.median(loads):.1f}" if loads else "-"
-        top = f"{max(loads):.1f}" if loads else "-"
+        load = _load_text(statistics.median(loads)) if loads else "-"
+        top = _load_text(max(loads)) if loads else "-"
         families = {r.get("family") for r in got} - {None}
         checked = [r["matches_scored"] for r in got if r.get("matches_scored") is not None]
         differs = str(sum(not m for m in checked)) if checked else "-"
@@ -654,6 +655,12 @@ def timing_table(folder: Path) -> list[str]:
         )
     out.append("")
     return out
+
+
+def _load_text(load: float) -> str:
+    """A load average to two decimals, rounded down: a load of 1.497 under a limit of 1.5
+    must not read as the limit."""
+    return f"{math.floor(load * 100 + 1e-9) / 100:.2f}"  # 1e-9: 0.29 * 100 is 28.999...
 
 
 def _share(rows: list[dict], field: str) -> str:

@@ -176,11 +176,11 @@ def test_under_a_design_wall_time_comes_only_from_the_timing_pass(tmp_path):
     # episodes, families (none recorded), median and range, median and highest load, waits
     # that timed out, answers that differ from the scored ones ("-": not checked)
     assert (
-        "| scholar | react | local/qwen2.5-0.5b | 3 | - | 34.0 | 30.0-50.0 | 1.1 | 1.3 | 0 | - |"
+        "| scholar | react | local/qwen2.5-0.5b | 3 | - | 34.0 | 30.0-50.0 | 1.10 | 1.30 | 0 | - |"
         in result.output
     )
     assert (
-        "| scholar | direct | local/qwen2.5-0.5b | 1 | - | 1.0 | 1.0-1.0 | 1.0 | 1.0 | 0 | - |"
+        "| scholar | direct | local/qwen2.5-0.5b | 1 | - | 1.0 | 1.0-1.0 | 1.00 | 1.00 | 0 | - |"
         in result.output
     )
     # without a design (the first study's tables), the cells' own seconds stay

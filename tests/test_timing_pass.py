@@ -109,6 +109,27 @@ def test_the_pass_covers_every_family_waits_for_a_low_load_and_checks_each_answe
     assert cols[-1] == f"{100 * sum(r['tool_time_s'] for r in mine) / wall:.0f}%"
 
 
+def test_a_load_just_below_the_limit_does_not_read_as_the_limit(tmp_path):
+    """The table's loads are rounded down to two decimals: an episode that started at 1.497
+    under a limit of 1.5 shows 1.49, not a 1.5 that reads as over it."""
+    from raleval.analysis.study import timing_table
+
+    line = {
+        "workflow": "react", "model": "m", "task_id": "t", "family": "1-1",
+        "wall_time_s": 2.0, "model_time_s": 1.0, "tool_time_s": 0.0, "load_before": 1.497,
+        "load_timed_out": False, "matches_scored": True,
+    }  # fmt: skip
+    (tmp_path / "scholar").mkdir()
+    (tmp_path / "scholar" / TIMING).write_text(json.dumps(line) + "\n")
+    row = next(r for r in timing_table(tmp_path) if r.startswith("| scholar |"))
+    cols = [c.strip() for c in row.strip("|").split("|")]
+    assert cols[7:9] == ["1.49", "1.49"]
+    # and a load of exactly 0.29 (28.999... hundredths in floating point) stays 0.29
+    (tmp_path / "scholar" / TIMING).write_text(json.dumps({**line, "load_before": 0.29}) + "\n")
+    row = next(r for r in timing_table(tmp_path) if r.startswith("| scholar |"))
+    assert row.split(" | ")[7:9] == ["0.29", "0.29"]
+
+
 def test_a_budget_sweeps_pass_checks_each_answer_against_its_own_arms_cell(tmp_path):
     """The third study has no default arm, only budget arms, and its pass times one of them:
     the check once looked for default-arm cells only, found none, and would have checked no
