@@ -38,3 +38,10 @@ raleval study claims "$STUDY3" --design "$DESIGN3" --table --into README.md
 raleval study figures "$STUDY3" --into docs/study3 --figure budgets
 raleval study figures "$STUDY3" --arm "generated @ 8000 tokens" --into docs/study3 \
     --figure errors --figure radar-react
+# seconds per episode against F1 at 8,000 tokens, the seconds from the timing pass as far as it
+# has gone (it rotates the cells per task, so at any point they have timed the same tasks, the
+# one under way aside)
+if [ -d studies/local-models-3-timing ]; then
+    raleval study figures "$STUDY3" --arm "generated @ 8000 tokens" --into docs/study3 \
+        --figure deployment --timing studies/local-models-3-timing
+fi

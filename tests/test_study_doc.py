@@ -67,10 +67,13 @@ README = ROOT / "README.md"
 FIGURE_REF = re.compile(r"!\[[^\]]+\]\((docs/study/[A-Za-z0-9_.-]+\.png)\)")
 
 
-def _same_figures(refs: list[str], study: Path, arm: str, tmp_path: Path) -> None:
+def _same_figures(
+    refs: list[str], study: Path, arm: str, tmp_path: Path, timing: Path | None = None
+) -> None:
     """Each of ``refs`` (paths under the repository) exists, is a PNG file, and is what
     ``raleval study figures`` draws from ``study``'s ``arm`` now (same size, the same pixels but
-    for anti-aliasing: a figure left behind after the results changed fails)."""
+    for anti-aliasing: a figure left behind after the results changed fails); ``timing``, a
+    timing pass's folder, gives the deployment figure its seconds."""
     from matplotlib import image
     from typer.testing import CliRunner
 
@@ -79,6 +82,8 @@ def _same_figures(refs: list[str], study: Path, arm: str, tmp_path: Path) -> Non
     names = [f"--figure={Path(ref).stem}" for ref in refs]
     out = tmp_path / arm.replace(" ", "_")
     args = ["study", "figures", str(study), "--arm", arm, "--into", str(out), *names]
+    if timing is not None:
+        args += ["--timing", str(timing)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(Path(r).name for r in refs)
@@ -182,6 +187,12 @@ def test_the_third_study_s_blocks_and_figure_are_its_stored_cells(tmp_path):
     shown = ["docs/study3/errors.png", "docs/study3/radar-react.png"]
     assert all(f"({r.removeprefix('docs/')})" in DOC.read_text(encoding="utf-8") for r in shown)
     _same_figures(shown, THIRD, "generated @ 8000 tokens", tmp_path)
+    # seconds per episode against F1, the seconds from the timing pass as far as it has gone
+    assert "(study3/deployment.png)" in DOC.read_text(encoding="utf-8")
+    shutil.rmtree(tmp_path / "generated_@_8000_tokens")
+    timing = ROOT / "studies" / "local-models-3-timing"
+    arm = "generated @ 8000 tokens"
+    _same_figures(["docs/study3/deployment.png"], THIRD, arm, tmp_path, timing)
 
 
 def test_the_readme_s_figures_of_the_third_study_are_its_stored_cells(tmp_path):
