@@ -446,21 +446,29 @@ def tasks_for_power(
     return max(2, math.ceil((z / diff) ** 2 * var * (deff if deff == deff else 1.0)))
 
 
-def combine_means(parts: Sequence[Interval], level: float = 0.95) -> Interval:
-    """Interval of the unweighted mean of independent means (R-Eval's averages over task
-    families, which share no task): ``SE = sqrt(sum SE_f^2) / F``, with Welch-Satterthwaite
-    degrees of freedom ``(sum SE_f^2)^2 / sum(SE_f^4 / df_f)``. NaN if a part has no SE."""
+def combine_means(
+    parts: Sequence[Interval], level: float = 0.95, weights: Sequence[float] | None = None
+) -> Interval:
+    """Interval of the mean of independent means (R-Eval's averages over task families, which
+    share no task), unweighted or with ``weights`` summing to 1: ``SE = sqrt(sum w_f^2 SE_f^2)``
+    (``w_f = 1 / F`` unweighted), with Welch-Satterthwaite degrees of freedom
+    ``(sum w_f^2 SE_f^2)^2 / sum(w_f^4 SE_f^4 / df_f)``. NaN if a part has no SE."""
     from scipy import stats as st
 
     f = len(parts)
-    est = sum(p.estimate for p in parts) / f if f else float("nan")
+    w = [1 / f] * f if weights is None else [float(x) for x in weights]
+    if len(w) != f or (f and not math.isclose(sum(w), 1.0)):
+        raise ValueError("combine_means needs one weight per part, summing to 1")
+    est = sum(wi * p.estimate for wi, p in zip(w, parts, strict=True) if wi > 0) if f else math.nan
     clusters = sum(p.clusters for p in parts)
-    if not f or any(p.se != p.se for p in parts):
+    if not f or any(p.se != p.se for p, wi in zip(parts, w, strict=True) if wi > 0):
         return Interval(est, float("nan"), float("nan"), float("nan"), float("nan"), clusters)
-    var = sum(p.se**2 for p in parts)
-    se = math.sqrt(var) / f
+    terms = [(wi * p.se) ** 2 for wi, p in zip(w, parts, strict=True) if wi > 0]
+    dfs = [p.df for wi, p in zip(w, parts, strict=True) if wi > 0]
+    var = sum(terms)
+    se = math.sqrt(var)
     if var == 0:
         return Interval(est, est, est, 0.0, float("inf"), clusters)
-    df = var**2 / sum(p.se**4 / p.df for p in parts if p.se > 0)
+    df = var**2 / sum(t**2 / d for t, d in zip(terms, dfs, strict=True) if t > 0)
     h = float(st.t.ppf(0.5 + level / 2, df)) * se
     return Interval(est, est - h, est + h, se, df, clusters)

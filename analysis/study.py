@@ -755,27 +755,36 @@ def budget_table(arms: dict[str, dict[System, Run]]) -> list[str]:
     return out
 
 
-def timed_seconds(folder: Path) -> dict[str, list[float]]:
-    """``workflow/model`` -> the wall seconds of its timing-pass episodes (every
-    ``timing.jsonl`` under ``folder``), those whose answer differs from the scored episode's
-    left out: they timed another episode than the one scored."""
-    out: dict[str, list[float]] = defaultdict(list)
+def timed_seconds(folder: Path) -> dict[str, dict[str, list[float]]]:
+    """``workflow/model`` -> environment -> the wall seconds of its timing-pass episodes (every
+    ``timing.jsonl`` under ``folder``, its environment the folder holding it, as the pass
+    writes them), those whose answer differs from the scored episode's left out: they timed
+    another episode than the one scored."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for log in sorted(folder.rglob(TIMING)):
         for line in log.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             if row.get("wall_time_s") is None or row.get("matches_scored") is False:
                 continue
-            out[f"{row['workflow']}/{row['model']}"].append(float(row["wall_time_s"]))
-    return dict(out)
+            name = f"{row['workflow']}/{row['model']}"
+            out[name][log.parent.name].append(float(row["wall_time_s"]))
+    return {name: dict(envs) for name, envs in out.items()}
 
 
 def timing_points(
     folder: Path, systems: dict[System, Run]
 ) -> tuple[dict[str, tuple[float, float, float, float]], list[str], dict]:
     """The time-versus-F1 figure's points from a timing pass: per system of the arm the pass
-    timed, (mean timed seconds, its 95% t interval, the arm's F1), the Pareto front (faster
-    and better), and each point's F1 interval and n (the figure's ``extras``)."""
-    from raleval.analysis.stats import mean_interval
+    timed, (mean timed seconds, its 95% interval, the arm's F1), the Pareto front (faster and
+    better), and each point's F1 interval and n (the figure's ``extras``).
+
+    The seconds estimate what the F1 does, the mean over the arm's scored tasks: each
+    environment's timed mean weighs its share of the system's scored tasks (a pass times a
+    different share of each environment's tasks), its interval the weighted combination of the
+    environments' t intervals (:func:`raleval.analysis.stats.combine_means`). Environments the
+    pass has not timed yet are left out and the weights of the rest renormalised; timed
+    episodes of an environment the arm did not score weigh nothing."""
+    from raleval.analysis.stats import combine_means, mean_interval
 
     timed = timed_seconds(folder)
     points, extras = {}, {}
@@ -783,7 +792,14 @@ def timing_points(
         name = f"{workflow}/{model}"
         if name not in timed or not run.scored:
             continue
-        t = mean_interval(timed[name])
+        share = Counter(_env_of(run, t.task_id) for t in run.scored)
+        envs = sorted(e for e in timed[name] if share[e])
+        if not envs:
+            continue
+        total = sum(share[e] for e in envs)
+        t = combine_means(
+            [mean_interval(timed[name][e]) for e in envs], weights=[share[e] / total for e in envs]
+        )
         low, high = (t.low, t.high) if t.low == t.low else (t.estimate, t.estimate)
         f1 = unit_interval(run, run.scored, lambda x: x.scores.get("f1", 0.0), score=True)
         points[name] = (t.estimate, max(0.0, low), high, f1.estimate)

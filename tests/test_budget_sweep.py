@@ -181,6 +181,45 @@ def test_the_deployment_figure_can_take_its_seconds_from_the_timing_pass(tmp_pat
     assert extras["react/local/qwen2.5-0.5b"][2] == len(arm[("react", "local/qwen2.5-0.5b")].scored)
 
 
+def test_the_deployment_figure_weighs_each_environment_s_seconds_by_its_share_of_the_tasks(
+    tmp_path,
+):
+    """A pass that times a different share of each environment's tasks than the cells scored
+    (the third study's: all 6 scholar tasks, 9 of wiki's 18) gives the mean seconds over the
+    scored tasks, as the F1 is: each environment's timed mean at its share of the scored
+    tasks; seconds of an environment the arm did not score weigh nothing."""
+    import json
+    import shutil
+
+    from raleval.analysis.study import load_study, timing_points
+
+    study = tmp_path / "study"
+    source = ROOT / "studies" / "local-models-2"
+    for env in ("scholar", "wiki"):
+        name = f"matched-4000__{env}__react__local_qwen2.5-0.5b__{env}"
+        shutil.copytree(source / name, study / name)
+    (arm,) = load_study(study).values()
+    run = arm[("react", "local/qwen2.5-0.5b")]
+    n = {env: 0 for env in ("scholar", "wiki")}
+    for t in run.scored:
+        n[run.tasks[t.task_id].domain.split("/")[0]] += 1
+    assert n["scholar"] and n["wiki"] and n["scholar"] != n["wiki"]
+    timed = {"scholar": [10.0, 20.0], "wiki": [100.0, 200.0, 300.0], "crag": [5000.0]}
+    for env, seconds in timed.items():
+        (tmp_path / "timing" / env).mkdir(parents=True)
+        with open(tmp_path / "timing" / env / "timing.jsonl", "w", encoding="utf-8") as fh:
+            for s in seconds:
+                row = {"workflow": "react", "model": "local/qwen2.5-0.5b", "wall_time_s": s}
+                fh.write(json.dumps(row) + "\n")
+    points, _, _ = timing_points(tmp_path / "timing", arm)
+    seconds, low, high, _ = points["react/local/qwen2.5-0.5b"]
+    want = (n["scholar"] * 15.0 + n["wiki"] * 200.0) / (n["scholar"] + n["wiki"])
+    assert seconds == pytest.approx(want)
+    pooled = sum(timed["scholar"] + timed["wiki"]) / 5
+    assert abs(seconds - pooled) > 1  # not the plain mean of the timed episodes
+    assert low < seconds < high
+
+
 def test_the_third_study_s_timing_pass_times_its_cells():
     """studies/local-models-3.timing.yaml holds exactly the 8,000-token arm's cells
     (environment, workflow, model, sample, options), so its seconds are theirs."""

@@ -86,6 +86,25 @@ def test_combined_interval_of_family_means():
     assert math.isnan(combine_means([a, Interval(0.1, float("nan"), float("nan"))]).low)
 
 
+def test_a_weighted_combination_weighs_each_mean_and_its_variance():
+    """The third study's seconds weigh each environment by its share of the tasks: the
+    estimate is the weighted mean, its variance sum w^2 SE^2, Welch-Satterthwaite df."""
+    a = Interval(0.5, 0.4, 0.6, se=0.05, df=10, clusters=11)
+    b = Interval(0.3, 0.1, 0.5, se=0.1, df=5, clusters=6)
+    c = combine_means([a, b], weights=[0.75, 0.25])
+    assert c.estimate == pytest.approx(0.45)
+    var = 0.75**2 * 0.05**2 + 0.25**2 * 0.1**2
+    assert c.se == pytest.approx(math.sqrt(var))
+    assert c.df == pytest.approx(var**2 / ((0.75**2 * 0.05**2) ** 2 / 10 + (0.25**2 * 0.1**2) ** 2 / 5))
+    assert c.low < 0.45 < c.high and c.high - 0.45 == pytest.approx(0.45 - c.low)
+    # equal weights are the unweighted mean; a part that weighs nothing cannot spoil it
+    assert combine_means([a, b], weights=[0.5, 0.5]) == combine_means([a, b])
+    nan = Interval(9.0, float("nan"), float("nan"))
+    assert combine_means([a, nan], weights=[1.0, 0.0]).estimate == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        combine_means([a, b], weights=[0.5, 0.6])
+
+
 def test_epoch_spread_and_flip_rate():
     samples = {"t1": [1.0, 1.0, 1.0], "t2": [1.0, 0.0, 1.0], "t3": [0.0, 0.0, 0.0]}
     verdicts = {k: [x >= 0.5 for x in v] for k, v in samples.items()}
