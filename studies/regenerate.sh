@@ -36,9 +36,10 @@ raleval study tables "$STUDY3" --design "$DESIGN3" "${TIMING3[@]}" --into docs/s
 raleval study claims "$STUDY3" --design "$DESIGN3" --into docs/study.md --block study3-claims
 raleval study claims "$STUDY3" --design "$DESIGN3" --table --into README.md
 raleval study figures "$STUDY3" --into docs/study3 --figure budgets
-# with the timing pass, seconds per episode against F1 too, the seconds from the pass as far as
-# it has gone (it rotates the cells per task, so at any point they have timed the same tasks,
-# the one under way aside)
+# with the timing pass, seconds per episode against F1 too (the README's time figure), the
+# seconds from the pass, each environment at its share of the arm's tasks as the F1 is; a pass
+# under way draws it as far as it has gone (it rotates the cells per task, so at any point they
+# have timed the same tasks, the one under way aside)
 DEPLOYMENT3=()
 [ ${#TIMING3[@]} -gt 0 ] && DEPLOYMENT3=(--figure deployment "${TIMING3[@]}")
 raleval study figures "$STUDY3" --arm "generated @ 8000 tokens" --into docs/study3 \

@@ -193,13 +193,15 @@ def test_the_third_study_s_blocks_and_figure_are_its_stored_cells(tmp_path):
 
 def test_the_readme_s_figures_of_the_third_study_are_its_stored_cells(tmp_path):
     """The README's third-study figures: the budget sweep (every budget arm) and the
-    8,000-token arm's error mix, each what `raleval study figures` draws now."""
+    8,000-token arm's error mix (and time against F1, its seconds from the timing pass), each
+    what `raleval study figures` draws now."""
     refs = re.findall(r"!\[[^\]]+\]\((docs/study3/[A-Za-z0-9_.-]+\.png)\)",
                       README.read_text(encoding="utf-8"))  # fmt: skip
     assert "docs/study3/budgets.png" in refs and "docs/study3/errors.png" in refs
     _same_figures(["docs/study3/budgets.png"], THIRD, "generated", tmp_path)
     rest = [r for r in refs if not r.endswith("budgets.png")]
-    _same_figures(rest, THIRD, "generated @ 8000 tokens", tmp_path)
+    timing = ROOT / "studies" / "local-models-3-timing"
+    _same_figures(rest, THIRD, "generated @ 8000 tokens", tmp_path, timing)
 
 
 def test_the_third_study_s_timing_pass_times_every_cell_alike_after_a_low_load(tmp_path):
