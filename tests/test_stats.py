@@ -93,9 +93,9 @@ def test_a_weighted_combination_weighs_each_mean_and_its_variance():
     b = Interval(0.3, 0.1, 0.5, se=0.1, df=5, clusters=6)
     c = combine_means([a, b], weights=[0.75, 0.25])
     assert c.estimate == pytest.approx(0.45)
-    var = 0.75**2 * 0.05**2 + 0.25**2 * 0.1**2
-    assert c.se == pytest.approx(math.sqrt(var))
-    assert c.df == pytest.approx(var**2 / ((0.75**2 * 0.05**2) ** 2 / 10 + (0.25**2 * 0.1**2) ** 2 / 5))
+    ta, tb = 0.75**2 * 0.05**2, 0.25**2 * 0.1**2
+    assert c.se == pytest.approx(math.sqrt(ta + tb))
+    assert c.df == pytest.approx((ta + tb) ** 2 / (ta**2 / 10 + tb**2 / 5))
     assert c.low < 0.45 < c.high and c.high - 0.45 == pytest.approx(0.45 - c.low)
     # equal weights are the unweighted mean; a part that weighs nothing cannot spoil it
     assert combine_means([a, b], weights=[0.5, 0.5]) == combine_means([a, b])

@@ -278,8 +278,7 @@ def test_every_number_of_the_third_study_s_account_is_in_its_regenerated_data():
     third = ROOT / "studies" / "local-models-3"
     timing = ROOT / "studies" / "local-models-3-timing"  # the prose on where the time goes
     pool = (
-        _pool(study_tables(third, design.declared, design.cluster, timing=timing,
-                           weights="environment"))  # fmt: skip
+        _pool(study_tables(third, design.declared, design.cluster, timing, weights="environment"))
         | _pool(study_claims(third, design, "design"))
         | _pool(study_claims_table(third, design, "design"))
     )
