@@ -459,16 +459,16 @@ def combine_means(
     w = [1 / f] * f if weights is None else [float(x) for x in weights]
     if len(w) != f or (f and not math.isclose(sum(w), 1.0)):
         raise ValueError("combine_means needs one weight per part, summing to 1")
-    est = sum(wi * p.estimate for wi, p in zip(w, parts, strict=True) if wi > 0) if f else math.nan
+    used = [(wi, p) for wi, p in zip(w, parts, strict=True) if wi > 0]  # a 0 weight: left out
+    est = sum(wi * p.estimate for wi, p in used) if f else math.nan
     clusters = sum(p.clusters for p in parts)
-    if not f or any(p.se != p.se for p, wi in zip(parts, w, strict=True) if wi > 0):
+    if not f or any(p.se != p.se for _, p in used):
         return Interval(est, float("nan"), float("nan"), float("nan"), float("nan"), clusters)
-    terms = [(wi * p.se) ** 2 for wi, p in zip(w, parts, strict=True) if wi > 0]
-    dfs = [p.df for wi, p in zip(w, parts, strict=True) if wi > 0]
-    var = sum(terms)
+    terms = [((wi * p.se) ** 2, p.df) for wi, p in used]
+    var = sum(t for t, _ in terms)
     se = math.sqrt(var)
     if var == 0:
         return Interval(est, est, est, 0.0, float("inf"), clusters)
-    df = var**2 / sum(t**2 / d for t, d in zip(terms, dfs, strict=True) if t > 0)
+    df = var**2 / sum(t**2 / d for t, d in terms if t > 0)
     h = float(st.t.ppf(0.5 + level / 2, df)) * se
     return Interval(est, est - h, est + h, se, df, clusters)

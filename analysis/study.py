@@ -23,7 +23,7 @@ import json
 import math
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -613,6 +613,17 @@ def study_tables(
     return "\n".join(out).rstrip() + "\n"
 
 
+def _timed_rows(folder: Path) -> Iterator[tuple[str, dict]]:
+    """(environment, line) of every timed episode of a timing pass: the lines of each
+    ``timing.jsonl`` under ``folder`` that have wall seconds, the environment the folder
+    holding the file, as the pass writes them."""
+    for log in sorted(folder.rglob(TIMING)):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            if row.get("wall_time_s") is not None:
+                yield log.parent.name, row
+
+
 def timing_table(folder: Path) -> list[str]:
     """The timing pass's table (``raleval study timing``, every ``timing.jsonl`` under
     ``folder``): per cell, its episodes (run one at a time, interleaved) and the families they
@@ -623,12 +634,8 @@ def timing_table(folder: Path) -> list[str]:
     model calls and in tools (the rest is the harness's own; ``-`` for lines written before
     they said). Empty when there is none."""
     rows: dict[tuple[str, str, str], list[dict]] = {}
-    for log in sorted(folder.rglob(TIMING)):
-        env = log.parent.name
-        for line in log.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if row.get("wall_time_s") is not None:
-                rows.setdefault((env, row["workflow"], row["model"]), []).append(row)
+    for env, row in _timed_rows(folder):
+        rows.setdefault((env, row["workflow"], row["model"]), []).append(row)
     if not rows:
         return []
     out = [
@@ -761,13 +768,9 @@ def timed_seconds(folder: Path) -> dict[str, dict[str, list[float]]]:
     writes them), those whose answer differs from the scored episode's left out: they timed
     another episode than the one scored."""
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for log in sorted(folder.rglob(TIMING)):
-        for line in log.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if row.get("wall_time_s") is None or row.get("matches_scored") is False:
-                continue
-            name = f"{row['workflow']}/{row['model']}"
-            out[name][log.parent.name].append(float(row["wall_time_s"]))
+    for env, row in _timed_rows(folder):
+        if row.get("matches_scored") is not False:
+            out[f"{row['workflow']}/{row['model']}"][env].append(float(row["wall_time_s"]))
     return {name: dict(envs) for name, envs in out.items()}
 
 
