@@ -39,6 +39,7 @@ times at 6-9 episodes leave both below 95%; the figure's error bars are to be re
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
@@ -249,8 +250,6 @@ TIMING_MEDIANS = (10.0, 3.0, 30.0)  # seconds; environments differ, as in the pa
 
 def _times(shape: str, median: float, n: int, rng) -> tuple:
     """``n`` simulated seconds of one environment and the distribution's true mean."""
-    import math
-
     if shape == "normal":
         sd = median / 4
         return rng.normal(median, sd, n), median

@@ -407,28 +407,28 @@ def test_planned_and_pal_ran_again_as_docs_study_says():
     from statistics import mean
 
     from raleval.analysis.format_failures import format_failures
+    from raleval.analysis.study import arm_of, budget_of
 
     def summary(folder: Path) -> tuple[dict, dict, dict]:
         calls: dict[str, int] = defaultdict(int)
         cut: dict[str, int] = defaultdict(int)
-        f1: dict[tuple, list[float]] = defaultdict(list)
+        f1: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+        cells: dict[tuple[str, str], int] = defaultdict(int)
         for cell in sorted(p.parent for p in folder.glob("*/results.jsonl.gz")):
-            arm, _, workflow, model, _ = cell.name.split("__")
+            run = load_run(cell)
+            workflow, model = run.header.config["workflow"], run.header.config["model"]
             if workflow not in ("pal", "planned"):
                 continue
-            run = load_run(cell)
             counts = format_failures(run.scored, run.header)
             calls[workflow] += counts.calls
             cut[workflow] += counts.cut
-            scores = [t.scores["f1"] for t in run.scored]
-            f1[workflow, model].append((int(arm.split("-")[1]), scores))
+            f1[workflow, model, budget_of(arm_of(run))] += [t.scores["f1"] for t in run.scored]
+            cells[workflow, model] += 1
         pooled = {}
-        for key, parts in f1.items():
-            budgets = sorted({b for b, _ in parts})
-            assert len(budgets) == 4 and len(parts) == 12, key
-            pooled[key] = [
-                f"{mean(x for b2, xs in parts if b2 == b for x in xs):.3f}" for b in budgets
-            ]
+        for (workflow, model), n in cells.items():
+            budgets = sorted(b for w, m, b in f1 if (w, m) == (workflow, model))
+            assert len(budgets) == 4 and n == 12, (workflow, model)
+            pooled[workflow, model] = [f"{mean(f1[workflow, model, b]):.3f}" for b in budgets]
         return calls, cut, pooled
 
     new_calls, new_cut, new = summary(ROOT / "studies" / "local-models-3")
@@ -444,7 +444,7 @@ def test_planned_and_pal_ran_again_as_docs_study_says():
     def listed(values: list[str]) -> str:
         return ", ".join(values[:-1]) + " and " + values[-1]
 
-    big, small = "local_qwen2.5-1.5b", "local_qwen2.5-0.5b"
+    big, small = "local/qwen2.5-1.5b", "local/qwen2.5-0.5b"
     assert set(new["planned", small]) == set(old["planned", small]) == {"0.043"}
     assert (
         f"it scores {listed(new['planned', big])} at 1,000-8,000 tokens "
@@ -462,18 +462,18 @@ def test_planned_and_pal_ran_again_as_docs_study_says():
         for t in load_run(ROOT / "studies" / "local-models-3-first-run" / cell).scored
         if t.llm_calls[0].cut
     }
-    again = load_run(ROOT / "studies" / "local-models-3" / cell).scored
-    plans = [t.llm_calls[0] for t in again if t.task_id in looped]
-    assert len(plans) == 6 and not any(c.cut for c in plans)
-    steps = {len([s for s in t.steps if s.tool != "Finish"]) for t in again if t.task_id in looped}
-    tokens = sorted(c.completion_tokens for c in plans)
-    assert steps == {6}
-    distinct = {
-        len({(s.tool, repr(s.arguments)) for s in t.steps if s.tool != "Finish"})
-        for t in again
+    again = [
+        t
+        for t in load_run(ROOT / "studies" / "local-models-3" / cell).scored
         if t.task_id in looped
-    }
+    ]
+    plans = [t.llm_calls[0] for t in again]
+    assert len(plans) == 6 and not any(c.cut for c in plans)
+    lookups = [[(s.tool, repr(s.arguments)) for s in t.steps if s.tool != "Finish"] for t in again]
+    assert {len(calls) for calls in lookups} == {6}
+    distinct = {len(set(calls)) for calls in lookups}
     assert min(distinct) == 1 and max(distinct) == 3  # "one to three distinct lookups"
+    tokens = sorted(c.completion_tokens for c in plans)
     said = (
         f"now end after 6 calls of one to three distinct lookups ({tokens[0]}-{tokens[-1]} tokens)"
     )
