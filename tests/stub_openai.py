@@ -40,6 +40,13 @@ def completion(
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # The listen backlog of a real server (the standard library's default is 5). With 5, eight
+    # connections opened at once under CPU load overflowed it once a run: the kernel dropped a
+    # SYN and that request reached the server a second late, after the burst it belonged to.
+    request_queue_size = 128
+
+
 class StubServer:
     def __init__(self, latency_s: float = 0.0, port: int = 0) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -104,7 +111,7 @@ class StubServer:
                 stub.respond(self, req, n)
 
         self.handler = Handler
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd = _Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
