@@ -6,20 +6,35 @@ for every slot, raises it by one; an overload answer (HTTP 429 or 503) halves it
 overload (the requests that were already in flight when it was cut do not cut it again).
 ``Retry-After`` on an overload holds every new request until that time. The level at which the
 endpoint refused is remembered: the limit grows back to one below it and stays, then probes one
-above after :data:`PROBE_AFTER_WINDOWS` clean windows (an endpoint can gain capacity); a probe
-that is refused goes back to the remembered level without halving and doubles the wait for the
-next, and :data:`PROBE_HOLD_WINDOWS` full windows at the probe's level with no refusal
-make it the new level. One window is not enough: the client counts a request in flight until its
-answer is read, so under CPU load the endpoint may have answered one of them before the last was
-sent and never had the probe's level at once (a probe at 5 was once kept against a server that
-refuses a fifth); each further window at that level is another chance for it to refuse.
+above after :data:`PROBE_AFTER_WINDOWS` clean windows (an endpoint can gain capacity).
+
+The refused level is the number in flight when the refused request was sent, lowered by the
+rest of its burst. Requests to one endpoint travel on separate connections and the endpoint
+does not see them in the order the client sent them, so the first refusal the client reads may
+be the request it sent sixth of eight to a server that holds four, which alone would put the
+level at six (a run once settled at 5 against such a server). Each further refusal among the
+requests sent before the cut bounds it again: of the ``n`` the client had in flight around the
+first (when it was sent or when its refusal was read, whichever is more), ``k`` refused means
+the endpoint held at most ``n - k``; eight in flight with four refused means it held four.
+Neither bound alone is enough (a request sent before the cut may reach the endpoint only after
+the burst, and is then not refused). A further refusal never lowers it below the limit the
+decrease already chose, and only a probe that holds raises it.
+
+A probe that is refused goes back to the remembered level without halving and doubles the wait
+for the next, and :data:`PROBE_HOLD_WINDOWS` full windows at the probe's level with no refusal
+make it the new level. One window is not enough: the client counts a request in flight until
+its answer is read, so under CPU load the endpoint may have answered one of them before the
+last was sent and never had the probe's level at once (a probe at 5 was once kept against a
+server that refuses a fifth); each further window at that level is another chance for it to
+refuse.
 
 Inspect AI's adaptive connections work alike (start at 20, grow while the provider keeps up,
 back off on rate-limit retries, and the samples in flight track the limit); here it starts
 at :data:`AUTO_START` and the episodes in flight follow it too (:func:`episode_room`).
 
-Every change of the limit is logged (logger ``raleval.concurrency``) and appended as one
-JSON line to the run directory's ``concurrency.jsonl``, so a run records the level it chose.
+Every change of the limit or of the remembered level is logged (logger
+``raleval.concurrency``) and appended as one JSON line to the run directory's
+``concurrency.jsonl``, so a run records the level it chose and why it stopped growing.
 """
 
 from __future__ import annotations
@@ -88,6 +103,8 @@ class AdaptiveLimit:
         self.era = 0  # bumped by each decrease: older requests' overloads do not count again
         self.ceiling: int | None = None  # one below the level the endpoint refused at
         self.overloads = 0
+        # the burst the last cut answered: (its era, requests in flight at it, refusals so far)
+        self._burst: tuple[int, int, int] | None = None
         self.peak = int(self.limit)
         self._successes = 0  # in this window
         self._busy = False  # every slot was taken during this window (episodes or requests)
@@ -204,18 +221,35 @@ class AdaptiveLimit:
         if retry_after_s:
             self._hold_until = max(self._hold_until, self._clock() + retry_after_s)
         if era != self.era:
-            return  # sent before the last decrease: that overload is already answered
+            self._refused_again(era)  # already answered by a cut: it only tells the level
+            return
         self._successes, self._busy, self._full, self._clean_windows = 0, False, False, 0
         self._held_windows = 0
-        refused_at = max(level, 1)
-        if self.ceiling is not None and refused_at > self.ceiling:
-            # capacity unchanged: back to it, and the next probe waits twice as long
+        # in flight around this request: when it was sent, or now (it is still counted)
+        seen = max(level, self.in_flight, 1)
+        self._burst = (era, seen, 1)
+        if self.ceiling is not None and self.level > self.ceiling and seen > self.ceiling:
+            # a probe refused, capacity unchanged: back to it, the next probe waits twice as long
             self._probe_after = min(2 * self._probe_after, MAX_PROBE_AFTER_WINDOWS)
             self._set(self.ceiling, f"probe refused (HTTP {status})")
         else:
-            self.ceiling = max(self.minimum, refused_at - 1)
+            refused_at = max(level - 1, self.minimum)  # only a probe held raises the ceiling
+            self.ceiling = refused_at if self.ceiling is None else min(self.ceiling, refused_at)
             self._set(math.floor(self.limit * DECREASE), f"HTTP {status}")
         self.era += 1
+
+    def _refused_again(self, era: int) -> None:
+        """Another refusal of a request sent before the last cut: of the ``n`` the client had
+        in flight then, ``k`` refused means the endpoint held at most ``n - k``."""
+        if self._burst is None or self._burst[0] != era or self.ceiling is None:
+            return
+        _, in_flight, refused = self._burst
+        self._burst = (era, in_flight, refused + 1)
+        held = max(in_flight - refused - 1, self.level, self.minimum)
+        if held < self.ceiling:
+            logger.info("max-connections auto: refused level %d -> %d", self.ceiling + 1, held + 1)
+            self.ceiling = held
+            self._log("refused again in the burst")
 
     def _set(self, value: float, why: str) -> None:
         before = self.level
@@ -229,6 +263,7 @@ class AdaptiveLimit:
             "t_s": round(self._clock() - self._start, 3),
             "limit": self.level,
             "settled": self.settled,
+            "ceiling": self.ceiling,
             "why": why,
             "in_flight": self.in_flight,
         }

@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tempfile
+from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from raleval.app.cli import app
@@ -85,46 +89,79 @@ def test_a_probe_that_one_full_window_let_through_is_not_kept_if_the_next_is_ref
     asyncio.run(scenario())
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.integers(2, 16))
+def test_the_refused_level_is_read_from_the_whole_burst_in_any_order(data, n):
+    """The flake this rule answers: against a server holding four, eight sent at once, the
+    first refusal read was the one sent sixth, and the run settled at 5. Requests reach the
+    endpoint in no fixed order, so whichever ``k`` of ``n`` in flight are refused, and in
+    whatever order their refusals are read, the remembered level is at most ``n - k`` (the
+    endpoint held no more), never below the limit the one decrease chose, and at most one
+    below the level the first refusal read was sent at; the record says so."""
+    refused = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+
+    async def scenario(record):
+        limit = AdaptiveLimit(start=n, maximum=64, record=record)
+        async with contextlib.AsyncExitStack() as stack:
+            slots = [await stack.enter_async_context(limit.request()) for _ in range(n)]
+            for i in refused:  # read in the drawn order
+                slots[i].overloaded(429)
+            for i in set(range(n)) - set(refused):
+                slots[i].succeeded()
+        return limit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / LOG_NAME
+        limit = asyncio.run(scenario(record))
+        last = json.loads(record.read_text().splitlines()[-1])
+    halved = max(n // 2, 1)
+    assert limit.overloads == len(refused) and limit.level == halved  # one decrease only
+    first_sent_at = refused[0] + 1  # the slots were taken in order
+    assert limit.ceiling == max(min(first_sent_at - 1, max(n - len(refused), halved)), 1)
+    assert (last["ceiling"], last["settled"]) == (limit.ceiling, limit.settled)
+
+
 def test_aimd_grows_while_the_endpoint_keeps_up_and_halves_once_per_overload():
     """The limit's arithmetic without a server: additive increase per window in which every
     slot was taken, multiplicative decrease once for the requests sent before the cut, the
-    refused level remembered, a probe above it after clean windows, Retry-After holding new
-    requests."""
+    refused level read from the whole burst, a probe above it after clean windows, Retry-After
+    holding new requests."""
     now = [0.0]
 
     async def scenario():
-        limit = AdaptiveLimit(start=2, maximum=10, clock=lambda: now[0])
+        limit = AdaptiveLimit(start=4, maximum=10, clock=lambda: now[0])
         await _full_window(limit)
-        assert limit.level == 3  # a busy window of successes: +1
+        assert limit.level == 5  # a busy window of successes: +1
         for _ in range(6):  # one request at a time: the slots were never all taken
             async with limit.request() as slot:
                 slot.succeeded()
-        assert limit.level == 3
-        await _full_window(limit, refuse=2)  # two of three refused: one halving, not two
-        assert (limit.level, limit.ceiling, limit.overloads) == (1, 2, 2)
+        assert limit.level == 5
+        await _full_window(limit, refuse=2)  # two of five refused: one halving, not two ...
+        assert (limit.level, limit.overloads) == (2, 2)
+        assert limit.ceiling == 3  # ... and the endpoint held the other three
         await _full_window(limit)
-        assert limit.level == limit.settled == 2  # back up to below the refused level ...
+        assert limit.level == limit.settled == 3  # back up to below the refused level ...
         for _ in range(PROBE_AFTER_WINDOWS - 1):
             await _full_window(limit)
-        assert limit.level == 2  # ... held there ...
+        assert limit.level == 3  # ... held there ...
         await _full_window(limit)
-        assert limit.level == 3 and limit.settled == 2  # ... then a probe above it
+        assert limit.level == 4 and limit.settled == 3  # ... then a probe above it
         await _full_window(limit, refuse=1, retry_after=5.0)
-        assert limit.level == 2  # a refused probe goes back without halving ...
+        assert limit.level == 3  # a refused probe goes back without halving ...
         for _ in range(PROBE_AFTER_WINDOWS):
             now[0] += 5.0  # (past each Retry-After hold)
             await _full_window(limit)
-        assert limit.level == 2  # ... and the next probe waits twice as long
+        assert limit.level == 3  # ... and the next probe waits twice as long
         for _ in range(PROBE_AFTER_WINDOWS):
             await _full_window(limit)
-        assert limit.level == 3 and limit.settled == 2
+        assert limit.level == 4 and limit.settled == 3
         for _ in range(PROBE_HOLD_WINDOWS - 1):  # full windows at the probe's level go through
             await _full_window(limit)
-        assert limit.settled == 2  # ... not yet enough to say the endpoint had them at once
+        assert limit.settled == 3  # ... not yet enough to say the endpoint had them at once
         await _full_window(limit)
-        assert limit.level == limit.settled == 3  # the endpoint takes more now
+        assert limit.level == limit.settled == 4  # the endpoint takes more now
         await _full_window(limit, refuse=1, retry_after=5.0)
-        assert (limit.level, limit.ceiling) == (1, 2)  # refused at or below it: halved
+        assert (limit.level, limit.ceiling) == (2, 3)  # refused at or below it: halved
         # Retry-After 5 s holds every new request until the clock has passed it
         waiter = asyncio.ensure_future(limit.request().__aenter__())
         for _ in range(20):
