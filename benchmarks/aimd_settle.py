@@ -168,8 +168,8 @@ def main() -> None:
     if args.baseline:
         new, old = result["working tree"], result[f"baseline {args.baseline}"]
         for key in ("settled_above_capacity", "cut_below_capacity", "refused_mean"):
-            ratio = new[key] / old[key] if old[key] else float("nan")
-            print(f"working tree / baseline, {key}: {ratio:.2f}")
+            ratio = f"{new[key] / old[key]:.2f}" if old[key] else "none in the baseline"
+            print(f"working tree / baseline, {key}: {ratio} ({new[key]:g} / {old[key]:g})")
         ratio = new["wall_s_median"] / old["wall_s_median"]
         print(f"working tree / baseline, median wall: {ratio:.2f}")
     print(f"load (1-minute) before each batch: {min(loads):.2f}-{max(loads):.2f}")
