@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import importlib.util
 import json
 import os
@@ -34,35 +35,31 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 from _common import write_json  # noqa: E402
 
-CAPACITY = 4
+CAPACITY = 4  # the stub's
+EPISODES = 40  # a run's, as the test's
 
 
-def _stub_server() -> Any:
-    """The test suite's stub server class, from the working tree whichever tree is measured."""
+@functools.cache
+def _stub() -> Any:
+    """The test suite's stub server module, from the working tree whichever tree is measured."""
     spec = importlib.util.spec_from_file_location("stub_openai", REPO / "tests" / "stub_openai.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.StubServer
+    return module
 
 
 def one_run(hold: float) -> dict[str, Any]:
-    """One run of 40 episodes at ``auto``; what its record and results say."""
+    """One run at ``auto``; what its record and results say."""
     from typer.testing import CliRunner
 
     from raleval.app.cli import app
     from raleval.concurrency import LOG_NAME
     from raleval.store import RESULTS
 
-    with tempfile.TemporaryDirectory() as tmp, _stub_server()() as stub:
+    with tempfile.TemporaryDirectory() as tmp, _stub().StubServer() as stub:
         stub.hold_s = hold
-        cmd = [
-            "run", "--model", f"openai-compatible/capacity@{stub.base_url}",
-            "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks",
-            "--tasks-per-family", "40", "--display", "none", "--no-cache",
-            "--max-connections", "auto", "--log-dir", tmp, "--run-name", "auto",
-            "-W", "time_limit_s=60",
-        ]  # fmt: skip
+        cmd = _stub().capacity_run_args(stub.base_url, tmp, "auto", "auto", EPISODES)
         start = time.perf_counter()
         res = CliRunner().invoke(app, cmd)
         wall = time.perf_counter() - start
@@ -73,10 +70,9 @@ def one_run(hold: float) -> dict[str, Any]:
     return {
         "exit": res.exit_code,
         "settled": record[-1]["settled"],
-        "peak_after_first_cut": max([e["limit"] for e in record[1:]] or [0]),
         "cut_below_capacity": any(e["limit"] <= CAPACITY // 2 for e in cuts),
         "refused": stub.refused,
-        "lost": sum(1 for r in results if r["failure"]) + 40 - len(results),
+        "lost": sum(1 for r in results if r["failure"]) + EPISODES - len(results),
         "wall_s": wall,
         "raleval": str(Path(sys.modules["raleval"].__file__ or "").parent),
         "shape": " ".join(f"{e['why']}:{e['limit']}/{e['settled']}" for e in record),

@@ -243,9 +243,10 @@ class AdaptiveLimit:
         in flight then, ``k`` refused means the endpoint held at most ``n - k``."""
         if self._burst is None or self._burst[0] != era or self.ceiling is None:
             return
-        _, in_flight, refused = self._burst
-        self._burst = (era, in_flight, refused + 1)
-        held = max(in_flight - refused - 1, self.level, self.minimum)
+        _, n, k = self._burst
+        k += 1
+        self._burst = (era, n, k)
+        held = max(n - k, self.level, self.minimum)
         if held < self.ceiling:
             logger.info("max-connections auto: refused level %d -> %d", self.ceiling + 1, held + 1)
             self.ceiling = held

@@ -40,6 +40,21 @@ def completion(
     }
 
 
+def capacity_run_args(
+    base_url: str, log_dir: str, name: str, connections: str, episodes: int = 40
+) -> list[str]:
+    """``raleval run`` of ``episodes`` one-call episodes against the ``capacity`` model at
+    ``base_url`` (tests/test_concurrency.py and benchmarks/aimd_settle.py run the same)."""
+    return [
+        "run", "--model", f"openai-compatible/capacity@{base_url}",
+        "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks",
+        "--tasks-per-family", str(episodes), "--display", "none", "--no-cache",
+        "--max-connections", connections, "--log-dir", log_dir, "--run-name", name,
+        # a bounded run: a request that cannot get through fails fast instead of waiting
+        "-W", "time_limit_s=60",
+    ]  # fmt: skip
+
+
 class _Server(ThreadingHTTPServer):
     # The listen backlog of a real server (the standard library's default is 5). With 5, eight
     # connections opened at once under CPU load overflowed it once a run: the kernel dropped a

@@ -16,20 +16,13 @@ from raleval.app.cli import app
 from raleval.concurrency import LOG_NAME, PROBE_AFTER_WINDOWS, PROBE_HOLD_WINDOWS, AdaptiveLimit
 from raleval.store import RESULTS
 
-from .stub_openai import StubServer
+from .stub_openai import StubServer, capacity_run_args
 
 runner = CliRunner()
 
 
 def _run(stub: StubServer, tmp_path, name: str, connections: str, n: int = 40):
-    cmd = [
-        "run", "--model", f"openai-compatible/capacity@{stub.base_url}",
-        "--workflow", "direct", "-E", "size=tiny", "--tasks", "scholar-ks",
-        "--tasks-per-family", str(n), "--display", "none", "--no-cache",
-        "--max-connections", connections, "--log-dir", str(tmp_path), "--run-name", name,
-        # a bounded test: a request that cannot get through fails fast instead of waiting
-        "-W", "time_limit_s=60",
-    ]  # fmt: skip
+    cmd = capacity_run_args(stub.base_url, str(tmp_path), name, connections, n)
     res = runner.invoke(app, cmd)
     lines = [json.loads(x) for x in (tmp_path / name / RESULTS).read_text().splitlines()]
     return res, lines
